@@ -1,0 +1,251 @@
+package analytics
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dualpath/analytics-go/consumer"
+	"github.com/dualpath/analytics-go/queue"
+)
+
+// Client records events and uploads them in batches in the background. All
+// its methods are safe for concurrent use. Create one with New, share it,
+// and Close (or Shutdown) it before the program exits: events still queued
+// are lost only if the process ends first.
+type Client struct {
+	cfg      config
+	up       *consumer.Uploader
+	queue    *queue.Queue[Message]
+	ownHTTP  *http.Client // the SDK's own client, whose idle connections Close closes
+	log      *slog.Logger
+	callback Callback
+	stats    counters
+
+	// Enqueue holds mu for reading while it pushes; shutdown takes it for
+	// writing to set closed, so after that no event can slip in.
+	mu     sync.RWMutex
+	closed bool
+
+	wake     chan struct{} // a push reached FlushAt
+	flushReq chan uint64   // Flush: send everything numbered below this
+	closing  chan struct{} // closed when shutdown begins
+	slots    chan struct{} // one token per running upload
+	done     chan struct{} // closed when the loop and every upload have ended
+
+	// ctx is the context of every upload; a Shutdown whose own context
+	// ends cancels it, with the reason as cause.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	track    sync.Mutex
+	inflight []uint64 // Seq of every batch being uploaded
+	waiters  []*flushWaiter
+
+	beginShutdown sync.Once
+	endShutdown   sync.Once
+
+	uploads sync.WaitGroup
+}
+
+// New returns a client that sends events to the tracking API with writeKey,
+// configured by opts, and starts its background goroutines. It returns an
+// error naming the option at fault for an invalid configuration, and for an
+// empty writeKey.
+func New(writeKey string, opts ...Option) (*Client, error) {
+	if writeKey == "" {
+		return nil, errors.New("analytics: invalid option WriteKey: must not be empty")
+	}
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:      cfg,
+		queue:    queue.New[Message](cfg.maxQueueSize, cfg.maxQueueBytes),
+		log:      cfg.logger,
+		callback: cfg.callback,
+		wake:     make(chan struct{}, 1),
+		flushReq: make(chan uint64),
+		closing:  make(chan struct{}),
+		slots:    make(chan struct{}, cfg.maxConcurrentRequests),
+		done:     make(chan struct{}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	httpClient := cfg.httpClient
+	if httpClient == nil {
+		httpClient = consumer.NewHTTPClient(cfg.maxConcurrentRequests)
+		c.ownHTTP = httpClient
+	}
+	c.up = consumer.New(consumer.Config{
+		Endpoint:       cfg.batchURLBase(),
+		WriteKey:       writeKey,
+		UserAgent:      "analytics-go/" + Version,
+		Context:        []byte(`{"library":{"name":"analytics-go","version":"` + Version + `"}}`),
+		Client:         httpClient,
+		Gzip:           cfg.gzip,
+		RequestTimeout: cfg.requestTimeout,
+		Policy:         cfg.policy,
+		Clock:          cfg.clock,
+		Logger:         c.log,
+	})
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	go c.run()
+	return c, nil
+}
+
+// Enqueue validates msg, fills its MessageId (a UUID v4) and Timestamp
+// (now) when unset, encodes it, and queues it for upload. It never blocks on
+// the network or on a full queue. It returns:
+//
+//   - a *FieldError wrapping ErrInvalidMessage for a missing required field
+//     or a value JSON cannot hold (a channel, a func, NaN, ±Inf, a cycle);
+//   - an error wrapping ErrMessageTooLarge when the JSON is over
+//     MaxMessageBytes;
+//   - ErrQueueFull when the queue is at MaxQueueSize or MaxQueueBytes;
+//   - ErrClosed once Close or Shutdown has begun.
+//
+// A refused message is not queued and gets no callback. An accepted one
+// gets exactly one, Success or Failure.
+func (c *Client) Enqueue(msg Message) error {
+	if msg == nil {
+		c.stats.rejInvalid.Add(1)
+		return &FieldError{Type: "analytics.Message", Name: "(nil)", Reason: "a message is required"}
+	}
+	if err := msg.Validate(); err != nil {
+		c.stats.rejInvalid.Add(1)
+		return err
+	}
+	id, now := uuid.NewString(), time.Now()
+	data, err := encodeMessage(msg, id, now)
+	if err != nil {
+		if errors.Is(err, ErrMessageTooLarge) {
+			c.stats.rejTooLarge.Add(1)
+		} else {
+			c.stats.rejInvalid.Add(1)
+		}
+		return err
+	}
+	item := queue.Item[Message]{Data: data}
+	if c.callback != nil {
+		// Only a callback needs the message back; without one the queue
+		// holds the encoded bytes alone.
+		item.Value = msg.withDefaults(id, now)
+	}
+
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		c.stats.rejClosed.Add(1)
+		return ErrClosed
+	}
+	n, ok := c.queue.Push(item)
+	c.mu.RUnlock()
+	if !ok {
+		c.stats.rejFull.Add(1)
+		return ErrQueueFull
+	}
+	c.stats.enqueued.Add(1)
+	if n >= c.cfg.flushAt {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Flush sends everything queued so far without waiting for FlushAt or
+// FlushInterval, and returns when each of those events has reached its
+// final outcome (delivered or failed), or when ctx ends, returning
+// ctx.Err(). Events still in flight when ctx ends go on as usual. After
+// Close it returns ErrClosed.
+func (c *Client) Flush(ctx context.Context) error {
+	c.mu.RLock()
+	closed := c.closed
+	c.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	target, _ := c.queue.Counts()
+	w := c.addWaiter(target)
+	if w == nil {
+		return nil
+	}
+	select {
+	case c.flushReq <- target:
+	case <-c.done:
+	case <-ctx.Done():
+		c.dropWaiter(w)
+		return ctx.Err()
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		c.dropWaiter(w)
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting events, sends everything queued, and waits until
+// every event has reached its final outcome, including batches waiting to
+// retry, however long their budgets allow. Use Shutdown to bound the wait.
+// It is safe to call more than once and from several goroutines. After it
+// returns, no goroutine of the client is running.
+func (c *Client) Close() error {
+	return c.Shutdown(context.Background())
+}
+
+// Shutdown is Close bounded by ctx. If ctx ends first, uploads in progress
+// are cancelled and every event not yet delivered is reported to
+// Callback.Failure with an error wrapping ctx.Err(); none is dropped
+// silently. Shutdown then returns ctx.Err() once the client's goroutines
+// have ended. Any caller's context ending cuts the shutdown short for all.
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.beginShutdown.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.closing)
+	})
+	var err error
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		c.cancel(shutdownCause(err))
+		<-c.done
+	}
+	c.endShutdown.Do(c.finishShutdown)
+	return err
+}
+
+// finishShutdown runs once, after the loop and every upload have ended:
+// whatever a cancelled shutdown left queued is reported as failed.
+func (c *Client) finishShutdown() {
+	if left := c.queue.Drain(); len(left.Items) > 0 {
+		cause := context.Cause(c.ctx)
+		if cause == nil {
+			cause = shutdownCause(nil)
+		}
+		c.finish(left.Items, &BatchError{Reason: cause})
+	}
+	c.notifyWaiters()
+	c.cancel(nil)
+	if c.ownHTTP != nil {
+		c.ownHTTP.CloseIdleConnections()
+	}
+}

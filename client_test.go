@@ -1,0 +1,452 @@
+package analytics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/dualpath/analytics-go/internal/trackingapi"
+)
+
+func batchSizes(reqs []trackingapi.Request) []int {
+	sizes := make([]int, len(reqs))
+	for i, r := range reqs {
+		sizes[i] = len(r.Events)
+	}
+	return sizes
+}
+
+func TestBatchCutAtFlushAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI(), WithFlushAt(10), WithFlushInterval(time.Hour))
+		msgs := tracks("m", 25)
+		e.enqueue(msgs...)
+		synctest.Wait()
+		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{10, 10}) {
+			t.Fatalf("after 25 events with FlushAt 10: batches %v, want [10 10]", got)
+		}
+		e.flush()
+		reqs := e.api.Requests()
+		if got := batchSizes(reqs); !reflect.DeepEqual(got, []int{10, 10, 5}) {
+			t.Fatalf("after Flush: batches %v, want [10 10 5]", got)
+		}
+		// Enqueue order within each batch.
+		for _, r := range reqs {
+			ids := r.MessageIDs()
+			for j := 1; j < len(ids); j++ {
+				var a, b int
+				fmt.Sscanf(ids[j-1], "m%d", &a)
+				fmt.Sscanf(ids[j], "m%d", &b)
+				if b != a+1 {
+					t.Fatalf("batch %v is not in Enqueue order", ids)
+				}
+			}
+		}
+		e.close()
+		e.assertDeliveredOnce(msgs)
+	})
+}
+
+func TestBatchCutAtFlushInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI(), WithFlushInterval(5*time.Second))
+		e.enqueue(tracks("a", 3)...)
+		time.Sleep(5*time.Second - time.Millisecond)
+		synctest.Wait()
+		if n := len(e.api.Requests()); n != 0 {
+			t.Fatalf("%d requests before FlushInterval passed", n)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3}) {
+			t.Fatalf("at FlushInterval: batches %v, want [3]", got)
+		}
+		// The interval counts from the last cut.
+		time.Sleep(2 * time.Second)
+		e.enqueue(tracks("b", 2)...)
+		time.Sleep(3*time.Second - time.Millisecond)
+		synctest.Wait()
+		if n := len(e.api.Requests()); n != 1 {
+			t.Fatalf("%d requests 5s after the last cut minus 1ms, want 1", n)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3, 2}) {
+			t.Fatalf("batches %v, want [3 2]", got)
+		}
+		e.close()
+	})
+}
+
+func TestFlushWaitsForFinalOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(trackingapi.Status(503), trackingapi.Status(500))
+		e := newEnv(t, api, withExactBackoff())
+		msgs := tracks("m", 4)
+		e.enqueue(msgs...)
+		start := time.Now()
+		e.flush()
+		if st := e.client.Stats(); st.Delivered != 4 {
+			t.Fatalf("Flush returned with %d of 4 delivered", st.Delivered)
+		}
+		// Two backoff waits: 250ms + 500ms.
+		if waited := time.Since(start); waited != 750*time.Millisecond {
+			t.Fatalf("Flush returned after %v, want the two backoff waits (750ms)", waited)
+		}
+		e.close()
+		e.assertDeliveredOnce(msgs)
+	})
+}
+
+func TestFlushReturnsWhenContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(trackingapi.RetryAfter(429, "60"))
+		e := newEnv(t, api)
+		e.enqueue(tracks("m", 1)...)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.client.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Flush = %v, want DeadlineExceeded", err)
+		}
+		// The batch is still in retry, not failed, and Close delivers it.
+		if st := e.client.Stats(); st.Delivered+st.Failed.Shutdown != 0 || st.InFlight != 1 {
+			t.Fatalf("stats after Flush timed out: %+v", st)
+		}
+		e.close()
+		if ok, failed := e.out.counts(); ok != 1 || failed != 0 {
+			t.Fatalf("callbacks: %d successes, %d failures", ok, failed)
+		}
+	})
+}
+
+func TestQueueFullNeverBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stalled := newAPI().Rule(func(trackingapi.Request) trackingapi.Answer {
+			return trackingapi.Answer{Delay: time.Hour}
+		})
+		e := newEnv(t, stalled, WithFlushAt(10), WithMaxQueueSize(20), WithMaxConcurrentRequests(1),
+			WithRequestTimeout(2*time.Hour))
+		start := time.Now()
+		accepted := 0
+		var err error
+		for i := 0; i < 100; i++ {
+			if err = e.client.Enqueue(Track{MessageId: fmt.Sprint(i), UserId: "u", Event: "E"}); err != nil {
+				break
+			}
+			accepted++
+			synctest.Wait() // let the loop cut a batch when it can
+		}
+		if !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("Enqueue = %v, want ErrQueueFull", err)
+		}
+		if time.Since(start) != 0 {
+			t.Fatalf("Enqueue blocked for %v", time.Since(start))
+		}
+		// One batch of 10 is in flight (stalled) and 20 are queued.
+		if st := e.client.Stats(); accepted != 30 || st.QueueDepth != 20 || st.InFlight != 10 || st.Rejected.QueueFull != 1 {
+			t.Fatalf("accepted %d; stats %+v", accepted, st)
+		}
+		// Nothing already queued is touched by the refusal; a Shutdown that
+		// runs out of time reports every event as failed.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := e.client.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
+		}
+		failures := e.out.failed()
+		if len(failures) != 30 {
+			t.Fatalf("%d failure callbacks, want 30", len(failures))
+		}
+		neverSent := 0
+		for _, f := range failures {
+			var be *BatchError
+			if !errors.Is(f.err, context.DeadlineExceeded) || !errors.As(f.err, &be) {
+				t.Fatalf("failure %v does not wrap the context's error", f.err)
+			}
+			if be.Attempts == 0 {
+				neverSent++
+			}
+		}
+		if neverSent != 20 {
+			t.Fatalf("%d events reported as never sent, want the 20 queued", neverSent)
+		}
+		if st := e.client.Stats(); st.Failed.Shutdown != 30 || st.QueueDepth != 0 || st.InFlight != 0 {
+			t.Fatalf("stats after Shutdown: %+v", st)
+		}
+	})
+}
+
+func TestQueueBoundedByBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI(), WithMaxQueueBytes(MaxMessageBytes), WithFlushInterval(time.Hour))
+		pad := strings.Repeat("x", 10_000)
+		accepted := 0
+		for i := 0; i < 10; i++ {
+			err := e.client.Enqueue(Track{UserId: "u", Event: "E", Properties: Properties{"pad": pad}})
+			if errors.Is(err, ErrQueueFull) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted++
+		}
+		if accepted != 3 {
+			t.Fatalf("accepted %d events of ~10 KB into a 32,000-byte queue, want 3", accepted)
+		}
+		if st := e.client.Stats(); st.QueueBytes > MaxMessageBytes || st.QueueDepth != 3 {
+			t.Fatalf("stats %+v", st)
+		}
+		e.close()
+		if st := e.client.Stats(); st.Delivered != 3 {
+			t.Fatalf("delivered %d, want 3", st.Delivered)
+		}
+	})
+}
+
+func TestNoBodyOverTheBatchLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI(), WithGzip(false))
+		pad := strings.Repeat("y", 31_000)
+		var msgs []Message
+		for i := range 60 {
+			msgs = append(msgs, Track{MessageId: fmt.Sprint(i), UserId: "u", Event: "E", Properties: Properties{"pad": pad}})
+		}
+		e.enqueue(msgs...)
+		e.close()
+		reqs := e.api.Requests()
+		for _, r := range reqs {
+			if len(r.Body) > MaxBatchBytes {
+				t.Fatalf("a body of %d bytes was sent", len(r.Body))
+			}
+		}
+		// 60 × ~31 KB needs at least 4 bodies; each as full as it can be.
+		if len(reqs) != 4 {
+			t.Fatalf("%d requests, want 4 (16 events of ~31 KB per 500 KB body)", len(reqs))
+		}
+		e.assertDeliveredOnce(msgs)
+	})
+}
+
+func TestFailingBatchDoesNotWedgeTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(trackingapi.Answer{Status: 400, Body: `{"error":"bad"}`})
+		e := newEnv(t, api, WithFlushAt(5), WithMaxConcurrentRequests(1))
+		first, second := tracks("a", 5), tracks("b", 5)
+		e.enqueue(first...)
+		synctest.Wait()
+		e.enqueue(second...)
+		e.close()
+		failures := e.out.failed()
+		if len(failures) != 5 {
+			t.Fatalf("%d failures, want the 5 of the first batch", len(failures))
+		}
+		for _, f := range failures {
+			var he *HTTPError
+			if !strings.HasPrefix(messageID(f.msg), "a") || !errors.Is(f.err, ErrFatalStatus) || !errors.As(f.err, &he) || he.StatusCode != 400 {
+				t.Fatalf("failure %s: %v", messageID(f.msg), f.err)
+			}
+		}
+		e.assertDeliveredOnce(second)
+		if n := len(e.api.Requests()); n != 2 {
+			t.Fatalf("%d requests, want 2: a fatal status is not retried", n)
+		}
+	})
+}
+
+func TestCloseWaitsForBatchesInRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(trackingapi.Status(503), trackingapi.RetryAfter(429, "20"), trackingapi.Status(502))
+		e := newEnv(t, api, withExactBackoff())
+		msgs := tracks("m", 3)
+		e.enqueue(msgs...)
+		start := time.Now()
+		e.close()
+		// 250ms backoff, 20s Retry-After, 500ms backoff.
+		if took := time.Since(start); took != 20750*time.Millisecond {
+			t.Fatalf("Close took %v, want 20.75s of retry waits", took)
+		}
+		e.assertDeliveredOnce(msgs)
+	})
+}
+
+func TestShutdownDeadlineFailsBatchInRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Rule(func(trackingapi.Request) trackingapi.Answer { return trackingapi.RetryAfter(503, "100") })
+		e := newEnv(t, api)
+		e.enqueue(tracks("m", 2)...)
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		if err := e.client.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
+		}
+		if took := time.Since(start); took != 5*time.Second {
+			t.Fatalf("Shutdown took %v, want its 5s deadline", took)
+		}
+		failures := e.out.failed()
+		if len(failures) != 2 {
+			t.Fatalf("%d failures, want 2", len(failures))
+		}
+		for _, f := range failures {
+			var be *BatchError
+			var he *HTTPError
+			if !errors.Is(f.err, context.DeadlineExceeded) || !errors.As(f.err, &be) || be.Attempts != 1 ||
+				!errors.As(f.err, &he) || he.StatusCode != 503 {
+				t.Fatalf("failure %v, want the deadline, 1 attempt and the last 503", f.err)
+			}
+		}
+		// Idempotent afterwards.
+		if err := e.client.Close(); err != nil {
+			t.Fatalf("Close after Shutdown = %v", err)
+		}
+		if _, failed := e.out.counts(); failed != 2 {
+			t.Fatalf("a second close reported again: %d failures", failed)
+		}
+	})
+}
+
+func TestClosedClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI())
+		e.enqueue(tracks("m", 3)...)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- e.client.Close()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("concurrent Close = %v", err)
+			}
+		}
+		if err := e.client.Enqueue(Track{UserId: "u", Event: "E"}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Enqueue after Close = %v, want ErrClosed", err)
+		}
+		if err := e.client.Flush(context.Background()); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Flush after Close = %v, want ErrClosed", err)
+		}
+		if err := e.client.Shutdown(context.Background()); err != nil {
+			t.Fatalf("Shutdown after Close = %v", err)
+		}
+		if ok, failed := e.out.counts(); ok != 3 || failed != 0 {
+			t.Fatalf("callbacks %d/%d, want 3 successes", ok, failed)
+		}
+		if st := e.client.Stats(); st.Rejected.Closed != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+func TestEnqueueRacingClose(t *testing.T) {
+	api := newAPI()
+	e := newEnv(t, api, WithFlushAt(7))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := map[string]bool{}
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("g%d-%d", g, i)
+				err := e.client.Enqueue(Track{MessageId: id, UserId: "u", Event: "E"})
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil && !errors.Is(err, ErrQueueFull) {
+					t.Errorf("Enqueue = %v", err)
+					return
+				}
+				if err == nil {
+					mu.Lock()
+					accepted[id] = true
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for e.client.Stats().Enqueued < 2000 {
+		time.Sleep(time.Millisecond)
+	}
+	e.close()
+	wg.Wait()
+	successes, failures := e.out.ids()
+	for id := range accepted {
+		if successes[id]+failures[id] != 1 {
+			t.Fatalf("accepted event %s got %d callbacks", id, successes[id]+failures[id])
+		}
+	}
+	if len(successes)+len(failures) != len(accepted) {
+		t.Fatalf("%d callbacks for %d accepted events", len(successes)+len(failures), len(accepted))
+	}
+}
+
+func TestOneRetryAfterPausesEveryUpload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(trackingapi.RetryAfter(429, "30"))
+		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(4))
+		start := time.Now()
+		e.enqueue(tracks("first", 1)...)
+		synctest.Wait()
+		time.Sleep(time.Second)
+		e.enqueue(tracks("other", 3)...)
+		e.close()
+		reqs := e.api.Requests()
+		if len(reqs) != 5 {
+			t.Fatalf("%d requests, want 5", len(reqs))
+		}
+		for _, r := range reqs[1:] {
+			if r.At.Sub(start) < 30*time.Second {
+				t.Fatalf("request %v sent %v after the 429, inside its Retry-After of 30s", r.MessageIDs(), r.At.Sub(start))
+			}
+		}
+		if st := e.client.Stats(); st.Retries.RateLimit != 1 || st.RateLimitedWaits != 4 {
+			t.Fatalf("stats %+v: want 1 rate-limit retry and 4 uploads held", st)
+		}
+	})
+}
+
+func TestCallbackPanicIsRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI()
+		e := newEnv(t, api)
+		calls := 0
+		var mu sync.Mutex
+		e.client.callback = callbackFunc(func(m Message, err error) {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			panic("user bug")
+		})
+		e.enqueue(tracks("m", 3)...)
+		e.close()
+		if calls != 3 {
+			t.Fatalf("%d callbacks after panics, want 3", calls)
+		}
+		if !strings.Contains(e.logs.String(), "callback panicked") {
+			t.Fatalf("panic not logged: %s", e.logs.String())
+		}
+		if st := e.client.Stats(); st.Delivered != 3 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+type callbackFunc func(Message, error)
+
+func (f callbackFunc) Success(m Message)            { f(m, nil) }
+func (f callbackFunc) Failure(m Message, err error) { f(m, err) }

@@ -1,0 +1,48 @@
+package consumer
+
+import "sync/atomic"
+
+// Counters is a snapshot of what an Uploader has done since it was made.
+type Counters struct {
+	// Attempts is every HTTP request sent, first attempts and retries.
+	Attempts int64
+	// BatchesDelivered and BatchesFailed count batches that reached a final
+	// outcome; the halves of a split batch count as batches of their own.
+	BatchesDelivered int64
+	BatchesFailed    int64
+	// Splits counts batches split in two after a 413 (or an oversized body).
+	Splits int64
+	// BackoffRetries and RateLimitRetries count retries by path.
+	BackoffRetries   int64
+	RateLimitRetries int64
+	// RateLimitedWaits counts attempts held back by the client-wide pause
+	// that a Retry-After starts, the rate-limited batch's own included.
+	RateLimitedWaits int64
+	// BytesSent is the request body bytes sent, as on the wire (after gzip).
+	BytesSent int64
+	// TransportErrorsNotWritten and TransportErrorsWritten count attempts
+	// that got no response, by whether the request had been written.
+	TransportErrorsNotWritten int64
+	TransportErrorsWritten    int64
+}
+
+type counters struct {
+	attempts, delivered, failed, splits         atomic.Int64
+	backoffRetries, rateLimitRetries, gateWaits atomic.Int64
+	bytesSent, notWritten, written              atomic.Int64
+}
+
+func (c *counters) snapshot() Counters {
+	return Counters{
+		Attempts:                  c.attempts.Load(),
+		BatchesDelivered:          c.delivered.Load(),
+		BatchesFailed:             c.failed.Load(),
+		Splits:                    c.splits.Load(),
+		BackoffRetries:            c.backoffRetries.Load(),
+		RateLimitRetries:          c.rateLimitRetries.Load(),
+		RateLimitedWaits:          c.gateWaits.Load(),
+		BytesSent:                 c.bytesSent.Load(),
+		TransportErrorsNotWritten: c.notWritten.Load(),
+		TransportErrorsWritten:    c.written.Load(),
+	}
+}

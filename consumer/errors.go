@@ -1,0 +1,162 @@
+package consumer
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// HTTPError is a non-2xx response to an upload attempt.
+type HTTPError struct {
+	// StatusCode is the response status.
+	StatusCode int
+	// Body is the start of the response body (at most a few KiB).
+	Body string
+	// RetryAfter is the response's valid Retry-After, 0 when it had none or
+	// it was invalid or ignored (on a non-retryable status).
+	RetryAfter time.Duration
+	// Location is the redirect target of a 3xx, or the URL a user-supplied
+	// client was redirected to.
+	Location string
+	// Method is the method of the request that got this response when it
+	// was not the POST the SDK sent (a followed 301/302/303 turns it into a
+	// GET); empty otherwise.
+	Method string
+}
+
+// Error describes the response: status, redirect target, Retry-After, and
+// the start of the body.
+func (e *HTTPError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Method != "" {
+		fmt.Fprintf(&b, " to a %s after a redirect", e.Method)
+	}
+	if e.Location != "" {
+		fmt.Fprintf(&b, " (Location: %s)", e.Location)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (Retry-After: %s)", e.RetryAfter)
+	}
+	if body := strings.TrimSpace(e.Body); body != "" {
+		const show = 200
+		if len(body) > show {
+			body = body[:show] + "..."
+		}
+		fmt.Fprintf(&b, ": %q", body)
+	}
+	return b.String()
+}
+
+// Phase is how far an attempt got before its transport error, from
+// net/http/httptrace. It tells "sent 0 times" from "maybe delivered".
+type Phase int
+
+const (
+	// PhaseNotConnected: no connection was obtained (DNS failure, refused,
+	// TLS handshake failure). The request was not written.
+	PhaseNotConnected Phase = iota + 1
+	// PhaseConnected: a connection was obtained but the request was not
+	// completely written (reset before or during the write).
+	PhaseConnected
+	// PhaseWritten: the request was written and no response byte arrived
+	// (EOF, reset, TLS EOF without close_notify, timeout). The server may
+	// have processed it.
+	PhaseWritten
+	// PhaseResponding: a response had started but broke off.
+	PhaseResponding
+)
+
+// Written reports whether the request had been completely written, so the
+// server may have received it.
+func (p Phase) Written() bool { return p >= PhaseWritten }
+
+// String names the phase for errors and logs.
+func (p Phase) String() string {
+	switch p {
+	case PhaseNotConnected:
+		return "not connected, request not written"
+	case PhaseConnected:
+		return "connected, request not written"
+	case PhaseWritten:
+		return "request written, no response"
+	case PhaseResponding:
+		return "response started"
+	}
+	return "unknown phase"
+}
+
+// TransportError is an attempt that got no HTTP response. Err is the error
+// from the HTTP client; its text differs across Go versions and platforms,
+// so nothing in the SDK decides on it.
+type TransportError struct {
+	Phase Phase
+	Err   error
+}
+
+// Error says how far the request got and what went wrong.
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("transport error (%s): %v", e.Phase, e.Err)
+}
+
+// Unwrap returns the HTTP client's error.
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// Written reports whether the request had been completely written.
+func (e *TransportError) Written() bool { return e.Phase.Written() }
+
+// BatchError is the final error of a batch that was not delivered: why
+// (Reason), after how many attempts, and the last attempt's error.
+//
+// errors.Is matches Reason (a sentinel such as ErrRetriesExhausted, or the
+// context's error when a shutdown deadline ended it) and anything Err
+// wraps; errors.As finds an *HTTPError or *TransportError in Err.
+type BatchError struct {
+	// Reason is why the batch stopped.
+	Reason error
+	// Attempts is how many attempts were made; 0 means it was never sent.
+	Attempts int
+	// Err is the last attempt's error: *HTTPError or *TransportError, or
+	// nil when no attempt was made.
+	Err error
+}
+
+// Error reads like "analytics: retries exhausted after 11 attempts: HTTP 503
+// Service Unavailable".
+func (e *BatchError) Error() string {
+	reason := "analytics: batch failed"
+	if e.Reason != nil {
+		reason = e.Reason.Error()
+		if !strings.HasPrefix(reason, "analytics:") {
+			reason = "analytics: " + reason
+		}
+	}
+	var b strings.Builder
+	b.WriteString(reason)
+	switch e.Attempts {
+	case 0:
+		b.WriteString(" (never sent)")
+	case 1:
+		b.WriteString(" after 1 attempt")
+	default:
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns Reason and Err, for errors.Is and errors.As.
+func (e *BatchError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.Reason != nil {
+		errs = append(errs, e.Reason)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}

@@ -1,0 +1,206 @@
+// Package consumer uploads batches of encoded events to a tracking API and
+// runs each batch's retry loop.
+//
+// The Uploader does the I/O (one POST per attempt, under its own deadline,
+// response bodies drained and closed so connections are reused); every
+// decision about what an attempt's end means and how long to wait is asked
+// of package retry. Waits go through a Clock, so tests drive the loop
+// without sleeping.
+package consumer
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/dualpath/analytics-go/retry"
+)
+
+// Config is what an Uploader needs. Every field is required unless marked
+// optional.
+type Config struct {
+	// Endpoint is the base URL of the tracking API; batches go to
+	// Endpoint + "/v1/batch".
+	Endpoint string
+	// WriteKey authenticates every request. It is never logged nor put in
+	// an error.
+	WriteKey string
+	// UserAgent is sent on every request.
+	UserAgent string
+	// Context is the JSON of the body's "context" member, e.g.
+	// {"library":{"name":"analytics-go","version":"1.0.0"}}.
+	Context []byte
+	// Client sends the requests.
+	Client *http.Client
+	// Gzip compresses request bodies.
+	Gzip bool
+	// RequestTimeout bounds each attempt.
+	RequestTimeout time.Duration
+	// Policy is the retry policy.
+	Policy retry.Policy
+	// Clock is optional; nil uses SystemClock.
+	Clock Clock
+	// Logger is optional; it receives per-attempt failures that will be
+	// retried. Nil discards.
+	Logger *slog.Logger
+}
+
+// Uploader sends batches. It is safe for concurrent use: each Deliver call
+// runs one batch's retry loop in the caller's goroutine, and all of them
+// share one rate-limit pause.
+type Uploader struct {
+	url       string
+	auth      string
+	userAgent string
+	context   []byte
+	client    *http.Client
+	gzip      bool
+	timeout   time.Duration
+	policy    retry.Policy
+	clock     Clock
+	log       *slog.Logger
+
+	pause gate
+	stats counters
+}
+
+// New returns an Uploader for cfg. It does not validate cfg: the analytics
+// package does, naming the option at fault.
+func New(cfg Config) *Uploader {
+	u := &Uploader{
+		url:       cfg.Endpoint + "/v1/batch",
+		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
+		userAgent: cfg.UserAgent,
+		context:   cfg.Context,
+		client:    cfg.Client,
+		gzip:      cfg.Gzip,
+		timeout:   cfg.RequestTimeout,
+		policy:    cfg.Policy,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+	}
+	if u.clock == nil {
+		u.clock = SystemClock()
+	}
+	if u.log == nil {
+		u.log = slog.New(slog.DiscardHandler)
+	}
+	return u
+}
+
+// EventBytes is how many bytes the events of one batch may take, joined by
+// commas, so that the whole body stays within MaxBodyBytes.
+func (u *Uploader) EventBytes() int {
+	return MaxBodyBytes - envelopeSize(u.context)
+}
+
+// Counters returns a snapshot of the Uploader's counters.
+func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
+
+// Deliver sends events (each one encoded JSON object) as one batch and runs
+// its retry loop until every event has a final outcome. It calls report
+// once for each run events[lo:hi] that ended: err nil means delivered, else
+// a *BatchError. A batch answered 413 is split in halves, each with its own
+// retry state, so report may be called several times; together the calls
+// cover every event exactly once.
+//
+// When ctx ends, the events not yet delivered are reported with a
+// *BatchError whose Reason is context.Cause(ctx).
+func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo, hi int, err error)) {
+	u.deliver(ctx, events, 0, report)
+}
+
+func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error)) {
+	end := offset + len(events)
+	head := batchHead(events)
+	// Spliced first, checked second: a body over the limit is split before
+	// it is sent; a single event cannot be (the analytics package refuses
+	// events that large at Enqueue), so it fails on its own.
+	if len(head)-len(bodyOpen)+envelopeSize(u.context) > MaxBodyBytes {
+		if len(events) > 1 {
+			u.split(ctx, events, offset, report)
+			return
+		}
+		u.stats.failed.Add(1)
+		report(offset, end, &BatchError{Reason: errOversized})
+		return
+	}
+
+	budget := u.policy.NewBudget(len(events))
+	var last error
+	for {
+		waited, err := u.pause.wait(ctx, u.clock)
+		if waited {
+			u.stats.gateWaits.Add(1)
+		}
+		if err != nil {
+			u.stats.failed.Add(1)
+			report(offset, end, &BatchError{Reason: err, Attempts: budget.Attempts(), Err: last})
+			return
+		}
+		res, err := u.attempt(ctx, head, budget.Attempts())
+		if err != nil {
+			last = err
+		}
+		if res.Outcome != retry.Success && ctx.Err() != nil {
+			u.stats.failed.Add(1)
+			report(offset, end, &BatchError{Reason: context.Cause(ctx), Attempts: budget.Attempts() + 1, Err: last})
+			return
+		}
+		now := u.clock.Now()
+		d := budget.Next(res, now)
+		switch d.Action {
+		case retry.Deliver:
+			u.stats.delivered.Add(1)
+			report(offset, end, nil)
+			return
+		case retry.Split:
+			u.split(ctx, events, offset, report)
+			return
+		case retry.Fail:
+			u.stats.failed.Add(1)
+			report(offset, end, &BatchError{Reason: d.Reason, Attempts: budget.Attempts(), Err: last})
+			return
+		}
+		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry",
+			slog.Int("attempt", budget.Attempts()),
+			slog.Int("events", len(events)),
+			slog.String("path", d.Path.String()),
+			slog.Duration("wait", d.Wait),
+			slog.String("error", errString(last)))
+		if d.Path == retry.RateLimitPath {
+			u.stats.rateLimitRetries.Add(1)
+			// One server signal pauses every worker; this batch waits at
+			// the gate like the others.
+			u.pause.hold(now.Add(d.Wait))
+			continue
+		}
+		u.stats.backoffRetries.Add(1)
+		if err := u.clock.Sleep(ctx, d.Wait); err != nil {
+			u.stats.failed.Add(1)
+			report(offset, end, &BatchError{Reason: err, Attempts: budget.Attempts(), Err: last})
+			return
+		}
+	}
+}
+
+// split sends each half of events as a batch of its own.
+func (u *Uploader) split(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error)) {
+	u.stats.splits.Add(1)
+	mid := len(events) / 2
+	u.deliver(ctx, events[:mid], offset, report)
+	u.deliver(ctx, events[mid:], offset+mid, report)
+}
+
+// errOversized fails an event that cannot fit in a body on its own.
+var errOversized = errors.New("analytics: event does not fit in a batch body")
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,280 @@
+package analytics
+
+import (
+	"encoding/json"
+	"net"
+	"slices"
+	"strconv"
+)
+
+// Context is the Segment context object: extra information about the
+// message (https://segment.com/docs/connections/spec/common/#context). Its
+// library member is always the SDK's own: the SDK sets it at Enqueue.
+// Members the struct has no field for go in Extra; they are written inline,
+// and a field that is set wins over an Extra member of the same name.
+type Context struct {
+	App       AppInfo      `json:"app,omitzero"`
+	Campaign  CampaignInfo `json:"campaign,omitzero"`
+	Device    DeviceInfo   `json:"device,omitzero"`
+	Library   LibraryInfo  `json:"library,omitzero"`
+	Location  LocationInfo `json:"location,omitzero"`
+	Network   NetworkInfo  `json:"network,omitzero"`
+	OS        OSInfo       `json:"os,omitzero"`
+	Page      PageInfo     `json:"page,omitzero"`
+	Referrer  ReferrerInfo `json:"referrer,omitzero"`
+	Screen    ScreenInfo   `json:"screen,omitzero"`
+	IP        net.IP       `json:"ip,omitempty"`
+	Direct    bool         `json:"direct,omitempty"`
+	Locale    string       `json:"locale,omitempty"`
+	Timezone  string       `json:"timezone,omitempty"`
+	UserAgent string       `json:"userAgent,omitempty"`
+	Traits    Traits       `json:"traits,omitempty"`
+
+	// Extra holds members the struct has no field for.
+	Extra map[string]any `json:"-"`
+}
+
+// AppInfo is context.app.
+type AppInfo struct {
+	Name      string `json:"name,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Build     string `json:"build,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// CampaignInfo is context.campaign.
+type CampaignInfo struct {
+	Name    string `json:"name,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Medium  string `json:"medium,omitempty"`
+	Term    string `json:"term,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+// DeviceInfo is context.device.
+type DeviceInfo struct {
+	Id            string `json:"id,omitempty"`
+	Manufacturer  string `json:"manufacturer,omitempty"`
+	Model         string `json:"model,omitempty"`
+	Name          string `json:"name,omitempty"`
+	Type          string `json:"type,omitempty"`
+	Version       string `json:"version,omitempty"`
+	AdvertisingID string `json:"advertisingId,omitempty"`
+}
+
+// LibraryInfo is context.library: the SDK sets it to its own name and
+// Version on every message.
+type LibraryInfo struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// LocationInfo is context.location.
+type LocationInfo struct {
+	City      string  `json:"city,omitempty"`
+	Country   string  `json:"country,omitempty"`
+	Region    string  `json:"region,omitempty"`
+	Latitude  float64 `json:"latitude,omitempty"`
+	Longitude float64 `json:"longitude,omitempty"`
+	Speed     float64 `json:"speed,omitempty"`
+}
+
+// NetworkInfo is context.network.
+type NetworkInfo struct {
+	Bluetooth bool   `json:"bluetooth,omitempty"`
+	Cellular  bool   `json:"cellular,omitempty"`
+	WIFI      bool   `json:"wifi,omitempty"`
+	Carrier   string `json:"carrier,omitempty"`
+}
+
+// OSInfo is context.os.
+type OSInfo struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// PageInfo is context.page.
+type PageInfo struct {
+	Hash     string `json:"hash,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Referrer string `json:"referrer,omitempty"`
+	Search   string `json:"search,omitempty"`
+	Title    string `json:"title,omitempty"`
+	URL      string `json:"url,omitempty"`
+}
+
+// ReferrerInfo is context.referrer.
+type ReferrerInfo struct {
+	Type string `json:"type,omitempty"`
+	Name string `json:"name,omitempty"`
+	URL  string `json:"url,omitempty"`
+	Link string `json:"link,omitempty"`
+}
+
+// ScreenInfo is context.screen.
+type ScreenInfo struct {
+	Density int `json:"density,omitempty"`
+	Width   int `json:"width,omitempty"`
+	Height  int `json:"height,omitempty"`
+}
+
+// library is the context.library of every message and batch.
+var library = LibraryInfo{Name: "analytics-go", Version: Version}
+
+// contextFields are the member names Context writes from its fields; an
+// Extra member of the same name is written only when the field is unset.
+var contextFields = []string{
+	"app", "campaign", "device", "library", "location", "network", "os", "page",
+	"referrer", "screen", "ip", "direct", "locale", "timezone", "userAgent", "traits",
+}
+
+// encodeContext writes the message's context: the caller's, if any, with
+// the SDK's library.
+func (e *encoder) encodeContext(c *Context) error {
+	o := e.openObject()
+	if c == nil {
+		o.key("library")
+		e.library()
+		o.close()
+		return nil
+	}
+	written := make([]string, 0, len(contextFields))
+	sub := func(name string, v any, zero bool) error {
+		if zero {
+			return nil
+		}
+		written = append(written, name)
+		o.key(name)
+		return e.marshal(v)
+	}
+	for _, s := range []struct {
+		name string
+		v    any
+		zero bool
+	}{
+		{"app", c.App, c.App == AppInfo{}},
+		{"campaign", c.Campaign, c.Campaign == CampaignInfo{}},
+		{"device", c.Device, c.Device == DeviceInfo{}},
+	} {
+		if err := sub(s.name, s.v, s.zero); err != nil {
+			return within("."+s.name, err)
+		}
+	}
+	written = append(written, "library")
+	o.key("library")
+	e.library()
+	for _, s := range []struct {
+		name string
+		v    any
+		zero bool
+	}{
+		{"location", c.Location, c.Location == LocationInfo{}},
+		{"network", c.Network, c.Network == NetworkInfo{}},
+		{"os", c.OS, c.OS == OSInfo{}},
+		{"page", c.Page, c.Page == PageInfo{}},
+		{"referrer", c.Referrer, c.Referrer == ReferrerInfo{}},
+		{"screen", c.Screen, c.Screen == ScreenInfo{}},
+	} {
+		if err := sub(s.name, s.v, s.zero); err != nil {
+			return within("."+s.name, err)
+		}
+	}
+	if len(c.IP) > 0 {
+		written = append(written, "ip")
+		o.key("ip")
+		e.string(c.IP.String())
+	}
+	if c.Direct {
+		written = append(written, "direct")
+		o.key("direct")
+		e.buf = append(e.buf, "true"...)
+	}
+	for _, s := range [...]struct{ name, v string }{
+		{"locale", c.Locale}, {"timezone", c.Timezone}, {"userAgent", c.UserAgent},
+	} {
+		if s.v != "" {
+			written = append(written, s.name)
+		}
+		o.str(s.name, s.v)
+	}
+	if len(c.Traits) > 0 {
+		written = append(written, "traits")
+		o.key("traits")
+		if err := e.object(c.Traits); err != nil {
+			return within(".Traits", err)
+		}
+	}
+	if len(c.Extra) > 0 {
+		keys := make([]string, 0, len(c.Extra))
+		for k := range c.Extra {
+			if !slices.Contains(written, k) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			o.key(k)
+			if err := e.value(c.Extra[k]); err != nil {
+				return within(".Extra["+strconv.Quote(k)+"]", err)
+			}
+		}
+	}
+	o.close()
+	return nil
+}
+
+func (e *encoder) library() {
+	o := e.openObject()
+	o.str("name", library.Name)
+	o.str("version", library.Version)
+	o.close()
+}
+
+// MarshalJSON writes the context as it goes on the wire, Extra inline.
+// (The library member is the caller's here; Enqueue sets the SDK's.)
+func (c Context) MarshalJSON() ([]byte, error) {
+	type plain Context
+	b, err := json.Marshal(plain(c))
+	if err != nil || len(c.Extra) == 0 {
+		return b, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range c.Extra {
+		if _, set := m[k]; !set {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads a context object, putting members the struct has no
+// field for in Extra.
+func (c *Context) UnmarshalJSON(b []byte) error {
+	type plain Context
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Context(p)
+	for k, raw := range m {
+		if slices.Contains(contextFields, k) {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		if c.Extra == nil {
+			c.Extra = map[string]any{}
+		}
+		c.Extra[k] = v
+	}
+	return nil
+}

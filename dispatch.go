@@ -1,0 +1,211 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dualpath/analytics-go/queue"
+)
+
+// run is the client's one long-lived goroutine: it cuts batches and starts
+// an upload for each, at most MaxConcurrentRequests at a time. It ends, and
+// closes done, once shutdown has sent everything (or was cut short) and
+// every upload has returned.
+func (c *Client) run() {
+	defer close(c.done)
+	defer c.uploads.Wait()
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug of ours must not take the application down, nor lose
+			// events silently: stop taking events and fail what is queued.
+			c.log.Error("analytics: internal error; the client stops", slog.Any("panic", p))
+			c.mu.Lock()
+			c.closed = true
+			c.mu.Unlock()
+			c.cancel(fmt.Errorf("analytics: internal error: %v", p))
+		}
+	}()
+	c.loop()
+}
+
+func (c *Client) loop() {
+	timer := time.NewTimer(c.cfg.flushInterval)
+	defer timer.Stop()
+	var flushTo uint64 // events numbered below this are sent without waiting for FlushAt
+	closing := c.closing
+	for {
+		var slots chan struct{}
+		if c.wantCut(flushTo) {
+			slots = c.slots
+		} else if closing == nil {
+			return // shutting down and everything has been cut
+		}
+		select {
+		case slots <- struct{}{}:
+			c.cut()
+			timer.Reset(c.cfg.flushInterval)
+		case <-c.wake:
+		case <-timer.C:
+			flushTo, _ = c.queue.Counts()
+			timer.Reset(c.cfg.flushInterval)
+		case t := <-c.flushReq:
+			flushTo = max(flushTo, t)
+		case <-closing:
+			closing, flushTo = nil, math.MaxUint64
+		case <-c.ctx.Done():
+			return // Shutdown ran out of time
+		}
+	}
+}
+
+// wantCut reports whether a batch is due: FlushAt events are queued, or
+// events are queued that a flush asked for.
+func (c *Client) wantCut(flushTo uint64) bool {
+	n := c.queue.Len()
+	if n >= c.cfg.flushAt {
+		return true
+	}
+	_, taken := c.queue.Counts()
+	return n > 0 && taken < flushTo
+}
+
+// cut splices the next batch off the queue and starts its upload. The
+// caller holds an upload slot, which the upload gives back.
+func (c *Client) cut() {
+	c.track.Lock()
+	b := c.queue.Take(c.cfg.flushAt, c.up.EventBytes())
+	if len(b.Items) > 0 {
+		c.inflight = append(c.inflight, b.Seq)
+	}
+	c.track.Unlock()
+	if len(b.Items) == 0 {
+		<-c.slots
+		return
+	}
+	c.stats.batches.Add(1)
+	c.stats.inFlight.Add(int64(len(b.Items)))
+	c.uploads.Add(1)
+	go c.send(b)
+}
+
+// send uploads one batch and reports every event of it exactly once.
+func (c *Client) send(b queue.Batch[Message]) {
+	reported := 0 // events [0, reported) have their outcome
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
+			c.finish(b.Items[reported:], &BatchError{Reason: fmt.Errorf("analytics: internal error: %v", p)})
+		}
+		c.stats.inFlight.Add(-int64(len(b.Items)))
+		c.batchDone(b.Seq)
+		<-c.slots
+		c.uploads.Done()
+	}()
+	events := make([][]byte, len(b.Items))
+	for i, it := range b.Items {
+		events[i] = it.Data
+	}
+	c.up.Deliver(c.ctx, events, func(lo, hi int, err error) {
+		c.finish(b.Items[lo:hi], err)
+		reported = hi
+	})
+}
+
+// finish counts the outcome of items and calls the callback once for each.
+func (c *Client) finish(items []queue.Item[Message], err error) {
+	n := int64(len(items))
+	if err == nil {
+		c.stats.delivered.Add(n)
+	} else {
+		c.stats.failed(err, n)
+		c.log.LogAttrs(context.Background(), slog.LevelError, "analytics: events not delivered",
+			slog.Int("events", len(items)), slog.String("error", err.Error()))
+	}
+	if c.callback == nil {
+		return
+	}
+	for _, it := range items {
+		c.callOne(it.Value, err)
+	}
+}
+
+// callOne calls the user's callback, recovering a panic so that it neither
+// crashes the program nor stops the other events' callbacks.
+func (c *Client) callOne(msg Message, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("analytics: callback panicked", slog.Any("panic", p))
+		}
+	}()
+	if err == nil {
+		c.callback.Success(msg)
+	} else {
+		c.callback.Failure(msg, err)
+	}
+}
+
+// flushWaiter is a Flush waiting for every event numbered below target.
+type flushWaiter struct {
+	target uint64
+	done   chan struct{}
+}
+
+// addWaiter registers a Flush, or returns nil if everything below target
+// already has its outcome.
+func (c *Client) addWaiter(target uint64) *flushWaiter {
+	c.track.Lock()
+	defer c.track.Unlock()
+	if c.flushedTo(target) {
+		return nil
+	}
+	w := &flushWaiter{target: target, done: make(chan struct{})}
+	c.waiters = append(c.waiters, w)
+	return w
+}
+
+func (c *Client) dropWaiter(w *flushWaiter) {
+	c.track.Lock()
+	defer c.track.Unlock()
+	c.waiters = slices.DeleteFunc(c.waiters, func(x *flushWaiter) bool { return x == w })
+}
+
+// flushedTo reports whether every event numbered below target has left the
+// queue and its batch has ended. c.track is held.
+func (c *Client) flushedTo(target uint64) bool {
+	if _, taken := c.queue.Counts(); taken < target {
+		return false
+	}
+	for _, seq := range c.inflight {
+		if seq < target {
+			return false
+		}
+	}
+	return true
+}
+
+// batchDone records the end of the batch starting at seq and releases the
+// Flush calls that were waiting for it.
+func (c *Client) batchDone(seq uint64) {
+	c.track.Lock()
+	if i := slices.Index(c.inflight, seq); i >= 0 {
+		c.inflight = slices.Delete(c.inflight, i, i+1)
+	}
+	c.track.Unlock()
+	c.notifyWaiters()
+}
+
+func (c *Client) notifyWaiters() {
+	c.track.Lock()
+	defer c.track.Unlock()
+	c.waiters = slices.DeleteFunc(c.waiters, func(w *flushWaiter) bool {
+		if c.flushedTo(w.target) {
+			close(w.done)
+			return true
+		}
+		return false
+	})
+}

@@ -1,0 +1,318 @@
+package analytics
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dualpath/analytics-go/consumer"
+)
+
+// maxDepth bounds the nesting of maps and slices in a message. Deeper means
+// a cycle, or a payload no tracking API accepts.
+const maxDepth = 64
+
+// encoder appends the JSON of one message to buf. Message fields and the
+// common value types (strings, numbers, bools, maps of them, slices) are
+// written directly; anything else goes through encoding/json. Map keys are
+// sorted, as encoding/json does, so the same message always encodes to the
+// same bytes.
+type encoder struct {
+	buf   []byte
+	keys  []string // scratch for sorting map keys
+	depth int
+}
+
+var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
+
+// encodeMessage returns the JSON of m, with id and ts as defaults for an
+// unset MessageId and Timestamp, in a slice of its own.
+func encodeMessage(m Message, id string, ts time.Time) ([]byte, error) {
+	e := encoders.Get().(*encoder)
+	e.buf, e.keys, e.depth = e.buf[:0], e.keys[:0], 0
+	err := m.encode(e, id, ts)
+	var out []byte
+	if err == nil {
+		if len(e.buf) > MaxMessageBytes {
+			err = fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
+		} else {
+			out = append(make([]byte, 0, len(e.buf)), e.buf...)
+		}
+	}
+	if cap(e.buf) <= 64<<10 { // do not pin a huge buffer in the pool
+		encoders.Put(e)
+	}
+	return out, err
+}
+
+// object writes the members of one JSON object, inserting commas.
+type object struct {
+	e     *encoder
+	empty bool
+}
+
+func (e *encoder) openObject() object {
+	e.buf = append(e.buf, '{')
+	return object{e: e, empty: true}
+}
+
+func (o *object) close() { o.e.buf = append(o.e.buf, '}') }
+
+// key writes the member name (and the comma before it when needed).
+func (o *object) key(k string) {
+	if !o.empty {
+		o.e.buf = append(o.e.buf, ',')
+	}
+	o.empty = false
+	o.e.string(k)
+	o.e.buf = append(o.e.buf, ':')
+}
+
+// str writes a string member, omitted when empty.
+func (o *object) str(k, v string) {
+	if v != "" {
+		o.key(k)
+		o.e.string(v)
+	}
+}
+
+// time writes a timestamp member in the wire layout, omitted when zero.
+func (o *object) time(k string, t time.Time) {
+	if !t.IsZero() {
+		o.key(k)
+		o.e.buf = append(o.e.buf, '"')
+		o.e.buf = t.UTC().AppendFormat(o.e.buf, consumer.TimeLayout)
+		o.e.buf = append(o.e.buf, '"')
+	}
+}
+
+// fields writes a map member, omitted when empty. name is for errors.
+func (o *object) fields(k string, m map[string]any) error {
+	if len(m) == 0 {
+		return nil
+	}
+	o.key(k)
+	return o.e.object(m)
+}
+
+// head writes the members every message starts with.
+func (o *object) head(typ, id string, ts time.Time, anonymousID, userID string) {
+	o.str("type", typ)
+	o.str("messageId", id)
+	o.time("timestamp", ts)
+	o.str("anonymousId", anonymousID)
+	o.str("userId", userID)
+}
+
+// object writes a map with sorted keys.
+func (e *encoder) object(m map[string]any) error {
+	if e.depth++; e.depth > maxDepth {
+		return fmt.Errorf("nested more than %d levels deep (a cycle?)", maxDepth)
+	}
+	start := len(e.keys)
+	for k := range m {
+		e.keys = append(e.keys, k)
+	}
+	keys := e.keys[start:]
+	slices.Sort(keys)
+	o := e.openObject()
+	for _, k := range keys {
+		o.key(k)
+		if err := e.value(m[k]); err != nil {
+			e.keys = e.keys[:start]
+			return within("["+strconv.Quote(k)+"]", err)
+		}
+	}
+	o.close()
+	clear(e.keys[start:])
+	e.keys = e.keys[:start]
+	e.depth--
+	return nil
+}
+
+func (e *encoder) array(n int, at func(i int) any) error {
+	if e.depth++; e.depth > maxDepth {
+		return fmt.Errorf("nested more than %d levels deep (a cycle?)", maxDepth)
+	}
+	e.buf = append(e.buf, '[')
+	for i := range n {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		if err := e.value(at(i)); err != nil {
+			return within("["+strconv.Itoa(i)+"]", err)
+		}
+	}
+	e.buf = append(e.buf, ']')
+	e.depth--
+	return nil
+}
+
+// valueError is a value JSON cannot hold, with its path inside the field,
+// such as ["items"][2].
+type valueError struct {
+	path string
+	err  error
+}
+
+func (v *valueError) Error() string { return v.path + ": " + v.err.Error() }
+func (v *valueError) Unwrap() error { return v.err }
+
+// within prefixes err's path with one more step from the outside.
+func within(step string, err error) error {
+	if ve, ok := err.(*valueError); ok {
+		ve.path = step + ve.path
+		return ve
+	}
+	return &valueError{path: step, err: err}
+}
+
+// value writes any JSON value. The common types are written directly.
+func (e *encoder) value(v any) error {
+	switch v := v.(type) {
+	case nil:
+		e.buf = append(e.buf, "null"...)
+	case string:
+		e.string(v)
+	case bool:
+		e.buf = strconv.AppendBool(e.buf, v)
+	case int:
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
+	case int8:
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
+	case int16:
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
+	case int32:
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
+	case int64:
+		e.buf = strconv.AppendInt(e.buf, v, 10)
+	case uint:
+		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
+	case uint8:
+		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
+	case uint16:
+		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
+	case uint32:
+		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
+	case uint64:
+		e.buf = strconv.AppendUint(e.buf, v, 10)
+	case float64:
+		return e.float(v, 64)
+	case float32:
+		return e.float(float64(v), 32)
+	case map[string]any:
+		return e.object(v)
+	case Properties:
+		return e.object(v)
+	case Traits:
+		return e.object(v)
+	case Integrations:
+		return e.object(v)
+	case []any:
+		return e.array(len(v), func(i int) any { return v[i] })
+	case []string:
+		return e.array(len(v), func(i int) any { return v[i] })
+	case time.Time:
+		// As encoding/json writes it, so values round-trip.
+		b, err := v.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		e.buf = append(e.buf, b...)
+	default:
+		return e.marshal(v)
+	}
+	return nil
+}
+
+// marshal falls back on encoding/json, which reports channels, funcs, NaN
+// inside structs and pointer cycles as errors.
+func (e *encoder) marshal(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	e.buf = append(e.buf, b...)
+	return nil
+}
+
+// float writes f as encoding/json does, refusing NaN and ±Inf.
+func (e *encoder) float(f float64, bits int) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("json: unsupported value: %v", strconv.FormatFloat(f, 'g', -1, bits))
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	e.buf = strconv.AppendFloat(e.buf, f, format, -1, bits)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(e.buf)
+		if n >= 4 && e.buf[n-4] == 'e' && e.buf[n-3] == '-' && e.buf[n-2] == '0' {
+			e.buf[n-2] = e.buf[n-1]
+			e.buf = e.buf[:n-1]
+		}
+	}
+	return nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// string writes s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in
+// encoding/json; U+2028 and U+2029 are escaped so the output is safe in
+// JavaScript too.
+func (e *encoder) string(s string) {
+	e.buf = append(e.buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			e.buf = append(e.buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				e.buf = append(e.buf, '\\', c)
+			case '\n':
+				e.buf = append(e.buf, '\\', 'n')
+			case '\r':
+				e.buf = append(e.buf, '\\', 'r')
+			case '\t':
+				e.buf = append(e.buf, '\\', 't')
+			default:
+				e.buf = append(e.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			e.buf = append(e.buf, s[start:i]...)
+			e.buf = append(e.buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			e.buf = append(e.buf, s[start:i]...)
+			e.buf = append(e.buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	e.buf = append(e.buf, s[start:]...)
+	e.buf = append(e.buf, '"')
+}

@@ -1,0 +1,196 @@
+package analytics
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dualpath/analytics-go/consumer"
+	"github.com/dualpath/analytics-go/internal/trackingapi"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const testWriteKey = "wk_SECRET_do_not_log"
+
+// outcomes is a Callback that records every call.
+type outcomes struct {
+	mu        sync.Mutex
+	successes []Message
+	failures  []failure
+}
+
+type failure struct {
+	msg Message
+	err error
+}
+
+func (o *outcomes) Success(m Message) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.successes = append(o.successes, m)
+}
+
+func (o *outcomes) Failure(m Message, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.failures = append(o.failures, failure{m, err})
+}
+
+func (o *outcomes) counts() (ok, failed int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.successes), len(o.failures)
+}
+
+func (o *outcomes) failed() []failure {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]failure(nil), o.failures...)
+}
+
+// ids counts, by messageId, the Success and the Failure callbacks.
+func (o *outcomes) ids() (successes, failures map[string]int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	successes, failures = map[string]int{}, map[string]int{}
+	for _, s := range o.successes {
+		successes[messageID(s)]++
+	}
+	for _, f := range o.failures {
+		failures[messageID(f.msg)]++
+	}
+	return successes, failures
+}
+
+func messageID(m Message) string {
+	switch m := m.(type) {
+	case Track:
+		return m.MessageId
+	case Identify:
+		return m.MessageId
+	case Page:
+		return m.MessageId
+	case Screen:
+		return m.MessageId
+	case Group:
+		return m.MessageId
+	case Alias:
+		return m.MessageId
+	}
+	return ""
+}
+
+// logBuffer collects everything the client logs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// env is a client wired to an in-memory tracking API, with a callback
+// recorder and a captured log.
+type env struct {
+	t      *testing.T
+	api    *trackingapi.Server
+	client *Client
+	out    *outcomes
+	logs   *logBuffer
+}
+
+// newEnv builds a client on api (in memory). Options given override the
+// test defaults, which keep the SDK's defaults but add exact backoff waits.
+func newEnv(t *testing.T, api *trackingapi.Server, opts ...Option) *env {
+	t.Helper()
+	e := &env{t: t, api: api, out: &outcomes{}, logs: &logBuffer{}}
+	base := []Option{
+		WithEndpoint("http://tracking.test"),
+		WithHTTPClient(api.Client(consumer.CheckRedirect)),
+		WithCallback(e.out),
+		WithLogger(slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+	}
+	c, err := New(testWriteKey, append(base, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	e.client = c
+	return e
+}
+
+func (e *env) enqueue(msgs ...Message) {
+	e.t.Helper()
+	for _, m := range msgs {
+		if err := e.client.Enqueue(m); err != nil {
+			e.t.Fatalf("Enqueue(%#v): %v", m, err)
+		}
+	}
+}
+
+func (e *env) close() {
+	e.t.Helper()
+	if err := e.client.Close(); err != nil {
+		e.t.Fatalf("Close: %v", err)
+	}
+}
+
+func (e *env) flush() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if err := e.client.Flush(ctx); err != nil {
+		e.t.Fatalf("Flush: %v", err)
+	}
+}
+
+// tracks returns n valid Track events with messageIds prefix0..prefix(n-1).
+func tracks(prefix string, n int) []Message {
+	msgs := make([]Message, n)
+	for i := range msgs {
+		msgs[i] = Track{MessageId: fmt.Sprintf("%s%d", prefix, i), UserId: "u", Event: "E"}
+	}
+	return msgs
+}
+
+// assertDeliveredOnce checks that every message was received in a 2xx
+// request exactly once and got one Success callback.
+func (e *env) assertDeliveredOnce(msgs []Message) {
+	e.t.Helper()
+	got := e.api.Delivered()
+	successes, failures := e.out.ids()
+	for _, m := range msgs {
+		id := messageID(m)
+		if got[id] != 1 {
+			e.t.Errorf("messageId %s delivered %d times, want 1", id, got[id])
+		}
+		if successes[id] != 1 || failures[id] != 0 {
+			e.t.Errorf("messageId %s got %d Success and %d Failure callbacks, want 1 and 0", id, successes[id], failures[id])
+		}
+	}
+}
+
+func newAPI() *trackingapi.Server { return trackingapi.New() }
+
+// withExactBackoff removes the jitter: backoff retry n waits exactly
+// BackoffBase·2^(n−1)/2 (250ms, 500ms, 1s, ... with the defaults).
+func withExactBackoff() Option {
+	return func(c *config) { c.policy.Jitter = func(time.Duration) time.Duration { return 0 } }
+}

@@ -1,0 +1,187 @@
+package analytics
+
+import "time"
+
+// Message is one of the six Segment message types: Track, Identify, Page,
+// Screen, Group, Alias. Only this package's types implement it.
+type Message interface {
+	// Validate reports a missing required field as a *FieldError.
+	Validate() error
+
+	// encode appends the message's JSON to e, using id and ts where the
+	// message has no MessageId or Timestamp of its own.
+	encode(e *encoder, id string, ts time.Time) error
+	// withDefaults returns a copy with MessageId and Timestamp filled.
+	withDefaults(id string, ts time.Time) Message
+}
+
+// Track records an action a user performed. It needs Event, and UserId or
+// AnonymousId.
+type Track struct {
+	// Type is ignored: the SDK always sends "track". It exists so code
+	// written for segmentio/analytics-go v3 compiles unchanged.
+	Type string `json:"type,omitempty"`
+
+	MessageId    string       `json:"messageId,omitempty"`
+	AnonymousId  string       `json:"anonymousId,omitempty"`
+	UserId       string       `json:"userId,omitempty"`
+	Event        string       `json:"event"`
+	Timestamp    time.Time    `json:"timestamp,omitzero"`
+	Context      *Context     `json:"context,omitempty"`
+	Properties   Properties   `json:"properties,omitempty"`
+	Integrations Integrations `json:"integrations,omitempty"`
+}
+
+// Identify ties a user to their traits. It needs UserId or AnonymousId.
+type Identify struct {
+	// Type is ignored: the SDK always sends "identify".
+	Type string `json:"type,omitempty"`
+
+	MessageId    string       `json:"messageId,omitempty"`
+	AnonymousId  string       `json:"anonymousId,omitempty"`
+	UserId       string       `json:"userId,omitempty"`
+	Timestamp    time.Time    `json:"timestamp,omitzero"`
+	Context      *Context     `json:"context,omitempty"`
+	Traits       Traits       `json:"traits,omitempty"`
+	Integrations Integrations `json:"integrations,omitempty"`
+}
+
+// Page records a page view. It needs UserId or AnonymousId.
+type Page struct {
+	// Type is ignored: the SDK always sends "page".
+	Type string `json:"type,omitempty"`
+
+	MessageId    string       `json:"messageId,omitempty"`
+	AnonymousId  string       `json:"anonymousId,omitempty"`
+	UserId       string       `json:"userId,omitempty"`
+	Name         string       `json:"name,omitempty"`
+	Category     string       `json:"category,omitempty"`
+	Timestamp    time.Time    `json:"timestamp,omitzero"`
+	Context      *Context     `json:"context,omitempty"`
+	Properties   Properties   `json:"properties,omitempty"`
+	Integrations Integrations `json:"integrations,omitempty"`
+}
+
+// Screen records a screen view in an app. It needs UserId or AnonymousId.
+type Screen struct {
+	// Type is ignored: the SDK always sends "screen".
+	Type string `json:"type,omitempty"`
+
+	MessageId    string       `json:"messageId,omitempty"`
+	AnonymousId  string       `json:"anonymousId,omitempty"`
+	UserId       string       `json:"userId,omitempty"`
+	Name         string       `json:"name,omitempty"`
+	Category     string       `json:"category,omitempty"`
+	Timestamp    time.Time    `json:"timestamp,omitzero"`
+	Context      *Context     `json:"context,omitempty"`
+	Properties   Properties   `json:"properties,omitempty"`
+	Integrations Integrations `json:"integrations,omitempty"`
+}
+
+// Group ties a user to a group (an account, a company). It needs GroupId,
+// and UserId or AnonymousId.
+type Group struct {
+	// Type is ignored: the SDK always sends "group".
+	Type string `json:"type,omitempty"`
+
+	MessageId    string       `json:"messageId,omitempty"`
+	AnonymousId  string       `json:"anonymousId,omitempty"`
+	UserId       string       `json:"userId,omitempty"`
+	GroupId      string       `json:"groupId"`
+	Timestamp    time.Time    `json:"timestamp,omitzero"`
+	Context      *Context     `json:"context,omitempty"`
+	Traits       Traits       `json:"traits,omitempty"`
+	Integrations Integrations `json:"integrations,omitempty"`
+}
+
+// Alias merges two user identities. It needs UserId and PreviousId.
+type Alias struct {
+	// Type is ignored: the SDK always sends "alias".
+	Type string `json:"type,omitempty"`
+
+	MessageId    string       `json:"messageId,omitempty"`
+	PreviousId   string       `json:"previousId"`
+	UserId       string       `json:"userId,omitempty"`
+	Timestamp    time.Time    `json:"timestamp,omitzero"`
+	Context      *Context     `json:"context,omitempty"`
+	Integrations Integrations `json:"integrations,omitempty"`
+}
+
+func required(typ, field string) error {
+	return &FieldError{Type: typ, Name: field, Reason: "required"}
+}
+
+func needsIdentity(typ, userID, anonymousID string) error {
+	if userID == "" && anonymousID == "" {
+		return &FieldError{Type: typ, Name: "UserId", Reason: "UserId or AnonymousId required"}
+	}
+	return nil
+}
+
+// Validate checks that Event, and UserId or AnonymousId, are set.
+func (m Track) Validate() error {
+	if m.Event == "" {
+		return required("analytics.Track", "Event")
+	}
+	return needsIdentity("analytics.Track", m.UserId, m.AnonymousId)
+}
+
+// Validate checks that UserId or AnonymousId is set.
+func (m Identify) Validate() error {
+	return needsIdentity("analytics.Identify", m.UserId, m.AnonymousId)
+}
+
+// Validate checks that UserId or AnonymousId is set.
+func (m Page) Validate() error { return needsIdentity("analytics.Page", m.UserId, m.AnonymousId) }
+
+// Validate checks that UserId or AnonymousId is set.
+func (m Screen) Validate() error { return needsIdentity("analytics.Screen", m.UserId, m.AnonymousId) }
+
+// Validate checks that GroupId, and UserId or AnonymousId, are set.
+func (m Group) Validate() error {
+	if m.GroupId == "" {
+		return required("analytics.Group", "GroupId")
+	}
+	return needsIdentity("analytics.Group", m.UserId, m.AnonymousId)
+}
+
+// Validate checks that UserId and PreviousId are set.
+func (m Alias) Validate() error {
+	if m.UserId == "" {
+		return required("analytics.Alias", "UserId")
+	}
+	if m.PreviousId == "" {
+		return required("analytics.Alias", "PreviousId")
+	}
+	return nil
+}
+
+func (m Track) withDefaults(id string, ts time.Time) Message {
+	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	return m
+}
+
+func (m Identify) withDefaults(id string, ts time.Time) Message {
+	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	return m
+}
+
+func (m Page) withDefaults(id string, ts time.Time) Message {
+	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	return m
+}
+
+func (m Screen) withDefaults(id string, ts time.Time) Message {
+	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	return m
+}
+
+func (m Group) withDefaults(id string, ts time.Time) Message {
+	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	return m
+}
+
+func (m Alias) withDefaults(id string, ts time.Time) Message {
+	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	return m
+}

@@ -1,0 +1,208 @@
+package analytics
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/dualpath/analytics-go/consumer"
+	"github.com/dualpath/analytics-go/retry"
+)
+
+// DefaultEndpoint is where batches go unless WithEndpoint says otherwise.
+const DefaultEndpoint = "https://api.segment.io"
+
+// MaxMessageBytes is the largest encoded message Enqueue accepts.
+const MaxMessageBytes = 32_000
+
+// MaxBatchBytes is the largest batch body the SDK sends, envelope included,
+// before compression.
+const MaxBatchBytes = consumer.MaxBodyBytes
+
+// An Option configures a Client. Options are applied in order by New, which
+// then validates the result and names the option at fault.
+type Option func(*config)
+
+type config struct {
+	endpoint              string
+	flushAt               int
+	flushInterval         time.Duration
+	maxQueueSize          int
+	maxQueueBytes         int
+	maxConcurrentRequests int
+	policy                retry.Policy
+	requestTimeout        time.Duration
+	gzip                  bool
+	httpClient            *http.Client
+	httpClientSet         bool
+	logger                *slog.Logger
+	callback              Callback
+	clock                 consumer.Clock // tests only
+}
+
+func defaultConfig() config {
+	return config{
+		endpoint:              DefaultEndpoint,
+		flushAt:               250,
+		flushInterval:         5 * time.Second,
+		maxQueueSize:          10_000,
+		maxQueueBytes:         32 << 20,
+		maxConcurrentRequests: 8,
+		policy:                retry.DefaultPolicy(),
+		requestTimeout:        10 * time.Second,
+		gzip:                  true,
+	}
+}
+
+// WithEndpoint sets the base URL of the tracking API (default
+// https://api.segment.io); batches are POSTed to endpoint + "/v1/batch". It
+// must be an absolute http or https URL.
+func WithEndpoint(endpoint string) Option { return func(c *config) { c.endpoint = endpoint } }
+
+// WithFlushAt sets how many queued events cut a batch, and the most a batch
+// holds (default 250). At least 1.
+func WithFlushAt(events int) Option { return func(c *config) { c.flushAt = events } }
+
+// WithFlushInterval sets how long after the last cut the queued events are
+// sent even if fewer than FlushAt (default 5 s). Must be positive.
+func WithFlushInterval(d time.Duration) Option { return func(c *config) { c.flushInterval = d } }
+
+// WithMaxQueueSize bounds the queue by events (default 10,000). At least 1.
+func WithMaxQueueSize(events int) Option { return func(c *config) { c.maxQueueSize = events } }
+
+// WithMaxQueueBytes bounds the queue by encoded bytes (default 32 MiB). At
+// least MaxMessageBytes, so that any valid message can be queued.
+func WithMaxQueueBytes(n int) Option { return func(c *config) { c.maxQueueBytes = n } }
+
+// WithMaxConcurrentRequests bounds how many batches upload at once
+// (default 8). At least 1.
+func WithMaxConcurrentRequests(n int) Option {
+	return func(c *config) { c.maxConcurrentRequests = n }
+}
+
+// WithRetryCount sets how many retries a batch may spend on the backoff
+// path (default 10): N means N+1 attempts if nothing else happens, 0 means
+// no retry. Rate-limited retries do not count.
+func WithRetryCount(n int) Option { return func(c *config) { c.policy.RetryCount = n } }
+
+// WithBackoffBase sets the first backoff wait's ceiling (default 500 ms):
+// retry n waits d/2 + rand[0, d/2) with d = min(BackoffCap,
+// BackoffBase·2^(n−1)). 0 retries without waiting; negative is invalid.
+func WithBackoffBase(d time.Duration) Option { return func(c *config) { c.policy.BackoffBase = d } }
+
+// WithBackoffCap caps d in the backoff formula (default 60 s). Must be
+// positive.
+func WithBackoffCap(d time.Duration) Option { return func(c *config) { c.policy.BackoffCap = d } }
+
+// WithMaxTotalBackoffDuration bounds one batch's backoff path, measured on
+// the monotonic clock from its first backoff-path failure (default 12 h). A
+// wait that does not fit fails the batch at once with
+// ErrBackoffBudgetExceeded; 0 allows no backoff wait at all.
+func WithMaxTotalBackoffDuration(d time.Duration) Option {
+	return func(c *config) { c.policy.MaxTotalBackoffDuration = d }
+}
+
+// WithMaxRateLimitDuration bounds one batch's rate-limit path, measured on
+// the monotonic clock from its first rate-limited response (default 12 h).
+// A wait that does not fit fails the batch at once with
+// ErrRateLimitBudgetExceeded; 0 allows no rate-limit wait at all.
+func WithMaxRateLimitDuration(d time.Duration) Option {
+	return func(c *config) { c.policy.MaxRateLimitDuration = d }
+}
+
+// WithRateLimitRetryAfterCap caps one rate-limit wait, whatever Retry-After
+// asked for (default 300 s). Must be positive.
+func WithRateLimitRetryAfterCap(d time.Duration) Option {
+	return func(c *config) { c.policy.RateLimitRetryAfterCap = d }
+}
+
+// WithRequestTimeout bounds each attempt, from sending the request to
+// reading the response (default 10 s). A timeout is retried on the backoff
+// path. Must be positive.
+func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+
+// WithGzip turns gzip compression of request bodies on or off (default on).
+func WithGzip(on bool) Option { return func(c *config) { c.gzip = on } }
+
+// WithHTTPClient sends requests with client instead of the SDK's own. Use
+// it for a proxy, a custom CA or a custom transport. Leave client.Timeout at
+// 0: each attempt has its own deadline (WithRequestTimeout). Give it
+// CheckRedirect: consumer.CheckRedirect, or any policy: a redirect that ends
+// in a method other than POST fails with ErrRedirect. The SDK never closes
+// idle connections of a client it was given.
+func WithHTTPClient(client *http.Client) Option {
+	return func(c *config) { c.httpClient, c.httpClientSet = client, true }
+}
+
+// WithLogger sends the SDK's logs (per-attempt failures that will be
+// retried, recovered callback panics) to logger. By default they are
+// discarded. Nil restores the default.
+func WithLogger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
+
+// WithCallback reports the final outcome of every event to cb. Nil means no
+// callback.
+func WithCallback(cb Callback) Option { return func(c *config) { c.callback = cb } }
+
+// validate checks the configuration and names the option at fault. The
+// write key is checked by New and never appears in the error.
+func (c *config) validate() error {
+	bad := func(option, format string, args ...any) error {
+		return fmt.Errorf("analytics: invalid option %s: %s", option, fmt.Sprintf(format, args...))
+	}
+	if err := validateEndpoint(c.endpoint); err != nil {
+		return bad("Endpoint", "%v", err)
+	}
+	switch {
+	case c.flushAt < 1:
+		return bad("FlushAt", "must be at least 1, got %d", c.flushAt)
+	case c.flushInterval <= 0:
+		return bad("FlushInterval", "must be positive, got %v", c.flushInterval)
+	case c.maxQueueSize < 1:
+		return bad("MaxQueueSize", "must be at least 1, got %d", c.maxQueueSize)
+	case c.flushAt > c.maxQueueSize:
+		return bad("FlushAt", "%d is more than MaxQueueSize %d, so no batch would ever fill", c.flushAt, c.maxQueueSize)
+	case c.maxQueueBytes < MaxMessageBytes:
+		return bad("MaxQueueBytes", "must be at least %d (MaxMessageBytes), got %d", MaxMessageBytes, c.maxQueueBytes)
+	case c.maxConcurrentRequests < 1:
+		return bad("MaxConcurrentRequests", "must be at least 1, got %d", c.maxConcurrentRequests)
+	case c.policy.RetryCount < 0:
+		return bad("RetryCount", "must not be negative, got %d", c.policy.RetryCount)
+	case c.policy.BackoffBase < 0:
+		return bad("BackoffBase", "must not be negative, got %v", c.policy.BackoffBase)
+	case c.policy.BackoffCap <= 0:
+		return bad("BackoffCap", "must be positive, got %v", c.policy.BackoffCap)
+	case c.policy.MaxTotalBackoffDuration < 0:
+		return bad("MaxTotalBackoffDuration", "must not be negative, got %v", c.policy.MaxTotalBackoffDuration)
+	case c.policy.MaxRateLimitDuration < 0:
+		return bad("MaxRateLimitDuration", "must not be negative, got %v", c.policy.MaxRateLimitDuration)
+	case c.policy.RateLimitRetryAfterCap <= 0:
+		return bad("RateLimitRetryAfterCap", "must be positive, got %v", c.policy.RateLimitRetryAfterCap)
+	case c.requestTimeout <= 0:
+		return bad("RequestTimeout", "must be positive, got %v", c.requestTimeout)
+	case c.httpClientSet && c.httpClient == nil:
+		return bad("HTTPClient", "must not be nil")
+	}
+	return nil
+}
+
+func validateEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		// url.Error quotes the input; the endpoint is configuration, not a
+		// secret, but keep the message short.
+		return fmt.Errorf("not a URL: %q", endpoint)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("must be an absolute http or https URL, got %q", u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("must not have a query or fragment, got %q", u.Redacted())
+	}
+	return nil
+}
+
+// batchURLBase is the endpoint without a trailing slash.
+func (c *config) batchURLBase() string { return strings.TrimRight(c.endpoint, "/") }

@@ -1,0 +1,148 @@
+// Package queue holds encoded events in memory, bounded by a count and a
+// byte size, and cuts them into batches.
+//
+// A batch is spliced off the queue before anything checks or sends it, so a
+// batch that later fails has already left the queue and can never wedge the
+// batches behind it. The queue never blocks: a push that does not fit is
+// refused at once and leaves what is queued untouched.
+package queue
+
+import "sync"
+
+// Item is one queued event: its encoded JSON and a value the caller keeps
+// with it (the original message, for callbacks).
+type Item[T any] struct {
+	Data  []byte
+	Value T
+}
+
+// Batch is a run of consecutive items cut from the queue, in push order.
+type Batch[T any] struct {
+	Items []Item[T]
+	// Seq is the sequence number of the first item: items are numbered
+	// 0, 1, 2, ... in push order.
+	Seq uint64
+}
+
+// Queue is a FIFO of items bounded by count and by the total length of their
+// Data. It is safe for concurrent use.
+type Queue[T any] struct {
+	maxItems int
+	maxBytes int
+
+	mu     sync.Mutex
+	ring   []Item[T]
+	head   int // index of the oldest item in ring
+	n      int // items queued
+	bytes  int // total len(Data) of queued items
+	pushed uint64
+	taken  uint64
+}
+
+// New returns an empty queue holding at most maxItems items and maxBytes
+// bytes of Data.
+func New[T any](maxItems, maxBytes int) *Queue[T] {
+	return &Queue[T]{maxItems: maxItems, maxBytes: maxBytes}
+}
+
+// Push appends it unless that would exceed either bound. It returns the
+// number of items queued afterwards and whether it was accepted. It never
+// blocks on a full queue.
+func (q *Queue[T]) Push(it Item[T]) (n int, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n >= q.maxItems || q.bytes+len(it.Data) > q.maxBytes {
+		return q.n, false
+	}
+	if q.n == len(q.ring) {
+		q.grow()
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = it
+	q.n++
+	q.bytes += len(it.Data)
+	q.pushed++
+	return q.n, true
+}
+
+// grow doubles the ring, up to maxItems, keeping items in order.
+func (q *Queue[T]) grow() {
+	size := min(max(2*len(q.ring), 64), q.maxItems)
+	ring := make([]Item[T], size)
+	for i := 0; i < q.n; i++ {
+		ring[i] = q.ring[(q.head+i)%len(q.ring)]
+	}
+	q.ring, q.head = ring, 0
+}
+
+// Take splices the oldest items off the queue: as many as fit in maxItems
+// and in maxBytes, where the items cost len(Data) each plus one separator
+// byte between neighbours (the comma of a JSON array). It always takes at
+// least one item when the queue is not empty, so an item larger than
+// maxBytes leaves the queue too instead of blocking it; the caller checks
+// the batch after the splice. Take returns an empty batch on an empty queue.
+func (q *Queue[T]) Take(maxItems, maxBytes int) Batch[T] {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k, size := 0, -1
+	for k < q.n && k < maxItems {
+		cost := len(q.at(k).Data) + 1
+		if k > 0 && size+cost > maxBytes {
+			break
+		}
+		size += cost
+		k++
+	}
+	return q.splice(k)
+}
+
+// Drain splices off every queued item.
+func (q *Queue[T]) Drain() Batch[T] {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.splice(q.n)
+}
+
+func (q *Queue[T]) at(i int) *Item[T] { return &q.ring[(q.head+i)%len(q.ring)] }
+
+// splice removes the k oldest items. q.mu is held.
+func (q *Queue[T]) splice(k int) Batch[T] {
+	b := Batch[T]{Seq: q.taken}
+	if k == 0 {
+		return b
+	}
+	b.Items = make([]Item[T], k)
+	var zero Item[T]
+	for i := range k {
+		it := q.at(i)
+		b.Items[i] = *it
+		q.bytes -= len(it.Data)
+		*it = zero // drop references so the queue does not pin sent events
+	}
+	q.head = (q.head + k) % len(q.ring)
+	q.n -= k
+	q.taken += uint64(k)
+	return b
+}
+
+// Len returns the number of queued items.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// Bytes returns the total length of the queued items' Data.
+func (q *Queue[T]) Bytes() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes
+}
+
+// Counts returns how many items were ever pushed and ever taken (by Take or
+// Drain). The sequence number of the next item to be taken is taken; items
+// numbered below pushed have been queued.
+func (q *Queue[T]) Counts() (pushed, taken uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pushed, q.taken
+}

@@ -1,0 +1,216 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+func item(i, size int) Item[int] {
+	data := bytes.Repeat([]byte{'x'}, size)
+	return Item[int]{Data: data, Value: i}
+}
+
+func values(b Batch[int]) []int {
+	out := make([]int, len(b.Items))
+	for i, it := range b.Items {
+		out[i] = it.Value
+	}
+	return out
+}
+
+func TestPushBoundedByCount(t *testing.T) {
+	q := New[int](3, 1<<20)
+	for i := range 3 {
+		if n, ok := q.Push(item(i, 10)); !ok || n != i+1 {
+			t.Fatalf("Push %d = (%d, %v), want (%d, true)", i, n, ok, i+1)
+		}
+	}
+	if n, ok := q.Push(item(3, 10)); ok || n != 3 {
+		t.Fatalf("Push into a full queue = (%d, %v), want (3, false)", n, ok)
+	}
+	if got := values(q.Drain()); fmt.Sprint(got) != "[0 1 2]" {
+		t.Fatalf("refused push touched the queue: %v", got)
+	}
+}
+
+func TestPushBoundedByBytes(t *testing.T) {
+	q := New[int](100, 25)
+	q.Push(item(0, 10))
+	q.Push(item(1, 10))
+	if _, ok := q.Push(item(2, 6)); ok {
+		t.Fatal("push beyond the byte bound was accepted")
+	}
+	if _, ok := q.Push(item(3, 5)); !ok {
+		t.Fatal("push that exactly fills the byte bound was refused")
+	}
+	if q.Bytes() != 25 || q.Len() != 3 {
+		t.Fatalf("Bytes, Len = %d, %d; want 25, 3", q.Bytes(), q.Len())
+	}
+	q.Take(1, 1000)
+	if q.Bytes() != 15 {
+		t.Fatalf("Bytes after taking 10 = %d, want 15", q.Bytes())
+	}
+	if _, ok := q.Push(item(4, 10)); !ok {
+		t.Fatal("push refused after space was freed")
+	}
+}
+
+func TestTakeByCountKeepsOrder(t *testing.T) {
+	q := New[int](1000, 1<<20)
+	for i := range 10 {
+		q.Push(item(i, 1))
+	}
+	b := q.Take(4, 1<<20)
+	if fmt.Sprint(values(b)) != "[0 1 2 3]" || b.Seq != 0 {
+		t.Fatalf("first batch %v seq %d", values(b), b.Seq)
+	}
+	b = q.Take(4, 1<<20)
+	if fmt.Sprint(values(b)) != "[4 5 6 7]" || b.Seq != 4 {
+		t.Fatalf("second batch %v seq %d", values(b), b.Seq)
+	}
+	b = q.Take(4, 1<<20)
+	if fmt.Sprint(values(b)) != "[8 9]" || b.Seq != 8 {
+		t.Fatalf("last batch %v seq %d", values(b), b.Seq)
+	}
+	if b := q.Take(4, 1<<20); len(b.Items) != 0 {
+		t.Fatalf("Take on empty queue returned %v", values(b))
+	}
+}
+
+func TestTakeByBytesCountsSeparators(t *testing.T) {
+	q := New[int](1000, 1<<20)
+	for i := range 5 {
+		q.Push(item(i, 10))
+	}
+	// Three items joined by commas: 10+1+10+1+10 = 32 bytes.
+	if got := values(q.Take(100, 32)); len(got) != 3 {
+		t.Fatalf("Take(_, 32) took %d items, want 3", len(got))
+	}
+	// Two items need 21 bytes; 20 holds only one.
+	if got := values(q.Take(100, 20)); len(got) != 1 {
+		t.Fatalf("Take(_, 20) of two 10-byte items took %d, want 1", len(got))
+	}
+}
+
+func TestTakeFitsExactly(t *testing.T) {
+	q := New[int](1000, 1<<20)
+	for i := range 4 {
+		q.Push(item(i, 10))
+	}
+	if got := values(q.Take(100, 21)); len(got) != 2 {
+		t.Fatalf("Take(_, 21) took %d items, want exactly 2 (10+1+10)", len(got))
+	}
+	if got := values(q.Take(100, 20)); len(got) != 1 {
+		t.Fatalf("Take(_, 20) took %d items, want 1", len(got))
+	}
+}
+
+func TestOversizedItemLeavesTheQueue(t *testing.T) {
+	q := New[int](1000, 1<<20)
+	q.Push(item(0, 100))
+	q.Push(item(1, 1))
+	b := q.Take(100, 50)
+	if fmt.Sprint(values(b)) != "[0]" {
+		t.Fatalf("oversized head: took %v, want [0] alone", values(b))
+	}
+	if got := values(q.Take(100, 50)); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("item behind an oversized one: %v, want [1]", got)
+	}
+}
+
+func TestRingWrapsAndGrows(t *testing.T) {
+	q := New[int](1000, 1<<20)
+	next, want := 0, 0
+	for round := range 50 {
+		for range round*7%97 + 1 {
+			if _, ok := q.Push(item(next, 1)); ok {
+				next++
+			}
+		}
+		for _, v := range values(q.Take(round%13+1, 1<<20)) {
+			if v != want {
+				t.Fatalf("round %d: got %d, want %d", round, v, want)
+			}
+			want++
+		}
+	}
+	for _, v := range values(q.Drain()) {
+		if v != want {
+			t.Fatalf("drain: got %d, want %d", v, want)
+		}
+		want++
+	}
+	if want != next {
+		t.Fatalf("took %d items of %d pushed", want, next)
+	}
+	pushed, taken := q.Counts()
+	if pushed != uint64(next) || taken != uint64(next) {
+		t.Fatalf("Counts() = %d, %d; want %d, %d", pushed, taken, next, next)
+	}
+}
+
+func TestSpliceDropsReferences(t *testing.T) {
+	q := New[*int](10, 1<<20)
+	v := new(int)
+	q.Push(Item[*int]{Data: []byte("x"), Value: v})
+	q.Take(1, 100)
+	for _, it := range q.ring {
+		if it.Value != nil || it.Data != nil {
+			t.Fatal("a taken item is still referenced by the ring")
+		}
+	}
+}
+
+func TestConcurrentPushAndTake(t *testing.T) {
+	q := New[int](100, 1<<20)
+	const producers, each = 8, 2000
+	var wg sync.WaitGroup
+	accepted := make([]int, producers)
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, ok := q.Push(item(p*each+i, 3)); ok {
+					accepted[p]++
+				}
+			}
+		}()
+	}
+	got := 0
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		got += len(q.Take(7, 1<<20).Items)
+	}
+	got += len(q.Drain().Items)
+	total := 0
+	for _, a := range accepted {
+		total += a
+	}
+	if got != total {
+		t.Fatalf("took %d items, %d were accepted", got, total)
+	}
+	if q.Len() != 0 || q.Bytes() != 0 {
+		t.Fatalf("queue not empty: %d items, %d bytes", q.Len(), q.Bytes())
+	}
+}
+
+func BenchmarkPushTake(b *testing.B) {
+	q := New[int](10000, 32<<20)
+	data := bytes.Repeat([]byte{'x'}, 200)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		q.Push(Item[int]{Data: data, Value: i})
+		if q.Len() >= 250 {
+			q.Take(250, 500000)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package retry
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/dualpath/analytics-go/retryafter"
+)
+
+// Outcome is how one upload attempt ended, seen by the retry policy.
+type Outcome int
+
+const (
+	// Success is a 2xx response.
+	Success Outcome = iota + 1
+	// RateLimited is a retryable status that carried a valid Retry-After.
+	RateLimited
+	// Retryable is a retryable status without a valid Retry-After, or a
+	// transport error (no response at all).
+	Retryable
+	// TooLarge is a 413: the server takes less than the batch; the batch is
+	// split rather than resent whole.
+	TooLarge
+	// Redirect is a 3xx that reached the SDK: a POST must not be turned into
+	// a GET, so it is a failure, never followed.
+	Redirect
+	// Fatal is any other status: 1xx, other 4xx, 501, 505, 511.
+	Fatal
+)
+
+var outcomeNames = [...]string{
+	Success:     "success",
+	RateLimited: "rate-limited",
+	Retryable:   "retryable",
+	TooLarge:    "too large",
+	Redirect:    "redirect",
+	Fatal:       "fatal",
+}
+
+// String returns the outcome's name, for logs.
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Result is the classified end of one attempt.
+type Result struct {
+	Outcome Outcome
+	// RetryAfter is the server's valid Retry-After, set only when Outcome is
+	// RateLimited.
+	RetryAfter time.Duration
+}
+
+// NoResponse is the Result of an attempt that got no HTTP response: a
+// transport error or a per-attempt timeout. It is retried on the backoff
+// path, whether or not the request had been written, because every event
+// carries a messageId that the tracking API de-duplicates.
+var NoResponse = Result{Outcome: Retryable}
+
+// IsRetryableStatus reports whether status is worth sending again: 408, 410, 429,
+// 460, and 500–599 except 501 (Not Implemented), 505 (HTTP Version Not
+// Supported) and 511 (Network Authentication Required), which no resend can
+// fix.
+func IsRetryableStatus(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusGone, http.StatusTooManyRequests, 460:
+		return true
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported, http.StatusNetworkAuthenticationRequired:
+		return false
+	}
+	return status >= 500 && status <= 599
+}
+
+// Classify classifies an HTTP response by its status and header. now is the
+// local clock, the reference for an HTTP-date Retry-After when the response
+// has no valid Date. Retry-After is read only on a retryable status; on any
+// other status it is ignored. Classify is safe for concurrent use.
+func Classify(status int, header http.Header, now time.Time) Result {
+	switch {
+	case status >= 200 && status <= 299:
+		return Result{Outcome: Success}
+	case status == http.StatusRequestEntityTooLarge:
+		return Result{Outcome: TooLarge}
+	case status >= 300 && status <= 399:
+		return Result{Outcome: Redirect}
+	case IsRetryableStatus(status):
+		if d, ok := retryafter.FromHeader(header, now); ok {
+			return Result{Outcome: RateLimited, RetryAfter: d}
+		}
+		return Result{Outcome: Retryable}
+	}
+	return Result{Outcome: Fatal}
+}

@@ -1,0 +1,84 @@
+package retry
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func TestClassifyStatusTable(t *testing.T) {
+	retryable := map[int]bool{408: true, 410: true, 429: true, 460: true}
+	for s := 500; s <= 599; s++ {
+		retryable[s] = s != 501 && s != 505 && s != 511
+	}
+	for status := 100; status <= 599; status++ {
+		var want Outcome
+		switch {
+		case status >= 200 && status <= 299:
+			want = Success
+		case status == 413:
+			want = TooLarge
+		case status >= 300 && status <= 399:
+			want = Redirect
+		case retryable[status]:
+			want = Retryable
+		default:
+			want = Fatal
+		}
+		if got := Classify(status, http.Header{}, now).Outcome; got != want {
+			t.Errorf("Classify(%d) = %v, want %v", status, got, want)
+		}
+		if got := IsRetryableStatus(status); got != retryable[status] {
+			t.Errorf("IsRetryableStatus(%d) = %v, want %v", status, got, retryable[status])
+		}
+	}
+}
+
+func TestClassifyRetryAfter(t *testing.T) {
+	h := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+		want   Result
+	}{
+		{"429 with delta-seconds", 429, h("7"), Result{Outcome: RateLimited, RetryAfter: 7 * time.Second}},
+		{"503 with delta-seconds", 503, h("2"), Result{Outcome: RateLimited, RetryAfter: 2 * time.Second}},
+		{"529 with delta-seconds", 529, h("3"), Result{Outcome: RateLimited, RetryAfter: 3 * time.Second}},
+		{"408 with delta-seconds", 408, h("1"), Result{Outcome: RateLimited, RetryAfter: time.Second}},
+		{"503 with HTTP-date", 503, h(now.Add(90 * time.Second).Format(http.TimeFormat)), Result{Outcome: RateLimited, RetryAfter: 90 * time.Second}},
+		{"429 with 0", 429, h("0"), Result{Outcome: Retryable}},
+		{"429 with -1", 429, h("-1"), Result{Outcome: Retryable}},
+		{"429 with 1.5", 429, h("1.5"), Result{Outcome: Retryable}},
+		{"429 with garbage", 429, h("soon"), Result{Outcome: Retryable}},
+		{"429 with a past date", 429, h(now.Add(-time.Minute).Format(http.TimeFormat)), Result{Outcome: Retryable}},
+		{"400 ignores Retry-After", 400, h("5"), Result{Outcome: Fatal}},
+		{"501 ignores Retry-After", 501, h("5"), Result{Outcome: Fatal}},
+		{"413 ignores Retry-After", 413, h("5"), Result{Outcome: TooLarge}},
+		{"301 ignores Retry-After", 301, h("5"), Result{Outcome: Redirect}},
+		{"200 ignores Retry-After", 200, h("5"), Result{Outcome: Success}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify(tt.status, tt.header, now); got != tt.want {
+				t.Errorf("Classify(%d, %v) = %+v, want %+v", tt.status, tt.header, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOutcomeAndPathNames(t *testing.T) {
+	for o := Success; o <= Fatal; o++ {
+		if o.String() == "unknown" || o.String() == "" {
+			t.Errorf("Outcome(%d) has no name", o)
+		}
+	}
+	if Outcome(0).String() != "unknown" || Outcome(99).String() != "unknown" {
+		t.Error("out-of-range outcomes must be named unknown")
+	}
+	if BackoffPath.String() != "backoff" || RateLimitPath.String() != "rate-limit" || Path(0).String() != "none" {
+		t.Error("path names changed")
+	}
+}

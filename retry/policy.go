@@ -1,0 +1,109 @@
+package retry
+
+import (
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// The reasons a batch fails. They are the sentinel errors the analytics
+// package re-exports for errors.Is.
+var (
+	// ErrRetriesExhausted: the backoff path spent all RetryCount retries.
+	ErrRetriesExhausted = errors.New("analytics: retries exhausted")
+	// ErrBackoffBudgetExceeded: the next backoff wait did not fit in what is
+	// left of MaxTotalBackoffDuration.
+	ErrBackoffBudgetExceeded = errors.New("analytics: backoff budget exceeded")
+	// ErrRateLimitBudgetExceeded: the next rate-limit wait did not fit in
+	// what is left of MaxRateLimitDuration.
+	ErrRateLimitBudgetExceeded = errors.New("analytics: rate-limit budget exceeded")
+	// ErrFatalStatus: the server answered a status that no resend can fix.
+	ErrFatalStatus = errors.New("analytics: non-retryable status")
+	// ErrRedirect: the server answered a 3xx, or a redirect turned the POST
+	// into another method. Redirects of a POST are never counted as success.
+	ErrRedirect = errors.New("analytics: redirect not followed")
+)
+
+// Policy is the retry configuration shared by every batch of a client. A
+// Policy is read-only once in use and safe for concurrent use.
+type Policy struct {
+	// RetryCount is how many retries the backoff path may spend per batch;
+	// 0 means none.
+	RetryCount int
+	// BackoffBase and BackoffCap shape the backoff wait: retry n waits about
+	// min(BackoffCap, BackoffBase·2^(n−1)).
+	BackoffBase time.Duration
+	BackoffCap  time.Duration
+	// MaxTotalBackoffDuration bounds the backoff path of one batch, from its
+	// first backoff-path failure.
+	MaxTotalBackoffDuration time.Duration
+	// MaxRateLimitDuration bounds the rate-limit path of one batch, from its
+	// first rate-limited response.
+	MaxRateLimitDuration time.Duration
+	// RateLimitRetryAfterCap caps one rate-limit wait, whatever the server
+	// asked for.
+	RateLimitRetryAfterCap time.Duration
+	// Jitter returns a uniformly random duration in [0, n) for n > 0. Nil
+	// uses math/rand/v2. Tests set it to make waits exact.
+	Jitter func(n time.Duration) time.Duration
+}
+
+// DefaultPolicy returns the SDK's defaults: 10 retries, backoff 500 ms
+// doubling up to 60 s, 12 h budgets on both paths, Retry-After capped at
+// 300 s.
+func DefaultPolicy() Policy {
+	return Policy{
+		RetryCount:              10,
+		BackoffBase:             500 * time.Millisecond,
+		BackoffCap:              60 * time.Second,
+		MaxTotalBackoffDuration: 12 * time.Hour,
+		MaxRateLimitDuration:    12 * time.Hour,
+		RateLimitRetryAfterCap:  300 * time.Second,
+	}
+}
+
+// Backoff returns the wait before backoff retry n (n = 1, 2, ...):
+// d/2 + rand[0, d/2) with d = min(BackoffCap, BackoffBase·2^(n−1)). The
+// doubling saturates at BackoffCap, never overflows.
+func (p *Policy) Backoff(n int) time.Duration {
+	d := p.backoffCeiling(n)
+	half := d / 2
+	if half <= 0 {
+		return d
+	}
+	return half + p.jitter(half)
+}
+
+// backoffCeiling is d = min(BackoffCap, BackoffBase·2^(n−1)).
+func (p *Policy) backoffCeiling(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := p.BackoffBase
+	for i := 1; i < n && d < p.BackoffCap; i++ {
+		if d > p.BackoffCap/2 {
+			return p.BackoffCap
+		}
+		d *= 2
+	}
+	return min(d, p.BackoffCap)
+}
+
+func (p *Policy) jitter(n time.Duration) time.Duration {
+	if p.Jitter != nil {
+		return p.Jitter(n)
+	}
+	return rand.N(n)
+}
+
+// RateLimitWait returns how long the rate-limit path waits for a server's
+// Retry-After: min(retryAfter, RateLimitRetryAfterCap).
+func (p *Policy) RateLimitWait(retryAfter time.Duration) time.Duration {
+	return min(retryAfter, p.RateLimitRetryAfterCap)
+}
+
+// NewBudget starts the retry state of a batch of the given number of events.
+// Every batch, including each half of a split one, gets its own.
+func (p *Policy) NewBudget(events int) *Budget {
+	return &Budget{policy: p, events: events}
+}

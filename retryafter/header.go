@@ -1,0 +1,48 @@
+package retryafter
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// FromHeader reads the Retry-After field of a response's header and returns
+// the delay it asks for, in nanoseconds as a time.Duration (> 0).
+//
+// It returns ok=false when the field is absent, appears on more than one
+// field line (the value is then ambiguous), or is invalid as Parse defines
+// it. The reference time for an HTTP-date is the header's Date field when it
+// is on exactly one field line and is a valid HTTP-date, since the server
+// computed Retry-After against its own clock; otherwise it is now.
+//
+// Leading and trailing spaces and tabs are stripped from each field value
+// first, because RFC 9110 §5.5 excludes them from the value and a header
+// built by hand may still carry them; everything else is as strict as Parse.
+// FromHeader only reads h and is safe for concurrent use.
+func FromHeader(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	value, ok := singleValue(h, "Retry-After")
+	if !ok {
+		return 0, false
+	}
+	ref := now
+	if date, ok := singleValue(h, "Date"); ok {
+		if t, reason := parseHTTPDate(date, now); reason == "" {
+			ref = t
+		}
+	}
+	d, err := Parse(value, ref)
+	if err != nil {
+		return 0, false
+	}
+	return d, true
+}
+
+// singleValue returns the value of the field key, stripped of surrounding
+// whitespace, when it appears on exactly one field line.
+func singleValue(h http.Header, key string) (string, bool) {
+	values := h.Values(key)
+	if len(values) != 1 {
+		return "", false
+	}
+	return strings.Trim(values[0], " \t"), true
+}
