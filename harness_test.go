@@ -194,3 +194,8 @@ func newAPI() *trackingapi.Server { return trackingapi.New() }
 func withExactBackoff() Option {
 	return func(c *config) { c.policy.Jitter = func(time.Duration) time.Duration { return 0 } }
 }
+
+// withClock runs the retry loop on clock: waits are recorded, not slept.
+func withClock(clock consumer.Clock) Option {
+	return func(c *config) { c.clock = clock }
+}

@@ -14,42 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dualpath/analytics-go/internal/fakeclock"
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// fakeClock is a Clock whose Sleep records the wait and moves time forward
-// at once.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	sleeps []time.Duration
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return context.Cause(ctx)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sleeps = append(c.sleeps, d)
-	c.now = c.now.Add(d)
-	return nil
-}
-
-func (c *fakeClock) Sleeps() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.sleeps...)
+func newFakeClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 }
 
 // answer is what the fake transport does with one request.
@@ -185,7 +155,7 @@ type outcome struct {
 
 type rig struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *fakeclock.Clock
 	tr    *fakeTransport
 	up    *Uploader
 }
