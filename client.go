@@ -203,8 +203,9 @@ func (c *Client) Flush(ctx context.Context) error {
 // Close stops accepting events, sends everything queued, and waits until
 // every event has reached its final outcome, including batches waiting to
 // retry, however long their budgets allow. Use Shutdown to bound the wait.
-// It is safe to call more than once and from several goroutines. After it
-// returns, no goroutine of the client is running.
+// It is safe to call more than once and from several goroutines. When it
+// returns, every callback has returned and no goroutine of the client is
+// running.
 func (c *Client) Close() error {
 	return c.Shutdown(context.Background())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -79,6 +80,26 @@ func TestBatchCutAtFlushInterval(t *testing.T) {
 		synctest.Wait()
 		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3, 2}) {
 			t.Fatalf("batches %v, want [3 2]", got)
+		}
+		e.close()
+	})
+}
+
+func TestFlushIntervalCountsFromAnyCut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI(), WithFlushAt(3), WithFlushInterval(5*time.Second))
+		time.Sleep(4 * time.Second)
+		e.enqueue(tracks("a", 4)...) // FlushAt cuts 3 at 4s; 1 is left
+		synctest.Wait()
+		time.Sleep(time.Second + 100*time.Millisecond)
+		synctest.Wait()
+		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3}) {
+			t.Fatalf("at 5.1s: batches %v, want [3]: the cut at 4s restarts the interval", got)
+		}
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3, 1}) {
+			t.Fatalf("at 9.1s: batches %v, want [3 1]", got)
 		}
 		e.close()
 	})
@@ -450,3 +471,50 @@ type callbackFunc func(Message, error)
 
 func (f callbackFunc) Success(m Message)            { f(m, nil) }
 func (f callbackFunc) Failure(m Message, err error) { f(m, err) }
+
+// concurrency wraps a RoundTripper and records the most requests it had in
+// flight at once. It also counts CloseIdleConnections calls.
+type concurrency struct {
+	next               http.RoundTripper
+	mu                 sync.Mutex
+	active, peak       int
+	closeIdleConnCalls int
+}
+
+func (c *concurrency) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.active++
+	c.peak = max(c.peak, c.active)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.active--
+		c.mu.Unlock()
+	}()
+	return c.next.RoundTrip(r)
+}
+
+func (c *concurrency) CloseIdleConnections() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeIdleConnCalls++
+}
+
+func TestConcurrentUploadsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Rule(always(trackingapi.Answer{Delay: 10 * time.Second}))
+		rt := &concurrency{next: api}
+		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt}), WithFlushAt(10), WithMaxConcurrentRequests(3))
+		msgs := tracks("m", 100)
+		e.enqueue(msgs...)
+		e.close()
+		if rt.peak != 3 {
+			t.Fatalf("%d uploads ran at once, want MaxConcurrentRequests (3)", rt.peak)
+		}
+		e.assertDeliveredOnce(msgs)
+		// The SDK never closes idle connections of a client it was given.
+		if rt.closeIdleConnCalls != 0 {
+			t.Fatalf("CloseIdleConnections called %d times on the user's transport", rt.closeIdleConnCalls)
+		}
+	})
+}

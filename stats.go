@@ -31,7 +31,8 @@ type Stats struct {
 	Attempts int64
 	// Retries counts retries by path.
 	Retries RetryStats
-	// RateLimitedWaits counts uploads held back by a Retry-After pause.
+	// RateLimitedWaits counts attempts held back by the client-wide pause
+	// that a Retry-After starts, the rate-limited batch's own included.
 	RateLimitedWaits int64
 	// BytesSent counts request body bytes written, after compression.
 	BytesSent int64

@@ -6,12 +6,15 @@ import "net/http"
 const maxRedirects = 10
 
 // NewHTTPClient returns the SDK's default HTTP client: its own transport,
-// keeping up to maxConns idle connections to the endpoint so that
-// concurrent uploads reuse them, and the redirect rule of CheckRedirect. It
-// sets no Timeout: each attempt carries its own deadline.
+// with at most maxConns connections to the endpoint, all kept for reuse
+// (an upload that starts while the previous one's connection is on its way
+// back to the pool waits for it rather than dialing another), and the
+// redirect rule of CheckRedirect. It sets no Timeout: each attempt carries
+// its own deadline.
 func NewHTTPClient(maxConns int) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = maxConns
+	t.MaxConnsPerHost = maxConns
 	return &http.Client{Transport: t, CheckRedirect: CheckRedirect}
 }
 

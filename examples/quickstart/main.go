@@ -34,8 +34,8 @@ func main() {
 	}
 }
 
-// outcomes is the Callback: the SDK calls it from several upload goroutines
-// at once, so it only touches atomics.
+// outcomes is the Callback. The SDK calls it from several upload goroutines
+// at once, so it counts with atomics and keeps the first error under a Once.
 type outcomes struct {
 	delivered, failed atomic.Int64
 	firstErr          sync.Once
@@ -80,20 +80,19 @@ func run(events int, stdout io.Writer) error {
 	start := time.Now()
 	plans := []string{"free", "pro", "enterprise"}
 	names := []string{"Page Viewed", "Button Clicked", "Order Completed", "Signed Up"}
-	var enqueueErrs []error
+	enqueueErrs, refused := map[string]int{}, 0
 	for i := range events {
 		err := client.Enqueue(analytics.Track{
 			UserId: fmt.Sprintf("user-%04d", i%1000),
 			Event:  names[i%len(names)],
-			Properties: analytics.NewProperties().
-				Set("plan", plans[i%len(plans)]).
-				Set("seq", i).
-				SetRevenue(float64(i%50) + 0.99),
+			Properties: analytics.NewProperties().Set("plan", plans[i%len(plans)]).
+				Set("seq", i).SetRevenue(float64(i%50) + 0.99),
 		})
 		// Enqueue never blocks: it fails fast (invalid, too large, queue
 		// full, closed) and the event is not queued.
 		if err != nil {
-			enqueueErrs = append(enqueueErrs, err)
+			enqueueErrs[err.Error()]++
+			refused++
 		}
 	}
 
@@ -105,14 +104,13 @@ func run(events int, stdout io.Writer) error {
 	elapsed := time.Since(start)
 
 	st := client.Stats()
-	reqs := server.Requests()
-	answers := map[int]int{}
-	for _, r := range reqs {
-		answers[r.Status]++
+	statuses := map[int]int{}
+	for _, r := range server.Requests() {
+		statuses[r.Status]++
 	}
-	var answerList []string
-	for _, code := range slices.Sorted(maps.Keys(answers)) {
-		answerList = append(answerList, fmt.Sprintf("%d×%d", answers[code], code))
+	var answers []string
+	for _, code := range slices.Sorted(maps.Keys(statuses)) {
+		answers = append(answers, fmt.Sprintf("%d×%d", statuses[code], code))
 	}
 	received, copies := server.Delivered(), 0
 	for _, n := range received {
@@ -122,7 +120,7 @@ func run(events int, stdout io.Writer) error {
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	row := func(label string, value any) { fmt.Fprintf(w, "%s\t%v\n", label, value) }
 	row("events enqueued", st.Enqueued)
-	row("enqueue errors", len(enqueueErrs))
+	row("enqueue errors", refused)
 	row("delivered (callback successes)", cb.delivered.Load())
 	row("failed (callback failures)", cb.failed.Load())
 	row("batches delivered / failed", fmt.Sprintf("%d / %d", st.BatchesDelivered, st.BatchesFailed))
@@ -132,21 +130,17 @@ func run(events int, stdout io.Writer) error {
 	row("rate-limited waits", st.RateLimitedWaits)
 	row("bytes sent (gzip)", st.BytesSent)
 	row("server: TCP connections", ln.Conns())
-	row("server: answers", strings.Join(answerList, " ")+fmt.Sprintf(" (%d requests)", len(reqs)))
+	row("server: answers", strings.Join(answers, " "))
 	row("server: events in 2xx answers", copies)
 	row("server: distinct messageIds", len(received))
 	row("elapsed", elapsed.Round(time.Millisecond))
 	w.Flush()
 
-	for i, err := range enqueueErrs {
-		if i == 5 {
-			fmt.Fprintf(stdout, "... and %d more enqueue errors\n", len(enqueueErrs)-i)
-			break
-		}
-		fmt.Fprintln(stdout, "enqueue error:", err)
+	for _, msg := range slices.Sorted(maps.Keys(enqueueErrs)) {
+		fmt.Fprintf(stdout, "enqueue error ×%d: %s\n", enqueueErrs[msg], msg)
 	}
 
-	problem := verdict(events, len(enqueueErrs), &cb, received, copies, shutdownErr)
+	problem := verdict(events, refused, &cb, received, copies, shutdownErr)
 	if problem != nil {
 		fmt.Fprintln(stdout, "\nverdict: FAILED:", problem)
 		return problem

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -237,8 +238,19 @@ var ErrDropped = errors.New("trackingapi: connection dropped")
 
 // RoundTrip answers in memory, as an http.RoundTripper: no socket, so it
 // runs inside a synctest bubble.
+//
+// It drives the request's httptrace hooks as a socket would: the
+// connection is obtained and the request written before any answer, a
+// Drop comes after the write, and a response after its first byte.
 func (s *Server) RoundTrip(r *http.Request) (*http.Response, error) {
+	trace := httptrace.ContextClientTrace(r.Context())
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{})
+	}
 	req, a := s.decide(r)
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
 	if err := wait(r.Context(), a.Delay); err != nil {
 		s.record(req, 0)
 		return nil, err
@@ -246,6 +258,9 @@ func (s *Server) RoundTrip(r *http.Request) (*http.Response, error) {
 	if a.Drop {
 		s.record(req, 0)
 		return nil, ErrDropped
+	}
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
 	}
 	s.record(req, a.Status)
 	rec := httptest.NewRecorder()

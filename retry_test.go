@@ -1,0 +1,149 @@
+package analytics
+
+// The dual-path retry seen from the client: options reach the loop, and
+// outcomes reach callbacks and stats. The decision table itself is tested
+// in package retry, the loop in package consumer.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/dualpath/analytics-go/internal/trackingapi"
+)
+
+func always(a trackingapi.Answer) func(trackingapi.Request) trackingapi.Answer {
+	return func(trackingapi.Request) trackingapi.Answer { return a }
+}
+
+func TestRetryOptionsReachTheLoop(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []Option
+		answer   trackingapi.Answer
+		requests int
+		reason   error
+	}{
+		{"RetryCount 3 gives 4 requests", []Option{WithRetryCount(3)}, trackingapi.Status(503), 4, ErrRetriesExhausted},
+		{"RetryCount 0 gives 1 request", []Option{WithRetryCount(0)}, trackingapi.Status(500), 1, ErrRetriesExhausted},
+		{"408 is retried", []Option{WithRetryCount(1)}, trackingapi.Status(408), 2, ErrRetriesExhausted},
+		{"410 is retried", []Option{WithRetryCount(1)}, trackingapi.Status(410), 2, ErrRetriesExhausted},
+		{"460 is retried", []Option{WithRetryCount(1)}, trackingapi.Status(460), 2, ErrRetriesExhausted},
+		{"429 without Retry-After is counted", []Option{WithRetryCount(2)}, trackingapi.Status(429), 3, ErrRetriesExhausted},
+		{"501 is fatal", nil, trackingapi.Status(501), 1, ErrFatalStatus},
+		{"505 is fatal", nil, trackingapi.Status(505), 1, ErrFatalStatus},
+		{"511 is fatal", nil, trackingapi.Status(511), 1, ErrFatalStatus},
+		{"400 is fatal", nil, trackingapi.RetryAfter(400, "1"), 1, ErrFatalStatus},
+		{"backoff budget", []Option{WithMaxTotalBackoffDuration(time.Second)}, trackingapi.Status(503), 3, ErrBackoffBudgetExceeded},
+		{"rate-limit budget", []Option{WithMaxRateLimitDuration(10 * time.Second)}, trackingapi.RetryAfter(429, "3"), 4, ErrRateLimitBudgetExceeded},
+		{"Retry-After cap", []Option{WithRateLimitRetryAfterCap(time.Second), WithMaxRateLimitDuration(2 * time.Second)}, trackingapi.RetryAfter(503, "3600"), 3, ErrRateLimitBudgetExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := newAPI().Rule(always(tt.answer))
+				e := newEnv(t, api, append([]Option{withExactBackoff()}, tt.opts...)...)
+				e.enqueue(tracks("m", 2)...)
+				e.close()
+				reqs := api.Requests()
+				if len(reqs) != tt.requests {
+					t.Fatalf("%d requests, want %d", len(reqs), tt.requests)
+				}
+				for i, r := range reqs {
+					want := ""
+					if i > 0 {
+						want = strconv.Itoa(i)
+					}
+					if got := r.Header.Get("X-Retry-Count"); got != want {
+						t.Errorf("request %d: X-Retry-Count %q, want %q", i+1, got, want)
+					}
+				}
+				f := e.out.failed()
+				if len(f) != 2 {
+					t.Fatalf("%d failures, want 2", len(f))
+				}
+				var be *BatchError
+				var he *HTTPError
+				if !errors.Is(f[0].err, tt.reason) || !errors.As(f[0].err, &be) || be.Attempts != tt.requests ||
+					!errors.As(f[0].err, &he) || he.StatusCode != tt.answer.Status {
+					t.Fatalf("failure %v, want %v after %d attempts with the last HTTP %d", f[0].err, tt.reason, tt.requests, tt.answer.Status)
+				}
+				if want := fmt.Sprintf("after %d attempt", tt.requests); !strings.Contains(f[0].err.Error(), want) {
+					t.Fatalf("error %q does not say %q", f[0].err, want)
+				}
+			})
+		})
+	}
+}
+
+func TestTooLargeSplitsThroughTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Rule(func(r trackingapi.Request) trackingapi.Answer {
+			if len(r.Events) > 30 {
+				return trackingapi.Status(413)
+			}
+			return trackingapi.Status(200)
+		})
+		e := newEnv(t, api, WithFlushAt(250))
+		msgs := tracks("m", 250)
+		e.enqueue(msgs...)
+		e.close()
+		e.assertDeliveredOnce(msgs)
+		st := e.client.Stats()
+		if st.Splits == 0 || st.Batches != 1 || st.BatchesDelivered < 8 {
+			t.Fatalf("stats %+v: want one batch split into halves of at most 30", st)
+		}
+	})
+}
+
+func TestStatsAddUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(
+			trackingapi.Status(503),          // batch a: backoff retry
+			trackingapi.RetryAfter(429, "2"), // batch a: rate-limit retry
+			trackingapi.Answer{Drop: true},   // batch a: transport error after the write
+			trackingapi.Status(200),          // batch a delivered
+			trackingapi.Status(400),          // batch b fails
+		)
+		e := newEnv(t, api, WithFlushAt(5), WithMaxConcurrentRequests(1), WithGzip(false))
+		e.enqueue(tracks("a", 5)...)
+		synctest.Wait()
+		e.flush()
+		e.enqueue(tracks("b", 5)...)
+		e.client.Enqueue(Track{})                                                                     // invalid
+		e.client.Enqueue(Track{UserId: "u", Event: "E", Properties: Properties{"x": make(chan int)}}) // invalid
+		e.close()
+		e.client.Enqueue(Track{UserId: "u", Event: "E"}) // closed
+		st := e.client.Stats()
+		var bytes int64
+		for _, r := range api.Requests() {
+			if r.Status != 0 || r.Err == nil {
+				bytes += int64(len(r.Body))
+			}
+		}
+		want := Stats{
+			Enqueued:         10,
+			Rejected:         RejectedStats{Invalid: 2, Closed: 1},
+			Delivered:        5,
+			Failed:           FailedStats{FatalStatus: 5},
+			Batches:          2,
+			BatchesDelivered: 1,
+			BatchesFailed:    1,
+			Attempts:         5,
+			Retries:          RetryStats{Backoff: 2, RateLimit: 1},
+			RateLimitedWaits: 1,
+			BytesSent:        st.BytesSent,
+			TransportErrors:  TransportErrorStats{Written: 1},
+		}
+		if st != want {
+			t.Fatalf("stats\n got  %+v\n want %+v", st, want)
+		}
+		if st.BytesSent != bytes {
+			t.Fatalf("BytesSent %d, the server read %d", st.BytesSent, bytes)
+		}
+	})
+}
