@@ -375,22 +375,28 @@ func TestClosedClient(t *testing.T) {
 func TestEnqueueRacingClose(t *testing.T) {
 	api := newAPI()
 	e := newEnv(t, api, WithFlushAt(7))
-	var wg sync.WaitGroup
+	var enqueuers, warmedUp sync.WaitGroup
 	var mu sync.Mutex
 	accepted := map[string]bool{}
 	for g := range 8 {
-		wg.Add(1)
+		enqueuers.Add(1)
+		warmedUp.Add(1)
 		go func() {
-			defer wg.Done()
+			defer enqueuers.Done()
 			for i := 0; ; i++ {
+				if i == 250 {
+					warmedUp.Done() // Close starts once every goroutine is well under way
+				}
 				id := fmt.Sprintf("g%d-%d", g, i)
 				err := e.client.Enqueue(Track{MessageId: id, UserId: "u", Event: "E"})
 				if errors.Is(err, ErrClosed) {
+					if i < 250 {
+						warmedUp.Done()
+					}
 					return
 				}
 				if err != nil && !errors.Is(err, ErrQueueFull) {
 					t.Errorf("Enqueue = %v", err)
-					return
 				}
 				if err == nil {
 					mu.Lock()
@@ -400,19 +406,20 @@ func TestEnqueueRacingClose(t *testing.T) {
 			}
 		}()
 	}
-	for e.client.Stats().Enqueued < 2000 {
-		time.Sleep(time.Millisecond)
-	}
+	warmedUp.Wait()
 	e.close()
-	wg.Wait()
+	enqueuers.Wait()
 	successes, failures := e.out.ids()
 	for id := range accepted {
 		if successes[id]+failures[id] != 1 {
 			t.Fatalf("accepted event %s got %d callbacks", id, successes[id]+failures[id])
 		}
 	}
-	if len(successes)+len(failures) != len(accepted) {
+	if len(successes)+len(failures) != len(accepted) || len(accepted) < 2000 {
 		t.Fatalf("%d callbacks for %d accepted events", len(successes)+len(failures), len(accepted))
+	}
+	if st := e.client.Stats(); st.Enqueued != int64(len(accepted)) || st.Delivered != int64(len(accepted)) {
+		t.Fatalf("stats %+v for %d accepted events", st, len(accepted))
 	}
 }
 

@@ -86,7 +86,7 @@ func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.key(k)
 		o.e.buf = append(o.e.buf, '"')
-		o.e.buf = t.UTC().AppendFormat(o.e.buf, consumer.TimeLayout)
+		o.e.buf = consumer.AppendTime(o.e.buf, t)
 		o.e.buf = append(o.e.buf, '"')
 	}
 }
@@ -272,8 +272,18 @@ const hexDigits = "0123456789abcdef"
 // JavaScript too.
 func (e *encoder) string(s string) {
 	e.buf = append(e.buf, '"')
+	// Most strings are plain ASCII: copy them in one go.
+	i := 0
+	for i < len(s) && s[i] < utf8.RuneSelf && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
+		i++
+	}
+	if i == len(s) {
+		e.buf = append(e.buf, s...)
+		e.buf = append(e.buf, '"')
+		return
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
 				i++

@@ -45,12 +45,49 @@ func batchHead(events [][]byte) []byte {
 	return head
 }
 
+// AppendTime appends t in TimeLayout (UTC, milliseconds): the same bytes
+// as t.UTC().AppendFormat(dst, TimeLayout), several times faster, which
+// matters since every Enqueue writes one.
+func AppendTime(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, TimeLayout)
+	}
+	hour, min, sec := t.Clock()
+	ms := t.Nanosecond() / int(time.Millisecond)
+	dst = appendDigits(dst, year, 4)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, int(month), 2)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, day, 2)
+	dst = append(dst, 'T')
+	dst = appendDigits(dst, hour, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, min, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, sec, 2)
+	dst = append(dst, '.')
+	dst = appendDigits(dst, ms, 3)
+	return append(dst, 'Z')
+}
+
+// appendDigits appends the width lowest decimal digits of n, zero-padded.
+func appendDigits(dst []byte, n, width int) []byte {
+	var b [4]byte
+	for i := width - 1; i >= 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(dst, b[:width]...)
+}
+
 // render appends the whole body of one attempt to dst: the batch head, then
 // sentAt (the time of this attempt) and the envelope context.
 func render(dst, head, context []byte, sentAt time.Time) []byte {
 	dst = append(dst, head...)
 	dst = append(dst, bodySentAt...)
-	dst = sentAt.UTC().AppendFormat(dst, TimeLayout)
+	dst = AppendTime(dst, sentAt)
 	dst = append(dst, bodyContext...)
 	dst = append(dst, context...)
 	return append(dst, bodyClose...)

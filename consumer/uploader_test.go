@@ -427,3 +427,20 @@ func TestErrorTexts(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+func TestAppendTimeMatchesTheLayout(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2026, 11, 29, 12, 34, 56, 789_999_999, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.FixedZone("X", -7200)),
+		time.Date(2024, 2, 29, 1, 2, 3, 4_000_000, time.FixedZone("Y", 19800)),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Now(),
+	} {
+		want := tm.UTC().Format(TimeLayout)
+		if got := string(AppendTime(nil, tm)); got != want {
+			t.Errorf("AppendTime(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
