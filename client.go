@@ -158,7 +158,10 @@ func (c *Client) Enqueue(msg Message) error {
 		return ErrQueueFull
 	}
 	c.stats.enqueued.Add(1)
-	if n >= c.cfg.flushAt {
+	// Wake the loop when the queue reaches FlushAt. Pushes happen one at a
+	// time, so exactly one of them sees n == FlushAt on the way up; above
+	// it, the loop goes on cutting until the queue is below FlushAt again.
+	if n == c.cfg.flushAt {
 		select {
 		case c.wake <- struct{}{}:
 		default:

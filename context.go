@@ -128,26 +128,18 @@ var contextFields = []string{
 	"referrer", "screen", "ip", "direct", "locale", "timezone", "userAgent", "traits",
 }
 
-// encodeContext writes the message's context: the caller's, if any, with
-// the SDK's library.
+// encodeContext writes the message's context: the SDK's library, then the
+// caller's members, if any.
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
+	o.key("library")
+	e.library()
 	if c == nil {
-		o.key("library")
-		e.library()
 		o.close()
 		return nil
 	}
-	written := make([]string, 0, len(contextFields))
-	sub := func(name string, v any, zero bool) error {
-		if zero {
-			return nil
-		}
-		written = append(written, name)
-		o.key(name)
-		return e.marshal(v)
-	}
-	for _, s := range []struct {
+	written := append(make([]string, 0, len(contextFields)), "library")
+	for _, s := range [...]struct {
 		name string
 		v    any
 		zero bool
@@ -155,19 +147,6 @@ func (e *encoder) encodeContext(c *Context) error {
 		{"app", c.App, c.App == AppInfo{}},
 		{"campaign", c.Campaign, c.Campaign == CampaignInfo{}},
 		{"device", c.Device, c.Device == DeviceInfo{}},
-	} {
-		if err := sub(s.name, s.v, s.zero); err != nil {
-			return within("."+s.name, err)
-		}
-	}
-	written = append(written, "library")
-	o.key("library")
-	e.library()
-	for _, s := range []struct {
-		name string
-		v    any
-		zero bool
-	}{
 		{"location", c.Location, c.Location == LocationInfo{}},
 		{"network", c.Network, c.Network == NetworkInfo{}},
 		{"os", c.OS, c.OS == OSInfo{}},
@@ -175,7 +154,12 @@ func (e *encoder) encodeContext(c *Context) error {
 		{"referrer", c.Referrer, c.Referrer == ReferrerInfo{}},
 		{"screen", c.Screen, c.Screen == ScreenInfo{}},
 	} {
-		if err := sub(s.name, s.v, s.zero); err != nil {
+		if s.zero {
+			continue
+		}
+		written = append(written, s.name)
+		o.key(s.name)
+		if err := e.marshal(s.v); err != nil {
 			return within("."+s.name, err)
 		}
 	}

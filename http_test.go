@@ -154,17 +154,28 @@ func boolString(b bool) string {
 	return "nobody"
 }
 
+// sendOne sends one event to endpoint with a fresh client and returns the
+// callbacks it got.
+func sendOne(t *testing.T, endpoint string, opts ...Option) *outcomes {
+	t.Helper()
+	out := &outcomes{}
+	c, err := New(testWriteKey, append([]Option{WithEndpoint(endpoint), WithCallback(out)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Enqueue(Track{UserId: "u", Event: "E"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestRedirectRuleOverRealSockets(t *testing.T) {
 	for _, status := range []int{301, 302, 303} {
 		srv, seen := redirectServer(t, status)
-		out := &outcomes{}
-		c, err := New(testWriteKey, WithEndpoint(srv.URL), WithCallback(out))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Enqueue(Track{UserId: "u", Event: "E"})
-		c.Close()
-		f := out.failed()
+		f := sendOne(t, srv.URL).failed()
 		var he *HTTPError
 		if len(f) != 1 || !errors.Is(f[0].err, ErrRedirect) || !errors.As(f[0].err, &he) || !strings.HasSuffix(he.Location, "/moved/v1/batch") {
 			t.Fatalf("%d: failures %+v, want ErrRedirect with the Location", status, f)
@@ -175,14 +186,7 @@ func TestRedirectRuleOverRealSockets(t *testing.T) {
 	}
 	for _, status := range []int{307, 308} {
 		srv, seen := redirectServer(t, status)
-		out := &outcomes{}
-		c, err := New(testWriteKey, WithEndpoint(srv.URL), WithCallback(out))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Enqueue(Track{UserId: "u", Event: "E"})
-		c.Close()
-		if ok, failed := out.counts(); ok != 1 || failed != 0 {
+		if ok, failed := sendOne(t, srv.URL).counts(); ok != 1 || failed != 0 {
 			t.Fatalf("%d: %d delivered, %d failed; want it followed and delivered", status, ok, failed)
 		}
 		want := []string{"POST /v1/batch gzip body", "POST /moved/v1/batch gzip body"}
@@ -193,16 +197,9 @@ func TestRedirectRuleOverRealSockets(t *testing.T) {
 	// A user-supplied client that follows a 301 into a GET that answers
 	// 200: still a failure, never a success.
 	srv, seen := redirectServer(t, 301)
-	out := &outcomes{}
 	userClient := &http.Client{Transport: &http.Transport{}}
 	defer userClient.CloseIdleConnections()
-	c, err := New(testWriteKey, WithEndpoint(srv.URL), WithCallback(out), WithHTTPClient(userClient))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Enqueue(Track{UserId: "u", Event: "E"})
-	c.Close()
-	f := out.failed()
+	f := sendOne(t, srv.URL, WithHTTPClient(userClient)).failed()
 	var he *HTTPError
 	if len(f) != 1 || !errors.Is(f[0].err, ErrRedirect) || !errors.As(f[0].err, &he) || he.Method != "GET" || he.StatusCode != 200 {
 		t.Fatalf("followed 301: failures %+v, want ErrRedirect for the GET answered 200", f)

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dualpath/analytics-go/consumer"
 )
 
 // Answer is what the API does with one request.
@@ -194,17 +196,7 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return consumer.SystemClock().Sleep(ctx, d)
 }
 
 // ServeHTTP answers one request over a real connection.
