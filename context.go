@@ -13,109 +13,109 @@ import (
 // Members the struct has no field for go in Extra; they are written inline,
 // and a field that is set wins over an Extra member of the same name.
 type Context struct {
-	App       AppInfo      `json:"app,omitzero"`
-	Campaign  CampaignInfo `json:"campaign,omitzero"`
-	Device    DeviceInfo   `json:"device,omitzero"`
-	Library   LibraryInfo  `json:"library,omitzero"`
-	Location  LocationInfo `json:"location,omitzero"`
-	Network   NetworkInfo  `json:"network,omitzero"`
-	OS        OSInfo       `json:"os,omitzero"`
-	Page      PageInfo     `json:"page,omitzero"`
-	Referrer  ReferrerInfo `json:"referrer,omitzero"`
-	Screen    ScreenInfo   `json:"screen,omitzero"`
-	IP        net.IP       `json:"ip,omitempty"`
-	Direct    bool         `json:"direct,omitempty"`
-	Locale    string       `json:"locale,omitempty"`
-	Timezone  string       `json:"timezone,omitempty"`
-	UserAgent string       `json:"userAgent,omitempty"`
-	Traits    Traits       `json:"traits,omitempty"`
+	App       AppInfo      `json:"app,omitzero"`        // the app sending the event
+	Campaign  CampaignInfo `json:"campaign,omitzero"`   // the marketing campaign (UTM parameters)
+	Device    DeviceInfo   `json:"device,omitzero"`     // the device
+	Library   LibraryInfo  `json:"library,omitzero"`    // set by the SDK on every message
+	Location  LocationInfo `json:"location,omitzero"`   // where the user is
+	Network   NetworkInfo  `json:"network,omitzero"`    // the network connection
+	OS        OSInfo       `json:"os,omitzero"`         // the operating system
+	Page      PageInfo     `json:"page,omitzero"`       // the web page
+	Referrer  ReferrerInfo `json:"referrer,omitzero"`   // what referred the user
+	Screen    ScreenInfo   `json:"screen,omitzero"`     // the screen
+	IP        net.IP       `json:"ip,omitempty"`        // the user's IP address
+	Direct    bool         `json:"direct,omitempty"`    // send to destinations directly
+	Locale    string       `json:"locale,omitempty"`    // e.g. "en-US"
+	Timezone  string       `json:"timezone,omitempty"`  // e.g. "Europe/Paris"
+	UserAgent string       `json:"userAgent,omitempty"` // the user's browser or client
+	Traits    Traits       `json:"traits,omitempty"`    // traits of the user
 
 	// Extra holds members the struct has no field for.
-	Extra map[string]any `json:"-"`
+	Extra map[string]any `json:"-"` // context.Context.-
 }
 
 // AppInfo is context.app.
 type AppInfo struct {
-	Name      string `json:"name,omitempty"`
-	Version   string `json:"version,omitempty"`
-	Build     string `json:"build,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`      // context.app.name
+	Version   string `json:"version,omitempty"`   // context.app.version
+	Build     string `json:"build,omitempty"`     // context.app.build
+	Namespace string `json:"namespace,omitempty"` // context.app.namespace
 }
 
 // CampaignInfo is context.campaign.
 type CampaignInfo struct {
-	Name    string `json:"name,omitempty"`
-	Source  string `json:"source,omitempty"`
-	Medium  string `json:"medium,omitempty"`
-	Term    string `json:"term,omitempty"`
-	Content string `json:"content,omitempty"`
+	Name    string `json:"name,omitempty"`    // context.campaign.name
+	Source  string `json:"source,omitempty"`  // context.campaign.source
+	Medium  string `json:"medium,omitempty"`  // context.campaign.medium
+	Term    string `json:"term,omitempty"`    // context.campaign.term
+	Content string `json:"content,omitempty"` // context.campaign.content
 }
 
 // DeviceInfo is context.device.
 type DeviceInfo struct {
-	Id            string `json:"id,omitempty"`
-	Manufacturer  string `json:"manufacturer,omitempty"`
-	Model         string `json:"model,omitempty"`
-	Name          string `json:"name,omitempty"`
-	Type          string `json:"type,omitempty"`
-	Version       string `json:"version,omitempty"`
-	AdvertisingID string `json:"advertisingId,omitempty"`
+	Id            string `json:"id,omitempty"`            // context.device.id
+	Manufacturer  string `json:"manufacturer,omitempty"`  // context.device.manufacturer
+	Model         string `json:"model,omitempty"`         // context.device.model
+	Name          string `json:"name,omitempty"`          // context.device.name
+	Type          string `json:"type,omitempty"`          // context.device.type
+	Version       string `json:"version,omitempty"`       // context.device.version
+	AdvertisingID string `json:"advertisingId,omitempty"` // context.device.advertisingId
 }
 
 // LibraryInfo is context.library: the SDK sets it to its own name and
 // Version on every message.
 type LibraryInfo struct {
-	Name    string `json:"name,omitempty"`
-	Version string `json:"version,omitempty"`
+	Name    string `json:"name,omitempty"`    // context.library.name
+	Version string `json:"version,omitempty"` // context.library.version
 }
 
 // LocationInfo is context.location.
 type LocationInfo struct {
-	City      string  `json:"city,omitempty"`
-	Country   string  `json:"country,omitempty"`
-	Region    string  `json:"region,omitempty"`
-	Latitude  float64 `json:"latitude,omitempty"`
-	Longitude float64 `json:"longitude,omitempty"`
-	Speed     float64 `json:"speed,omitempty"`
+	City      string  `json:"city,omitempty"`      // context.location.city
+	Country   string  `json:"country,omitempty"`   // context.location.country
+	Region    string  `json:"region,omitempty"`    // context.location.region
+	Latitude  float64 `json:"latitude,omitempty"`  // context.location.latitude
+	Longitude float64 `json:"longitude,omitempty"` // context.location.longitude
+	Speed     float64 `json:"speed,omitempty"`     // context.location.speed
 }
 
 // NetworkInfo is context.network.
 type NetworkInfo struct {
-	Bluetooth bool   `json:"bluetooth,omitempty"`
-	Cellular  bool   `json:"cellular,omitempty"`
-	WIFI      bool   `json:"wifi,omitempty"`
-	Carrier   string `json:"carrier,omitempty"`
+	Bluetooth bool   `json:"bluetooth,omitempty"` // context.network.bluetooth
+	Cellular  bool   `json:"cellular,omitempty"`  // context.network.cellular
+	WIFI      bool   `json:"wifi,omitempty"`      // context.network.wifi
+	Carrier   string `json:"carrier,omitempty"`   // context.network.carrier
 }
 
 // OSInfo is context.os.
 type OSInfo struct {
-	Name    string `json:"name,omitempty"`
-	Version string `json:"version,omitempty"`
+	Name    string `json:"name,omitempty"`    // context.os.name
+	Version string `json:"version,omitempty"` // context.os.version
 }
 
 // PageInfo is context.page.
 type PageInfo struct {
-	Hash     string `json:"hash,omitempty"`
-	Path     string `json:"path,omitempty"`
-	Referrer string `json:"referrer,omitempty"`
-	Search   string `json:"search,omitempty"`
-	Title    string `json:"title,omitempty"`
-	URL      string `json:"url,omitempty"`
+	Hash     string `json:"hash,omitempty"`     // context.page.hash
+	Path     string `json:"path,omitempty"`     // context.page.path
+	Referrer string `json:"referrer,omitempty"` // context.page.referrer
+	Search   string `json:"search,omitempty"`   // context.page.search
+	Title    string `json:"title,omitempty"`    // context.page.title
+	URL      string `json:"url,omitempty"`      // context.page.url
 }
 
 // ReferrerInfo is context.referrer.
 type ReferrerInfo struct {
-	Type string `json:"type,omitempty"`
-	Name string `json:"name,omitempty"`
-	URL  string `json:"url,omitempty"`
-	Link string `json:"link,omitempty"`
+	Type string `json:"type,omitempty"` // context.referrer.type
+	Name string `json:"name,omitempty"` // context.referrer.name
+	URL  string `json:"url,omitempty"`  // context.referrer.url
+	Link string `json:"link,omitempty"` // context.referrer.link
 }
 
 // ScreenInfo is context.screen.
 type ScreenInfo struct {
-	Density int `json:"density,omitempty"`
-	Width   int `json:"width,omitempty"`
-	Height  int `json:"height,omitempty"`
+	Density int `json:"density,omitempty"` // context.screen.density
+	Width   int `json:"width,omitempty"`   // context.screen.width
+	Height  int `json:"height,omitempty"`  // context.screen.height
 }
 
 // library is the context.library of every message and batch.

@@ -160,7 +160,10 @@ type valueError struct {
 	err  error
 }
 
+// Error reads like `["a"][2]: json: unsupported value: NaN`.
 func (v *valueError) Error() string { return v.path + ": " + v.err.Error() }
+
+// Unwrap returns the error at the end of the path.
 func (v *valueError) Unwrap() error { return v.err }
 
 // within prefixes err's path with one more step from the outside.

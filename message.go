@@ -22,14 +22,14 @@ type Track struct {
 	// written for segmentio/analytics-go v3 compiles unchanged.
 	Type string `json:"type,omitempty"`
 
-	MessageId    string       `json:"messageId,omitempty"`
-	AnonymousId  string       `json:"anonymousId,omitempty"`
-	UserId       string       `json:"userId,omitempty"`
-	Event        string       `json:"event"`
-	Timestamp    time.Time    `json:"timestamp,omitzero"`
-	Context      *Context     `json:"context,omitempty"`
-	Properties   Properties   `json:"properties,omitempty"`
-	Integrations Integrations `json:"integrations,omitempty"`
+	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
+	AnonymousId  string       `json:"anonymousId,omitempty"`  // who, before sign-up; this or UserId is required
+	UserId       string       `json:"userId,omitempty"`       // who, in your database
+	Event        string       `json:"event"`                  // what happened, e.g. "Order Completed"; required
+	Timestamp    time.Time    `json:"timestamp,omitzero"`     // when it happened; now if zero
+	Context      *Context     `json:"context,omitempty"`      // extra information: IP, user agent, device, ...
+	Properties   Properties   `json:"properties,omitempty"`   // free-form properties of the event
+	Integrations Integrations `json:"integrations,omitempty"` // which destinations get it
 }
 
 // Identify ties a user to their traits. It needs UserId or AnonymousId.
@@ -37,13 +37,13 @@ type Identify struct {
 	// Type is ignored: the SDK always sends "identify".
 	Type string `json:"type,omitempty"`
 
-	MessageId    string       `json:"messageId,omitempty"`
-	AnonymousId  string       `json:"anonymousId,omitempty"`
-	UserId       string       `json:"userId,omitempty"`
-	Timestamp    time.Time    `json:"timestamp,omitzero"`
-	Context      *Context     `json:"context,omitempty"`
-	Traits       Traits       `json:"traits,omitempty"`
-	Integrations Integrations `json:"integrations,omitempty"`
+	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
+	AnonymousId  string       `json:"anonymousId,omitempty"`  // who, before sign-up; this or UserId is required
+	UserId       string       `json:"userId,omitempty"`       // who, in your database
+	Timestamp    time.Time    `json:"timestamp,omitzero"`     // when it happened; now if zero
+	Context      *Context     `json:"context,omitempty"`      // extra information: IP, user agent, device, ...
+	Traits       Traits       `json:"traits,omitempty"`       // free-form traits of the user or group
+	Integrations Integrations `json:"integrations,omitempty"` // which destinations get it
 }
 
 // Page records a page view. It needs UserId or AnonymousId.
@@ -51,15 +51,15 @@ type Page struct {
 	// Type is ignored: the SDK always sends "page".
 	Type string `json:"type,omitempty"`
 
-	MessageId    string       `json:"messageId,omitempty"`
-	AnonymousId  string       `json:"anonymousId,omitempty"`
-	UserId       string       `json:"userId,omitempty"`
-	Name         string       `json:"name,omitempty"`
-	Category     string       `json:"category,omitempty"`
-	Timestamp    time.Time    `json:"timestamp,omitzero"`
-	Context      *Context     `json:"context,omitempty"`
-	Properties   Properties   `json:"properties,omitempty"`
-	Integrations Integrations `json:"integrations,omitempty"`
+	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
+	AnonymousId  string       `json:"anonymousId,omitempty"`  // who, before sign-up; this or UserId is required
+	UserId       string       `json:"userId,omitempty"`       // who, in your database
+	Name         string       `json:"name,omitempty"`         // name of the page or screen
+	Category     string       `json:"category,omitempty"`     // category of the page or screen
+	Timestamp    time.Time    `json:"timestamp,omitzero"`     // when it happened; now if zero
+	Context      *Context     `json:"context,omitempty"`      // extra information: IP, user agent, device, ...
+	Properties   Properties   `json:"properties,omitempty"`   // free-form properties of the event
+	Integrations Integrations `json:"integrations,omitempty"` // which destinations get it
 }
 
 // Screen records a screen view in an app. It needs UserId or AnonymousId.
@@ -67,15 +67,15 @@ type Screen struct {
 	// Type is ignored: the SDK always sends "screen".
 	Type string `json:"type,omitempty"`
 
-	MessageId    string       `json:"messageId,omitempty"`
-	AnonymousId  string       `json:"anonymousId,omitempty"`
-	UserId       string       `json:"userId,omitempty"`
-	Name         string       `json:"name,omitempty"`
-	Category     string       `json:"category,omitempty"`
-	Timestamp    time.Time    `json:"timestamp,omitzero"`
-	Context      *Context     `json:"context,omitempty"`
-	Properties   Properties   `json:"properties,omitempty"`
-	Integrations Integrations `json:"integrations,omitempty"`
+	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
+	AnonymousId  string       `json:"anonymousId,omitempty"`  // who, before sign-up; this or UserId is required
+	UserId       string       `json:"userId,omitempty"`       // who, in your database
+	Name         string       `json:"name,omitempty"`         // name of the page or screen
+	Category     string       `json:"category,omitempty"`     // category of the page or screen
+	Timestamp    time.Time    `json:"timestamp,omitzero"`     // when it happened; now if zero
+	Context      *Context     `json:"context,omitempty"`      // extra information: IP, user agent, device, ...
+	Properties   Properties   `json:"properties,omitempty"`   // free-form properties of the event
+	Integrations Integrations `json:"integrations,omitempty"` // which destinations get it
 }
 
 // Group ties a user to a group (an account, a company). It needs GroupId,
@@ -84,14 +84,14 @@ type Group struct {
 	// Type is ignored: the SDK always sends "group".
 	Type string `json:"type,omitempty"`
 
-	MessageId    string       `json:"messageId,omitempty"`
-	AnonymousId  string       `json:"anonymousId,omitempty"`
-	UserId       string       `json:"userId,omitempty"`
-	GroupId      string       `json:"groupId"`
-	Timestamp    time.Time    `json:"timestamp,omitzero"`
-	Context      *Context     `json:"context,omitempty"`
-	Traits       Traits       `json:"traits,omitempty"`
-	Integrations Integrations `json:"integrations,omitempty"`
+	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
+	AnonymousId  string       `json:"anonymousId,omitempty"`  // who, before sign-up; this or UserId is required
+	UserId       string       `json:"userId,omitempty"`       // who, in your database
+	GroupId      string       `json:"groupId"`                // the group (account, company); required
+	Timestamp    time.Time    `json:"timestamp,omitzero"`     // when it happened; now if zero
+	Context      *Context     `json:"context,omitempty"`      // extra information: IP, user agent, device, ...
+	Traits       Traits       `json:"traits,omitempty"`       // free-form traits of the user or group
+	Integrations Integrations `json:"integrations,omitempty"` // which destinations get it
 }
 
 // Alias merges two user identities. It needs UserId and PreviousId.
@@ -99,12 +99,12 @@ type Alias struct {
 	// Type is ignored: the SDK always sends "alias".
 	Type string `json:"type,omitempty"`
 
-	MessageId    string       `json:"messageId,omitempty"`
-	PreviousId   string       `json:"previousId"`
-	UserId       string       `json:"userId,omitempty"`
-	Timestamp    time.Time    `json:"timestamp,omitzero"`
-	Context      *Context     `json:"context,omitempty"`
-	Integrations Integrations `json:"integrations,omitempty"`
+	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
+	PreviousId   string       `json:"previousId"`             // the identity being merged into UserId; required
+	UserId       string       `json:"userId,omitempty"`       // the new identity; required
+	Timestamp    time.Time    `json:"timestamp,omitzero"`     // when it happened; now if zero
+	Context      *Context     `json:"context,omitempty"`      // extra information: IP, user agent, device, ...
+	Integrations Integrations `json:"integrations,omitempty"` // which destinations get it
 }
 
 func required(typ, field string) error {

@@ -88,10 +88,10 @@ func (p Properties) SetRepeat(repeat bool) Properties { return p.Set("repeat", r
 
 // Product is one product of the e-commerce spec, for SetProducts.
 type Product struct {
-	ID    string  `json:"id,omitempty"`
-	SKU   string  `json:"sku,omitempty"`
-	Name  string  `json:"name,omitempty"`
-	Price float64 `json:"price"`
+	ID    string  `json:"id,omitempty"`   // product id
+	SKU   string  `json:"sku,omitempty"`  // stock keeping unit
+	Name  string  `json:"name,omitempty"` // product name
+	Price float64 `json:"price"`          // unit price
 }
 
 // Traits are the free-form traits of an Identify or Group, with chainable

@@ -122,7 +122,10 @@ func shutdownCause(ctxErr error) error {
 
 type shutdownError struct{ ctxErr error }
 
-func (e *shutdownError) Error() string   { return errShutdown.Error() + ": " + e.ctxErr.Error() }
+// Error says the shutdown ended first, and why.
+func (e *shutdownError) Error() string { return errShutdown.Error() + ": " + e.ctxErr.Error() }
+
+// Unwrap returns errShutdown and the context's error.
 func (e *shutdownError) Unwrap() []error { return []error{errShutdown, e.ctxErr} }
 
 // Stats returns a snapshot of the client's counters. It is safe to call at

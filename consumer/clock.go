@@ -20,8 +20,10 @@ func SystemClock() Clock { return systemClock{} }
 
 type systemClock struct{}
 
+// Now returns time.Now().
 func (systemClock) Now() time.Time { return time.Now() }
 
+// Sleep waits on a timer or ctx.
 func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return context.Cause(ctx)

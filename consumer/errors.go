@@ -91,8 +91,8 @@ func (p Phase) String() string {
 // from the HTTP client; its text differs across Go versions and platforms,
 // so nothing in the SDK decides on it.
 type TransportError struct {
-	Phase Phase
-	Err   error
+	Phase Phase // how far the request got
+	Err   error // the HTTP client's error
 }
 
 // Error says how far the request got and what went wrong.

@@ -12,12 +12,13 @@ import "sync"
 // Item is one queued event: its encoded JSON and a value the caller keeps
 // with it (the original message, for callbacks).
 type Item[T any] struct {
-	Data  []byte
-	Value T
+	Data  []byte // the encoded event; its length counts against the byte bound
+	Value T      // kept with the event, not counted
 }
 
 // Batch is a run of consecutive items cut from the queue, in push order.
 type Batch[T any] struct {
+	// Items are the batch's items, oldest first.
 	Items []Item[T]
 	// Seq is the sequence number of the first item: items are numbered
 	// 0, 1, 2, ... in push order.

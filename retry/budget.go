@@ -39,6 +39,7 @@ func (p Path) String() string {
 
 // Decision is the policy's answer to one attempt's Result.
 type Decision struct {
+	// Action is what to do next.
 	Action Action
 	// Path and Wait are set when Action is Wait.
 	Path Path

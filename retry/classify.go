@@ -47,6 +47,7 @@ func (o Outcome) String() string {
 
 // Result is the classified end of one attempt.
 type Result struct {
+	// Outcome is how the attempt ended.
 	Outcome Outcome
 	// RetryAfter is the server's valid Retry-After, set only when Outcome is
 	// RateLimited.

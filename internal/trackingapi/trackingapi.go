@@ -52,15 +52,15 @@ func RetryAfter(code int, value string) Answer {
 
 // Request is one request the API received.
 type Request struct {
-	At     time.Time
-	Method string
-	Header http.Header
+	At     time.Time   // when it arrived
+	Method string      // POST, or GET after a followed redirect
+	Header http.Header // as received
 	// Body is the request body after gzip decoding.
 	Body []byte
 	// Events are the batch's events, decoded; nil if the body was not a
 	// batch.
 	Events []map[string]any
-	SentAt string
+	SentAt string // the batch's sentAt
 	// Context is the batch's envelope context.
 	Context map[string]any
 	// Status is what the API answered; 0 for a dropped request.
