@@ -12,10 +12,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/dualpath/analytics-go/internal/trackingapi"
+	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
-func batchSizes(reqs []trackingapi.Request) []int {
+func batchSizes(reqs []mockapi.Request) []int {
 	sizes := make([]int, len(reqs))
 	for i, r := range reqs {
 		sizes[i] = len(r.Events)
@@ -107,7 +107,7 @@ func TestFlushIntervalCountsFromAnyCut(t *testing.T) {
 
 func TestFlushWaitsForFinalOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(trackingapi.Status(503), trackingapi.Status(500))
+		api := newAPI().Script(mockapi.Status(503), mockapi.Status(500))
 		e := newEnv(t, api, withExactBackoff())
 		msgs := tracks("m", 4)
 		e.enqueue(msgs...)
@@ -127,7 +127,7 @@ func TestFlushWaitsForFinalOutcomes(t *testing.T) {
 
 func TestFlushReturnsWhenContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(trackingapi.RetryAfter(429, "60"))
+		api := newAPI().Script(mockapi.RetryAfter(429, "60"))
 		e := newEnv(t, api)
 		e.enqueue(tracks("m", 1)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -148,8 +148,8 @@ func TestFlushReturnsWhenContextEnds(t *testing.T) {
 
 func TestQueueFullNeverBlocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		stalled := newAPI().Rule(func(trackingapi.Request) trackingapi.Answer {
-			return trackingapi.Answer{Delay: time.Hour}
+		stalled := newAPI().Rule(func(mockapi.Request) mockapi.Answer {
+			return mockapi.Answer{Delay: time.Hour}
 		})
 		e := newEnv(t, stalled, WithFlushAt(10), WithMaxQueueSize(20), WithMaxConcurrentRequests(1),
 			WithRequestTimeout(2*time.Hour))
@@ -257,7 +257,7 @@ func TestNoBodyOverTheBatchLimit(t *testing.T) {
 
 func TestFailingBatchDoesNotWedgeTheNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(trackingapi.Answer{Status: 400, Body: `{"error":"bad"}`})
+		api := newAPI().Script(mockapi.Answer{Status: 400, Body: `{"error":"bad"}`})
 		e := newEnv(t, api, WithFlushAt(5), WithMaxConcurrentRequests(1))
 		first, second := tracks("a", 5), tracks("b", 5)
 		e.enqueue(first...)
@@ -283,7 +283,7 @@ func TestFailingBatchDoesNotWedgeTheNext(t *testing.T) {
 
 func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(trackingapi.Status(503), trackingapi.RetryAfter(429, "20"), trackingapi.Status(502))
+		api := newAPI().Script(mockapi.Status(503), mockapi.RetryAfter(429, "20"), mockapi.Status(502))
 		e := newEnv(t, api, withExactBackoff())
 		msgs := tracks("m", 3)
 		e.enqueue(msgs...)
@@ -299,7 +299,7 @@ func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 
 func TestShutdownDeadlineFailsBatchInRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(func(trackingapi.Request) trackingapi.Answer { return trackingapi.RetryAfter(503, "100") })
+		api := newAPI().Rule(func(mockapi.Request) mockapi.Answer { return mockapi.RetryAfter(503, "100") })
 		e := newEnv(t, api)
 		e.enqueue(tracks("m", 2)...)
 		synctest.Wait()
@@ -425,7 +425,7 @@ func TestEnqueueRacingClose(t *testing.T) {
 
 func TestOneRetryAfterPausesEveryUpload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(trackingapi.RetryAfter(429, "30"))
+		api := newAPI().Script(mockapi.RetryAfter(429, "30"))
 		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(4))
 		start := time.Now()
 		e.enqueue(tracks("first", 1)...)
@@ -509,7 +509,7 @@ func (c *concurrency) CloseIdleConnections() {
 
 func TestConcurrentUploadsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(always(trackingapi.Answer{Delay: 10 * time.Second}))
+		api := newAPI().Rule(always(mockapi.Answer{Delay: 10 * time.Second}))
 		rt := &concurrency{next: api}
 		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt}), WithFlushAt(10), WithMaxConcurrentRequests(3))
 		msgs := tracks("m", 100)

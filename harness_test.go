@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dualpath/analytics-go/consumer"
-	"github.com/dualpath/analytics-go/internal/trackingapi"
+	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
 func TestMain(m *testing.M) {
@@ -111,7 +111,7 @@ func (l *logBuffer) String() string {
 // recorder and a captured log.
 type env struct {
 	t      *testing.T
-	api    *trackingapi.Server
+	api    *mockapi.Server
 	client *Client
 	out    *outcomes
 	logs   *logBuffer
@@ -119,7 +119,7 @@ type env struct {
 
 // newEnv builds a client on api (in memory). Options given override the
 // test defaults, which keep the SDK's defaults but add exact backoff waits.
-func newEnv(t *testing.T, api *trackingapi.Server, opts ...Option) *env {
+func newEnv(t *testing.T, api *mockapi.Server, opts ...Option) *env {
 	t.Helper()
 	e := &env{t: t, api: api, out: &outcomes{}, logs: &logBuffer{}}
 	base := []Option{
@@ -187,7 +187,7 @@ func (e *env) assertDeliveredOnce(msgs []Message) {
 	}
 }
 
-func newAPI() *trackingapi.Server { return trackingapi.New() }
+func newAPI() *mockapi.Server { return mockapi.New() }
 
 // withExactBackoff removes the jitter: backoff retry n waits exactly
 // BackoffBase·2^(n−1)/2 (250ms, 500ms, 1s, ... with the defaults).

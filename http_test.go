@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dualpath/analytics-go/e2e/mockapi"
 	"github.com/dualpath/analytics-go/internal/fakeclock"
-	"github.com/dualpath/analytics-go/internal/trackingapi"
 )
 
-func startAPI(t *testing.T, api *trackingapi.Server) *trackingapi.Listener {
+func startAPI(t *testing.T, api *mockapi.Server) *mockapi.Listener {
 	t.Helper()
 	l, err := api.Start()
 	if err != nil {
@@ -34,7 +34,7 @@ func startAPI(t *testing.T, api *trackingapi.Server) *trackingapi.Listener {
 func newFakeClock() *fakeclock.Clock { return fakeclock.New(time.Now()) }
 
 // newSocketEnv is newEnv over a real socket with the SDK's own HTTP client.
-func newSocketEnv(t *testing.T, api *trackingapi.Server, opts ...Option) (*env, *trackingapi.Listener) {
+func newSocketEnv(t *testing.T, api *mockapi.Server, opts ...Option) (*env, *mockapi.Listener) {
 	t.Helper()
 	l := startAPI(t, api)
 	e := &env{t: t, api: api, out: &outcomes{}, logs: &logBuffer{}}
@@ -56,9 +56,9 @@ func TestRealSocketsReuseConnections(t *testing.T) {
 	// so their connections are reused too.
 	body := strings.Repeat("busy ", 2000)
 	api := newAPI().Script(
-		trackingapi.Answer{Status: 503, Body: body},
-		trackingapi.Answer{Status: 500, Body: body},
-		trackingapi.Answer{Status: 400, Body: body},
+		mockapi.Answer{Status: 503, Body: body},
+		mockapi.Answer{Status: 500, Body: body},
+		mockapi.Answer{Status: 400, Body: body},
 	)
 	e, l := newSocketEnv(t, api, WithFlushAt(50), WithMaxConcurrentRequests(2), withClock(newFakeClock()))
 	msgs := tracks("m", 2000)
@@ -210,7 +210,7 @@ func TestRedirectRuleOverRealSockets(t *testing.T) {
 }
 
 func TestPerAttemptTimeoutIsRetried(t *testing.T) {
-	api := newAPI().Script(trackingapi.Answer{Delay: time.Hour})
+	api := newAPI().Script(mockapi.Answer{Delay: time.Hour})
 	e, _ := newSocketEnv(t, api, WithRequestTimeout(200*time.Millisecond), withClock(newFakeClock()))
 	msgs := tracks("m", 3)
 	e.enqueue(msgs...)
@@ -229,7 +229,7 @@ func TestPerAttemptTimeoutIsRetried(t *testing.T) {
 }
 
 func TestDroppedConnectionIsRetried(t *testing.T) {
-	api := newAPI().Script(trackingapi.Answer{Drop: true}, trackingapi.Answer{Drop: true})
+	api := newAPI().Script(mockapi.Answer{Drop: true}, mockapi.Answer{Drop: true})
 	e, _ := newSocketEnv(t, api, withClock(newFakeClock()))
 	msgs := tracks("m", 5)
 	e.enqueue(msgs...)
@@ -276,9 +276,9 @@ func TestRefusedPortIsRetriedAndReportedNotWritten(t *testing.T) {
 
 func TestWriteKeyNeverInLogsOrErrors(t *testing.T) {
 	api := newAPI().Script(
-		trackingapi.Status(503), trackingapi.Answer{Drop: true}, trackingapi.RetryAfter(429, "1"),
-		trackingapi.Answer{Status: 400, Body: "bad request"},
-		trackingapi.Answer{Status: 301, Header: http.Header{"Location": {"http://elsewhere.test/"}}},
+		mockapi.Status(503), mockapi.Answer{Drop: true}, mockapi.RetryAfter(429, "1"),
+		mockapi.Answer{Status: 400, Body: "bad request"},
+		mockapi.Answer{Status: 301, Header: http.Header{"Location": {"http://elsewhere.test/"}}},
 	)
 	e, _ := newSocketEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), WithRetryCount(1), withClock(newFakeClock()))
 	e.enqueue(tracks("m", 4)...)

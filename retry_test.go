@@ -13,34 +13,34 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/dualpath/analytics-go/internal/trackingapi"
+	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
-func always(a trackingapi.Answer) func(trackingapi.Request) trackingapi.Answer {
-	return func(trackingapi.Request) trackingapi.Answer { return a }
+func always(a mockapi.Answer) func(mockapi.Request) mockapi.Answer {
+	return func(mockapi.Request) mockapi.Answer { return a }
 }
 
 func TestRetryOptionsReachTheLoop(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     []Option
-		answer   trackingapi.Answer
+		answer   mockapi.Answer
 		requests int
 		reason   error
 	}{
-		{"RetryCount 3 gives 4 requests", []Option{WithRetryCount(3)}, trackingapi.Status(503), 4, ErrRetriesExhausted},
-		{"RetryCount 0 gives 1 request", []Option{WithRetryCount(0)}, trackingapi.Status(500), 1, ErrRetriesExhausted},
-		{"408 is retried", []Option{WithRetryCount(1)}, trackingapi.Status(408), 2, ErrRetriesExhausted},
-		{"410 is retried", []Option{WithRetryCount(1)}, trackingapi.Status(410), 2, ErrRetriesExhausted},
-		{"460 is retried", []Option{WithRetryCount(1)}, trackingapi.Status(460), 2, ErrRetriesExhausted},
-		{"429 without Retry-After is counted", []Option{WithRetryCount(2)}, trackingapi.Status(429), 3, ErrRetriesExhausted},
-		{"501 is fatal", nil, trackingapi.Status(501), 1, ErrFatalStatus},
-		{"505 is fatal", nil, trackingapi.Status(505), 1, ErrFatalStatus},
-		{"511 is fatal", nil, trackingapi.Status(511), 1, ErrFatalStatus},
-		{"400 is fatal", nil, trackingapi.RetryAfter(400, "1"), 1, ErrFatalStatus},
-		{"backoff budget", []Option{WithMaxTotalBackoffDuration(time.Second)}, trackingapi.Status(503), 3, ErrBackoffBudgetExceeded},
-		{"rate-limit budget", []Option{WithMaxRateLimitDuration(10 * time.Second)}, trackingapi.RetryAfter(429, "3"), 4, ErrRateLimitBudgetExceeded},
-		{"Retry-After cap", []Option{WithRateLimitRetryAfterCap(time.Second), WithMaxRateLimitDuration(2 * time.Second)}, trackingapi.RetryAfter(503, "3600"), 3, ErrRateLimitBudgetExceeded},
+		{"RetryCount 3 gives 4 requests", []Option{WithRetryCount(3)}, mockapi.Status(503), 4, ErrRetriesExhausted},
+		{"RetryCount 0 gives 1 request", []Option{WithRetryCount(0)}, mockapi.Status(500), 1, ErrRetriesExhausted},
+		{"408 is retried", []Option{WithRetryCount(1)}, mockapi.Status(408), 2, ErrRetriesExhausted},
+		{"410 is retried", []Option{WithRetryCount(1)}, mockapi.Status(410), 2, ErrRetriesExhausted},
+		{"460 is retried", []Option{WithRetryCount(1)}, mockapi.Status(460), 2, ErrRetriesExhausted},
+		{"429 without Retry-After is counted", []Option{WithRetryCount(2)}, mockapi.Status(429), 3, ErrRetriesExhausted},
+		{"501 is fatal", nil, mockapi.Status(501), 1, ErrFatalStatus},
+		{"505 is fatal", nil, mockapi.Status(505), 1, ErrFatalStatus},
+		{"511 is fatal", nil, mockapi.Status(511), 1, ErrFatalStatus},
+		{"400 is fatal", nil, mockapi.RetryAfter(400, "1"), 1, ErrFatalStatus},
+		{"backoff budget", []Option{WithMaxTotalBackoffDuration(time.Second)}, mockapi.Status(503), 3, ErrBackoffBudgetExceeded},
+		{"rate-limit budget", []Option{WithMaxRateLimitDuration(10 * time.Second)}, mockapi.RetryAfter(429, "3"), 4, ErrRateLimitBudgetExceeded},
+		{"Retry-After cap", []Option{WithRateLimitRetryAfterCap(time.Second), WithMaxRateLimitDuration(2 * time.Second)}, mockapi.RetryAfter(503, "3600"), 3, ErrRateLimitBudgetExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,11 +82,11 @@ func TestRetryOptionsReachTheLoop(t *testing.T) {
 
 func TestTooLargeSplitsThroughTheClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(func(r trackingapi.Request) trackingapi.Answer {
+		api := newAPI().Rule(func(r mockapi.Request) mockapi.Answer {
 			if len(r.Events) > 30 {
-				return trackingapi.Status(413)
+				return mockapi.Status(413)
 			}
-			return trackingapi.Status(200)
+			return mockapi.Status(200)
 		})
 		e := newEnv(t, api, WithFlushAt(250))
 		msgs := tracks("m", 250)
@@ -103,11 +103,11 @@ func TestTooLargeSplitsThroughTheClient(t *testing.T) {
 func TestStatsAddUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(
-			trackingapi.Status(503),          // batch a: backoff retry
-			trackingapi.RetryAfter(429, "2"), // batch a: rate-limit retry
-			trackingapi.Answer{Drop: true},   // batch a: transport error after the write
-			trackingapi.Status(200),          // batch a delivered
-			trackingapi.Status(400),          // batch b fails
+			mockapi.Status(503),          // batch a: backoff retry
+			mockapi.RetryAfter(429, "2"), // batch a: rate-limit retry
+			mockapi.Answer{Drop: true},   // batch a: transport error after the write
+			mockapi.Status(200),          // batch a delivered
+			mockapi.Status(400),          // batch b fails
 		)
 		e := newEnv(t, api, WithFlushAt(5), WithMaxConcurrentRequests(1), WithGzip(false))
 		e.enqueue(tracks("a", 5)...)

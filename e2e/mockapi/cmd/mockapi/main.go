@@ -1,0 +1,139 @@
+// Command mockapi runs the mock tracking API of package mockapi on a
+// socket and prints every event it receives, one line each:
+//
+//	go run ./e2e/mockapi/cmd/mockapi                      # answers 200 to everything
+//	go run ./e2e/mockapi/cmd/mockapi -script failures.json
+//	go run ./e2e/mockapi/cmd/mockapi -addr 127.0.0.1:0    # any free port
+//
+// Point an app's endpoint at the URL it prints first, and watch:
+//
+//	listening on http://127.0.0.1:8787
+//	track messageId=m1 userId=u event=E status=200
+//
+// A harness reads the record with GET /_requests and drives the mock with
+// POST /_script and POST /_reset (see package mockapi). It listens on
+// loopback only, unless -public is given, since it shows every request,
+// write keys included, to whoever asks. SIGINT or SIGTERM stops it after
+// the requests in progress have been answered.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/dualpath/analytics-go/e2e/mockapi"
+)
+
+// shutdownGrace bounds how long a stop waits for requests in progress (a
+// scripted delay may be long); then their connections are closed.
+const shutdownGrace = 5 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError is an error in the command line: exit code 2, as flag does.
+type usageError struct{ error }
+
+func exitCode(err error, stderr io.Writer) int {
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, "mockapi:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "mockapi:", err)
+		return 1
+	}
+}
+
+// run is main without the process: it serves until ctx ends, then shuts
+// down gracefully and returns nil.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mockapi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8787", "`host:port` to listen on; port 0 picks a free one")
+	scriptFile := fs.String("script", "", "JSON script `file` to answer from (see mockapi.ParseScript); without it, every request is answered 200")
+	public := fs.Bool("public", false, "allow a non-loopback -addr: anyone who reaches it can read every request recorded")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err} // flag has printed the usage
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if err := checkAddr(*addr, *public); err != nil {
+		return usageError{err}
+	}
+
+	api := mockapi.New()
+	if *scriptFile != "" {
+		data, err := os.ReadFile(*scriptFile)
+		if err != nil {
+			return err
+		}
+		sc, err := mockapi.ParseScript(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *scriptFile, err)
+		}
+		api.Load(sc)
+	}
+	out := &printer{w: stdout}
+	api.OnRequest(out.request)
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	out.line("listening on http://" + ln.Addr().String())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return err // Serve only returns early on a failure
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stderr, "mockapi: stopping")
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(stopCtx); err != nil {
+		fmt.Fprintf(stderr, "mockapi: requests still in progress after %v: closing their connections\n", shutdownGrace)
+		_ = srv.Close()
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}
+
+// checkAddr refuses a non-loopback address unless public: the record is
+// open to whoever reaches the control API.
+func checkAddr(addr string, public bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-addr %q: %w", addr, err)
+	}
+	if public || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("-addr %s is not a loopback address; pass -public to listen on it anyway (anyone who reaches it can read every request, write keys included)", addr)
+}
