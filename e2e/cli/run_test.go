@@ -1,0 +1,288 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	analytics "github.com/dualpath/analytics-go"
+)
+
+// decodeNumbers decodes JSON text keeping numbers as json.Number, the way
+// the test API decodes what it receives.
+func decodeNumbers(t *testing.T, text string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("%v: %s", err, text)
+	}
+	return m
+}
+
+func TestEventTypes(t *testing.T) {
+	api := newTrackingAPI(t)
+	// Every type gets every field; each must arrive with exactly the fields
+	// its type has. The numbers are beyond float64 to show they arrive
+	// unrounded.
+	const common = `"userId": "u1", "anonymousId": "a1", "event": "Signed Up",
+		"properties": {"plan": "pro", "big": 12345678901234567890, "nested": {"a": [1, 2.5, "x", null, true]}},
+		"traits": {"email": "u@example.com", "age": 42},
+		"name": "Home", "category": "Docs", "groupId": "g1", "previousId": "p1",
+		"integrations": {"All": false, "Mixpanel": true},
+		"context": {"ip": "203.0.113.9", "app": {"name": "cli"}, "locale": "en-US",
+		            "custom": {"big": 12345678901234567891}, "traits": {"plan": "pro", "n": 98765432109876543210}}`
+	events := []string{}
+	for i, typ := range eventTypes {
+		events = append(events, `{"type": "`+typ+`", "messageId": "m-`+typ+`", "timestamp": "2024-01-02T03:04:05.`+[]string{"6", "67", "678", "600", "000", "999"}[i]+`Z", `+common+`}`)
+	}
+	input := `{"writeKey": "` + testWriteKey + `", "apiHost": "` + api.URL + `",
+		"sequences": [{"delayMs": 0, "events": [` + strings.Join(events, ",") + `]}]}`
+	r := runCLI(t, "", "--input", input)
+	if r.code != exitSuccess {
+		t.Fatalf("exit %d; stdout %s; stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if got := r.output(t); !reflect.DeepEqual(got, result{Success: true, SentBatches: 1, Delivered: 6, Errors: []string{}}) {
+		t.Errorf("output %+v", got)
+	}
+
+	src := decodeNumbers(t, "{"+common+"}")
+	has := map[string][]string{
+		"track":    {"userId", "anonymousId", "event", "properties", "integrations"},
+		"identify": {"userId", "anonymousId", "traits", "integrations"},
+		"page":     {"userId", "anonymousId", "name", "category", "properties", "integrations"},
+		"screen":   {"userId", "anonymousId", "name", "category", "properties", "integrations"},
+		"group":    {"userId", "anonymousId", "groupId", "traits", "integrations"},
+		"alias":    {"userId", "previousId", "integrations"},
+	}
+	stamps := []string{"2024-01-02T03:04:05.600Z", "2024-01-02T03:04:05.670Z", "2024-01-02T03:04:05.678Z",
+		"2024-01-02T03:04:05.600Z", "2024-01-02T03:04:05.000Z", "2024-01-02T03:04:05.999Z"}
+	got := api.events()
+	if len(got) != len(eventTypes) {
+		t.Fatalf("received %d events, want %d", len(got), len(eventTypes))
+	}
+	for i, ev := range got {
+		typ := eventTypes[i]
+		want := map[string]any{"type": typ, "messageId": "m-" + typ, "timestamp": stamps[i], "context": nil}
+		for _, k := range has[typ] {
+			want[k] = src[k]
+		}
+		for k := range ev {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: unexpected field %q = %v", typ, k, ev[k])
+			}
+		}
+		for k, v := range want {
+			if k == "context" {
+				continue
+			}
+			if !reflect.DeepEqual(ev[k], v) {
+				t.Errorf("%s.%s = %#v, want %#v", typ, k, ev[k], v)
+			}
+		}
+		ctx, _ := ev["context"].(map[string]any)
+		wantCtx := src["context"].(map[string]any)
+		for _, k := range []string{"ip", "app", "locale", "custom", "traits"} {
+			if !reflect.DeepEqual(ctx[k], wantCtx[k]) {
+				t.Errorf("%s.context.%s = %#v, want %#v", typ, k, ctx[k], wantCtx[k])
+			}
+		}
+		if lib, _ := ctx["library"].(map[string]any); lib["name"] != "analytics-go" {
+			t.Errorf("%s.context.library = %v", typ, ctx["library"])
+		}
+	}
+
+	reqs := api.received()
+	if h := reqs[0].header; h.Get("Authorization") != basicAuth(testWriteKey) || h.Get("Content-Encoding") != "gzip" {
+		t.Errorf("headers %v: want the write key's Basic auth and gzip", h)
+	}
+}
+
+// TestTimestampInstantKept: a timestamp with an offset arrives as the same
+// instant, in the SDK's wire layout (UTC, milliseconds).
+func TestTimestampInstantKept(t *testing.T) {
+	api := newTrackingAPI(t)
+	ev := track("m-ts")
+	ev["timestamp"] = "2024-05-06T07:08:09.123+02:00"
+	r := runInput(t, api.doc(nil, seq(0, ev)))
+	if r.code != exitSuccess {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	got := api.events()
+	if len(got) != 1 || got[0]["timestamp"] != "2024-05-06T05:08:09.123Z" || got[0]["messageId"] != "m-ts" {
+		t.Errorf("received %v", got)
+	}
+}
+
+func TestRejectedEventsCountAsFailed(t *testing.T) {
+	api := newTrackingAPI(t)
+	noEvent := map[string]any{"type": "track", "userId": "u1"}
+	noUser := map[string]any{"type": "identify", "traits": map[string]any{"a": 1}}
+	tooLarge := track("m-large")
+	tooLarge["properties"] = map[string]any{"blob": strings.Repeat("x", analytics.MaxMessageBytes)}
+	r := runInput(t, api.doc(nil,
+		seq(0, track("m-1"), noEvent, track("m-2"), noEvent),
+		seq(0, noUser, tooLarge, track("m-3"))))
+	if r.code != exitFailure {
+		t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
+	}
+	got := r.output(t)
+	if got.Success || got.Delivered != 3 || got.Failed != 4 || got.SentBatches != 1 {
+		t.Errorf("output %+v; want 3 delivered, 4 failed, 1 batch", got)
+	}
+	wantErrs := []string{
+		analytics.Track{UserId: "u1"}.Validate().Error(),
+		analytics.Identify{}.Validate().Error(),
+		analytics.ErrMessageTooLarge.Error(),
+	}
+	if len(got.Errors) != len(wantErrs) {
+		t.Fatalf("errors %q, want %d distinct ones", got.Errors, len(wantErrs))
+	}
+	for i, want := range wantErrs {
+		if !strings.Contains(got.Errors[i], want) {
+			t.Errorf("errors[%d] = %q, want %q", i, got.Errors[i], want)
+		}
+	}
+	var ids []any
+	for _, ev := range api.events() {
+		ids = append(ids, ev["messageId"])
+	}
+	if !reflect.DeepEqual(ids, []any{"m-1", "m-2", "m-3"}) {
+		t.Errorf("received %v, want m-1, m-2, m-3", ids)
+	}
+	for _, path := range []string{"sequences[0].events[1]", "sequences[0].events[3]", "sequences[1].events[0]", "sequences[1].events[1]"} {
+		if !strings.Contains(r.stderr, path) {
+			t.Errorf("stderr does not name %s: %s", path, r.stderr)
+		}
+	}
+}
+
+func TestServerAnswers400(t *testing.T) {
+	api := newTrackingAPI(t)
+	api.status.Store(http.StatusBadRequest)
+	r := runInput(t, api.doc(map[string]any{"flushAt": 2},
+		seq(0, track("m-1"), track("m-2"), track("m-3"), track("m-4"), track("m-5"))))
+	if r.code != exitFailure {
+		t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
+	}
+	got := r.output(t)
+	if got.Success || got.Delivered != 0 || got.Failed != 5 || got.SentBatches != 0 {
+		t.Errorf("output %+v; want 0 delivered, 5 failed, 0 batches", got)
+	}
+	// Three batches failed alike: their error is listed once.
+	if len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "400") || !strings.Contains(got.Errors[0], "after 1 attempt") {
+		t.Errorf("errors %q, want one HTTP 400 error after 1 attempt", got.Errors)
+	}
+	if n := len(api.received()); n != 3 {
+		t.Errorf("%d requests, want 3 (no retry of a 400)", n)
+	}
+}
+
+func TestMaxRetriesZero(t *testing.T) {
+	api := newTrackingAPI(t)
+	api.status.Store(http.StatusServiceUnavailable)
+	r := runInput(t, api.doc(map[string]any{"maxRetries": 0}, seq(0, track("m-1"))))
+	got := r.output(t)
+	if r.code != exitFailure || got.Failed != 1 {
+		t.Fatalf("exit %d, output %+v", r.code, got)
+	}
+	if n := len(api.received()); n != 1 {
+		t.Errorf("%d requests, want 1: maxRetries 0 means no retry", n)
+	}
+	if len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "retries exhausted after 1 attempt") {
+		t.Errorf("errors %q", got.Errors)
+	}
+}
+
+// TestRetryConfig: maxRetries counts retries, and backoffBase and
+// backoffCap are milliseconds (as seconds, the run would take seconds).
+func TestRetryConfig(t *testing.T) {
+	api := newTrackingAPI(t)
+	api.status.Store(http.StatusInternalServerError)
+	start := time.Now()
+	r := runInput(t, api.doc(map[string]any{"maxRetries": 2, "backoffBase": 1, "backoffCap": 2, "gzip": false}, seq(0, track("m-1"))))
+	elapsed := time.Since(start)
+	if got := r.output(t); r.code != exitFailure || got.Failed != 1 {
+		t.Fatalf("exit %d, output %+v", r.code, got)
+	}
+	reqs := api.received()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3: maxRetries 2 means 3 attempts", len(reqs))
+	}
+	for i, req := range reqs {
+		if enc := req.header.Get("Content-Encoding"); enc != "" {
+			t.Errorf("request %d: Content-Encoding %q with gzip false", i, enc)
+		}
+	}
+	if elapsed > 900*time.Millisecond {
+		t.Errorf("the run took %v: backoffBase 1 and backoffCap 2 are milliseconds", elapsed)
+	}
+	// The SDK's retry warnings go to stderr.
+	if !strings.Contains(r.stderr, "level=WARN") {
+		t.Errorf("no SDK warning on stderr: %s", r.stderr)
+	}
+}
+
+func TestOutputFormat(t *testing.T) {
+	api := newTrackingAPI(t)
+	r := runInput(t, api.doc(map[string]any{"flushAt": 2},
+		seq(0, track("m-1"), track("m-2"), track("m-3"), track("m-4"), track("m-5"))))
+	const want = `{"success":true,"sentBatches":3,"delivered":5,"failed":0,"errors":[]}` + "\n"
+	if r.code != exitSuccess || r.stdout != want {
+		t.Errorf("exit %d, stdout %q; want 0, %q (stderr: %s)", r.code, r.stdout, want, r.stderr)
+	}
+	r.output(t)
+	if r.stderr != "" {
+		t.Errorf("stderr %q, want nothing on a clean run", r.stderr)
+	}
+}
+
+// TestSequenceDelays: each sequence waits its delayMs after the previous
+// one, and events go out in input order.
+func TestSequenceDelays(t *testing.T) {
+	api := newTrackingAPI(t)
+	start := time.Now()
+	r := runInput(t, api.doc(map[string]any{"flushAt": 1, "maxConcurrentRequests": 1},
+		seq(0, track("m-1")), seq(100, track("m-2"), track("m-3")), seq(150.5, track("m-4"))))
+	elapsed := time.Since(start)
+	if r.code != exitSuccess {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	if elapsed < 250*time.Millisecond {
+		t.Errorf("the run took %v, less than the 250.5ms of delays", elapsed)
+	}
+	var ids []any
+	for _, ev := range api.events() {
+		ids = append(ids, ev["messageId"])
+	}
+	if !reflect.DeepEqual(ids, []any{"m-1", "m-2", "m-3", "m-4"}) {
+		t.Errorf("received %v", ids)
+	}
+	if got := r.output(t); got.SentBatches != 4 || got.Delivered != 4 {
+		t.Errorf("output %+v", got)
+	}
+}
+
+func TestDebugFlag(t *testing.T) {
+	api := newTrackingAPI(t)
+	b, err := json.Marshal(api.doc(nil, seq(0, track("m-1"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "", "--debug", "--input", string(b))
+	if r.code != exitSuccess {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	r.output(t)
+}
+
+func TestHelp(t *testing.T) {
+	r := runCLI(t, "", "-h")
+	if r.code != exitSuccess || r.stdout != "" || !strings.Contains(r.stderr, "usage: e2e-cli") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
