@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit demo bench fuzz
+.PHONY: test vet staticcheck unit e2e demo bench fuzz
 
 test: vet staticcheck unit
 
@@ -15,8 +15,13 @@ vet:
 staticcheck:
 	$(STATICCHECK) ./...
 
+# Every package's tests, the e2e conformance suite (./e2e) included.
 unit:
 	$(GO) test -race -count=1 ./...
+
+# The e2e conformance suite alone: the CLI against the mock tracking API.
+e2e:
+	$(GO) test -race -count=1 ./e2e/...
 
 demo:
 	$(GO) run ./examples/quickstart

@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dualpath/analytics-go/e2e/mockapi"
+)
+
+func TestEveryMessageTypeWithItsFields(t *testing.T) {
+	t.Parallel()
+	api := mockapi.New()
+	url := startMock(t, api)
+	events := []event{
+		{"type": "track", "userId": "u1", "event": "Signed Up", "properties": map[string]any{"plan": "pro"}, "messageId": "t1"},
+		{"type": "identify", "anonymousId": "a1", "traits": map[string]any{"email": "a@example.com"}, "messageId": "i1"},
+		{"type": "page", "userId": "u1", "name": "Home", "category": "Docs", "properties": map[string]any{"path": "/"}, "messageId": "p1"},
+		{"type": "screen", "userId": "u1", "name": "Main", "category": "App", "messageId": "s1"},
+		{"type": "group", "userId": "u1", "groupId": "g1", "traits": map[string]any{"name": "Acme"}, "messageId": "g1"},
+		{"type": "alias", "userId": "u1", "previousId": "a1", "messageId": "al1"},
+	}
+	r := runCLI(t, url, fast(), events...)
+	r.expect(t, true, 6, 0)
+	if r.SentBatches != 1 {
+		t.Fatalf("sentBatches %d, want 1", r.SentBatches)
+	}
+	got := map[string]map[string]any{}
+	for _, e := range requests(t, api, 1)[0].Events {
+		got[e["messageId"].(string)] = e
+	}
+	for _, want := range events {
+		e := got[want["messageId"].(string)]
+		if e == nil {
+			t.Fatalf("event %v not received", want["messageId"])
+		}
+		for k, v := range want {
+			if !reflect.DeepEqual(e[k], v) {
+				t.Errorf("%s: %s = %#v, want %#v", want["messageId"], k, e[k], v)
+			}
+		}
+		lib, _ := e["context"].(map[string]any)["library"].(map[string]any)
+		if lib["name"] != "analytics-go" || e["timestamp"] == nil {
+			t.Errorf("%s: no library or timestamp: %v", want["messageId"], e)
+		}
+	}
+}
+
+func TestRequiredFieldsAreEnforced(t *testing.T) {
+	t.Parallel()
+	missing := []struct {
+		e     event
+		field string
+	}{
+		{event{"type": "track", "userId": "u"}, "Event"},
+		{event{"type": "track", "event": "E"}, "UserId"},
+		{event{"type": "identify"}, "UserId"},
+		{event{"type": "page", "name": "Home"}, "UserId"},
+		{event{"type": "screen"}, "UserId"},
+		{event{"type": "group", "userId": "u"}, "GroupId"},
+		{event{"type": "alias", "userId": "u"}, "PreviousId"},
+		{event{"type": "alias", "previousId": "p"}, "UserId"},
+	}
+	api := mockapi.New()
+	url := startMock(t, api)
+	events := tracks("ok", 2)
+	for _, m := range missing {
+		events = append(events, m.e)
+	}
+	r := runCLI(t, url, fast(), events...)
+	r.expect(t, false, 2, len(missing))
+	if r.code != 1 {
+		t.Fatalf("exit code %d, want 1", r.code)
+	}
+	for _, m := range missing {
+		r.expectError(t, m.field)
+	}
+	// Only the valid events were sent.
+	if ids := requests(t, api, 1)[0].MessageIDs(); fmt.Sprint(ids) != "[ok-0 ok-1]" {
+		t.Fatalf("sent %v, want only the two valid events", ids)
+	}
+}
+
+func TestMessageIDAndTimestampKept(t *testing.T) {
+	t.Parallel()
+	api := mockapi.New()
+	url := startMock(t, api)
+	r := runCLI(t, url, fast(),
+		event{"type": "track", "userId": "u", "event": "E", "messageId": "given-id", "timestamp": "2024-05-06T07:08:09.123Z"},
+		event{"type": "track", "userId": "u", "event": "E"})
+	r.expect(t, true, 2, 0)
+	evs := requests(t, api, 1)[0].Events
+	if evs[0]["messageId"] != "given-id" || evs[0]["timestamp"] != "2024-05-06T07:08:09.123Z" {
+		t.Fatalf("given messageId/timestamp not kept: %v", evs[0])
+	}
+	if id, _ := evs[1]["messageId"].(string); len(id) != 36 || evs[1]["timestamp"] == nil {
+		t.Fatalf("defaults not filled: %v", evs[1])
+	}
+}
+
+func TestAuthContentTypeAndGzip(t *testing.T) {
+	t.Parallel()
+	for _, gzip := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gzip=%v", gzip), func(t *testing.T) {
+			t.Parallel()
+			api := mockapi.New()
+			url := startMock(t, api)
+			runCLI(t, url, fast("gzip", gzip), tracks("m", 3)...).expect(t, true, 3, 0)
+			req := requests(t, api, 1)[0]
+			h := req.Header
+			if h.Get("Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte(writeKey+":")) {
+				t.Errorf("Authorization %q", h.Get("Authorization"))
+			}
+			if h.Get("Content-Type") != "application/json" || !strings.HasPrefix(h.Get("User-Agent"), "analytics-go/") {
+				t.Errorf("headers %v", h)
+			}
+			if (h.Get("Content-Encoding") == "gzip") != gzip {
+				t.Errorf("Content-Encoding %q with gzip %v", h.Get("Content-Encoding"), gzip)
+			}
+			if req.Err != nil || len(req.Events) != 3 {
+				t.Errorf("body not decoded: %v", req.Err)
+			}
+		})
+	}
+}
+
+func TestInvalidAndOversizedEventsRejectedOthersDelivered(t *testing.T) {
+	t.Parallel()
+	api := mockapi.New()
+	url := startMock(t, api)
+	events := append(tracks("ok", 3),
+		event{"type": "track", "userId": "u", "event": "Big", "properties": map[string]any{"pad": strings.Repeat("x", 33_000)}},
+		event{"type": "track", "userId": "u"},
+	)
+	events = append(events, tracks("ok2", 2)...)
+	r := runCLI(t, url, fast(), events...)
+	r.expect(t, false, 5, 2)
+	r.expectError(t, "too large")
+	r.expectError(t, "Event")
+	if n := len(api.Delivered()); n != 5 {
+		t.Fatalf("%d events delivered to the server, want 5", n)
+	}
+}
+
+func TestNoBodyOverTheBatchLimit(t *testing.T) {
+	t.Parallel()
+	api := mockapi.New()
+	url := startMock(t, api)
+	pad := strings.Repeat("z", 25_000)
+	var events []event
+	for i := range 80 {
+		events = append(events, event{"type": "track", "userId": "u", "event": "E", "messageId": fmt.Sprint(i), "properties": map[string]any{"pad": pad}})
+	}
+	runCLI(t, url, fast("gzip", false), events...).expect(t, true, 80, 0)
+	reqs := api.Requests()
+	if len(reqs) < 5 {
+		t.Fatalf("%d requests for 2 MB of events", len(reqs))
+	}
+	for _, r := range reqs {
+		if len(r.Body) > 500_000 {
+			t.Fatalf("a body of %d bytes was sent", len(r.Body))
+		}
+	}
+	if n := len(api.Delivered()); n != 80 {
+		t.Fatalf("%d distinct events delivered, want 80", n)
+	}
+}
+
+func TestBadInputExitsTwoAndSendsNothing(t *testing.T) {
+	t.Parallel()
+	api := mockapi.New()
+	url := startMock(t, api)
+	cases := map[string]string{
+		"not JSON":            `{"writeKey": `,
+		"unknown event type":  `{"writeKey":"k","apiHost":"` + url + `","sequences":[{"events":[{"type":"purchase","userId":"u"}]}]}`,
+		"wrong value type":    `{"writeKey":"k","apiHost":"` + url + `","sequences":[{"events":[{"type":"track","userId":5,"event":"E"}]}]}`,
+		"wrong config type":   `{"writeKey":"k","apiHost":"` + url + `","sequences":[],"config":{"flushAt":"ten"}}`,
+		"invalid config":      `{"writeKey":"k","apiHost":"` + url + `","sequences":[],"config":{"maxRetries":-1}}`,
+		"no write key":        `{"apiHost":"` + url + `","sequences":[]}`,
+		"negative delay":      `{"writeKey":"k","apiHost":"` + url + `","sequences":[{"delayMs":-5,"events":[]}]}`,
+		"properties a string": `{"writeKey":"k","apiHost":"` + url + `","sequences":[{"events":[{"type":"track","userId":"u","event":"E","properties":"x"}]}]}`,
+	}
+	for name, in := range cases {
+		r := runRaw(t, in)
+		if r.code != 2 || strings.TrimSpace(r.stderr) == "" {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and a reason", name, r.code, r.stderr)
+		}
+	}
+	if n := len(api.Requests()); n != 0 {
+		t.Fatalf("bad input sent %d requests", n)
+	}
+}
+
+func TestSequencesWithDelays(t *testing.T) {
+	t.Parallel()
+	api := mockapi.New()
+	url := startMock(t, api)
+	r := runInput(t, input{WriteKey: writeKey, APIHost: url, Config: fast("flushAt", 2),
+		Sequences: []sequence{{Events: tracks("a", 2)}, {DelayMs: 300, Events: tracks("b", 2)}}})
+	r.expect(t, true, 4, 0)
+	reqs := requests(t, api, 2)
+	// The first request also paid for the dial, so allow a few ms under the
+	// 300 ms the CLI waits between enqueueing the two sequences.
+	within(t, "the second sequence", gap(reqs[0], reqs[1]), 250*time.Millisecond, 10*time.Second)
+}

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dualpath/analytics-go/e2e/mockapi"
+)
+
+func TestConnectionFaultsAreRetried(t *testing.T) {
+	t.Parallel()
+	faults := map[string]mockapi.Answer{
+		"dropped after reading":   {Drop: true},
+		"closed before reading":   {CloseBeforeRead: true},
+		"partial response":        {Partial: true},
+		"slower than the timeout": {Delay: 5 * time.Second},
+	}
+	for name, fault := range faults {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			api := mockapi.New().Script(fault, fault)
+			url := startMock(t, api)
+			runCLI(t, url, fast("timeout", 0.5), tracks("m", 4)...).expect(t, true, 4, 0)
+			reqs := requests(t, api, 3)
+			for i, r := range reqs[:2] {
+				if r.Status != 0 {
+					t.Errorf("fault %d was answered %d", i+1, r.Status)
+				}
+			}
+			if reqs[2].Header.Get("X-Retry-Count") != "2" {
+				t.Errorf("the delivering attempt has X-Retry-Count %q, want 2", reqs[2].Header.Get("X-Retry-Count"))
+			}
+			if n := api.Delivered()["m-3"]; n != 1 {
+				t.Errorf("m-3 delivered %d times", n)
+			}
+		})
+	}
+}
+
+func TestRefusedPortIsRetried(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, closedPort(t), fast("maxRetries", 2), tracks("m", 2)...)
+	r.expect(t, false, 0, 2)
+	r.expectError(t, "retries exhausted after 3 attempts")
+	r.expectError(t, "not written")
+}
+
+func TestPerRequestTimeoutIsHonoured(t *testing.T) {
+	t.Parallel()
+	api := mockapi.New().Default(mockapi.Answer{Delay: 10 * time.Second})
+	url := startMock(t, api)
+	r := runCLI(t, url, fast("timeout", 0.3, "maxRetries", 1), tracks("m", 1)...)
+	r.expect(t, false, 0, 1)
+	r.expectError(t, "retries exhausted after 2 attempts")
+	reqs := requests(t, api, 2)
+	within(t, "a timed-out attempt and its retry", gap(reqs[0], reqs[1]), 300*time.Millisecond, 8*time.Second)
+	within(t, "the whole run", r.elapsed, 600*time.Millisecond, 20*time.Second)
+}
