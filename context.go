@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"slices"
@@ -251,8 +252,12 @@ func (c *Context) UnmarshalJSON(b []byte) error {
 		if slices.Contains(contextFields, k) {
 			continue
 		}
+		// json.Number keeps large integers exact; encoding writes it back
+		// as it came.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
 		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		if err := dec.Decode(&v); err != nil {
 			return err
 		}
 		if c.Extra == nil {

@@ -386,3 +386,18 @@ func FuzzEncodeProperties(f *testing.F) {
 		}
 	})
 }
+
+func TestContextExtraKeepsLargeIntegers(t *testing.T) {
+	var c Context
+	if err := json.Unmarshal([]byte(`{"locale":"en","big":12345678901234567890}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	got := decode(t, Track{UserId: "u", Event: "E", Context: &c})["context"].(map[string]any)
+	if got["big"] != float64(12345678901234567890) {
+		t.Fatalf("context = %v", got)
+	}
+	b, _ := encodeMessage(Track{UserId: "u", Event: "E", Context: &c}, "id", fixedTime)
+	if !strings.Contains(string(b), `"big":12345678901234567890`) {
+		t.Fatalf("large integer not written as given: %s", b)
+	}
+}

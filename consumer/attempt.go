@@ -37,7 +37,10 @@ func (u *Uploader) attempt(ctx context.Context, head []byte, retryCount int) (re
 	defer cancel()
 	var phase progress
 	trace := &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { phase.reach(PhaseConnected) },
+		// A new connection means a new send (a followed 307/308, or
+		// net/http's own resend of a request nothing was written of): what
+		// counts is how far the last one got.
+		GotConn: func(httptrace.GotConnInfo) { phase.restart(PhaseConnected) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				phase.reach(PhaseWritten)
@@ -127,6 +130,8 @@ func (pr *progress) reach(p Phase) {
 		}
 	}
 }
+
+func (pr *progress) restart(p Phase) { pr.p.Store(int32(p)) }
 
 func (pr *progress) get() Phase {
 	if p := Phase(pr.p.Load()); p > 0 {

@@ -444,3 +444,18 @@ func TestAppendTimeMatchesTheLayout(t *testing.T) {
 		}
 	}
 }
+
+func TestPhaseIsThatOfTheLastSend(t *testing.T) {
+	// A followed 307 reaches "responding" on its first hop; if the second
+	// hop fails before it is written, the request was not written.
+	r := newRig(t, answer{status: 307, header: http.Header{"Location": {"http://elsewhere.test/v1/batch"}}}, dropped(PhaseConnected))
+	r.policy(func(p *retry.Policy) { p.RetryCount = 0 })
+	err := one(t, r.deliver(context.Background(), 1), 1)
+	var te *TransportError
+	if !errors.As(err, &te) || te.Phase != PhaseConnected || te.Written() {
+		t.Fatalf("error %v, want a TransportError of a request not written", err)
+	}
+	if c := r.up.Counters(); c.TransportErrorsNotWritten != 1 || c.TransportErrorsWritten != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+}
