@@ -24,11 +24,17 @@ const (
 // attempt sends the batch once. retryCount is the value of X-Retry-Count,
 // 0 on a first attempt (no header). It returns the classified result and,
 // unless the result is Success, an *HTTPError or *TransportError.
-func (u *Uploader) attempt(ctx context.Context, head []byte, retryCount int) (retry.Result, error) {
+func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int) (retry.Result, error) {
 	u.stats.attempts.Add(1)
-	payload := render(make([]byte, 0, len(head)+envelopeSize(u.context)), head, u.context, u.clock.Now())
+	body := newBatchBody(events, u.context, u.clock.Now())
+	var reader func() io.Reader
+	length := body.Len()
 	if u.gzip {
-		payload = compress(payload)
+		payload := compress(body)
+		length = len(payload)
+		reader = func() io.Reader { return bytes.NewReader(payload) }
+	} else {
+		reader = body.Reader
 	}
 
 	// Each attempt has its own deadline, from a context, so no transport
@@ -44,17 +50,20 @@ func (u *Uploader) attempt(ctx context.Context, head []byte, retryCount int) (re
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				phase.reach(PhaseWritten)
-				u.stats.bytesSent.Add(int64(len(payload)))
+				u.stats.bytesSent.Add(int64(length))
 			}
 		},
 		GotFirstResponseByte: func() { phase.reach(PhaseResponding) },
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, trace), http.MethodPost, u.url, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, trace), http.MethodPost, u.url, nil)
 	if err != nil {
 		// The endpoint was validated by the analytics package; a request
 		// that cannot even be built will not build on a retry either.
 		return retry.Result{Outcome: retry.Fatal}, err
 	}
+	// GetBody lets net/http send the body again after a 307/308.
+	req.Body, req.ContentLength = io.NopCloser(reader()), int64(length)
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", u.auth)
 	req.Header.Set("User-Agent", u.userAgent)

@@ -3,6 +3,7 @@ package consumer
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
 	"sync"
 	"time"
 )
@@ -27,22 +28,111 @@ func envelopeSize(context []byte) int {
 	return len(bodyOpen) + len(bodySentAt) + len(TimeLayout) + len(bodyContext) + len(context) + len(bodyClose)
 }
 
-// batchHead is `{"batch":[e1,e2,...` : the part of a body that is
-// byte-identical on every attempt. It is built once per batch.
-func batchHead(events [][]byte) []byte {
-	n := len(bodyOpen) + len(events)
+// batchBody is the body of one attempt: the batch's events, shared by
+// every attempt and never copied, between an opening and this attempt's
+// tail (sentAt and the envelope context). Only the tail differs between
+// attempts, so the events are byte-identical on each.
+type batchBody struct {
+	events [][]byte
+	tail   []byte
+}
+
+var (
+	open  = []byte(bodyOpen)
+	comma = []byte(",")
+)
+
+// eventsLen is the length of the events joined by commas.
+func eventsLen(events [][]byte) int {
+	n := max(len(events)-1, 0)
 	for _, e := range events {
 		n += len(e)
 	}
-	head := make([]byte, 0, n)
-	head = append(head, bodyOpen...)
-	for i, e := range events {
-		if i > 0 {
-			head = append(head, ',')
-		}
-		head = append(head, e...)
+	return n
+}
+
+func newBatchBody(events [][]byte, context []byte, sentAt time.Time) batchBody {
+	tail := make([]byte, 0, envelopeSize(context)-len(bodyOpen))
+	tail = append(tail, bodySentAt...)
+	tail = AppendTime(tail, sentAt)
+	tail = append(tail, bodyContext...)
+	tail = append(tail, context...)
+	tail = append(tail, bodyClose...)
+	return batchBody{events: events, tail: tail}
+}
+
+// Len is the body's length in bytes.
+func (b batchBody) Len() int { return len(open) + eventsLen(b.events) + len(b.tail) }
+
+// WriteTo writes the body to w, piece by piece.
+func (b batchBody) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	write := func(p []byte) error {
+		n, err := w.Write(p)
+		total += int64(n)
+		return err
 	}
-	return head
+	if err := write(open); err != nil {
+		return total, err
+	}
+	for i, e := range b.events {
+		if i > 0 {
+			if err := write(comma); err != nil {
+				return total, err
+			}
+		}
+		if err := write(e); err != nil {
+			return total, err
+		}
+	}
+	return total, write(b.tail)
+}
+
+// Reader returns a new reader of the body that copies from the events as
+// it goes: the uncompressed request body is never assembled in memory.
+func (b batchBody) Reader() io.Reader { return &bodyReader{body: b, cur: open} }
+
+// bodyReader reads open, e0, ",", e1, ..., e(n-1), tail.
+type bodyReader struct {
+	body  batchBody
+	cur   []byte // what is left of the current piece
+	piece int    // pieces of the events part handed out: event i is 2i, the comma after it 2i+1
+	tail  bool   // the tail has been handed out
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(r.cur) == 0 && !r.advance() {
+			if n == 0 {
+				return 0, io.EOF
+			}
+			break
+		}
+		c := copy(p[n:], r.cur)
+		r.cur = r.cur[c:]
+		n += c
+	}
+	return n, nil
+}
+
+// advance moves to the next piece, reporting false at the end.
+func (r *bodyReader) advance() bool {
+	events := r.body.events
+	switch {
+	case r.piece < 2*len(events)-1:
+		if r.piece%2 == 0 {
+			r.cur = events[r.piece/2]
+		} else {
+			r.cur = comma
+		}
+		r.piece++
+	case !r.tail:
+		r.tail, r.cur = true, r.body.tail
+	default:
+		return false
+	}
+	return true
 }
 
 // AppendTime appends t in TimeLayout (UTC, milliseconds): the same bytes
@@ -82,27 +172,22 @@ func appendDigits(dst []byte, n, width int) []byte {
 	return append(dst, b[:width]...)
 }
 
-// render appends the whole body of one attempt to dst: the batch head, then
-// sentAt (the time of this attempt) and the envelope context.
-func render(dst, head, context []byte, sentAt time.Time) []byte {
-	dst = append(dst, head...)
-	dst = append(dst, bodySentAt...)
-	dst = AppendTime(dst, sentAt)
-	dst = append(dst, bodyContext...)
-	dst = append(dst, context...)
-	return append(dst, bodyClose...)
-}
+// gzipWriters keeps compressors between attempts: a gzip.Writer carries
+// hundreds of KiB of state. BestSpeed: analytics JSON still shrinks about
+// 15 times, at less than half the CPU of the default level.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
 
-var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
-
-// compress gzips src into a new slice.
-func compress(src []byte) []byte {
+// compress gzips the body into a new slice, straight from the events.
+func compress(b batchBody) []byte {
 	var buf bytes.Buffer
-	buf.Grow(len(src)/4 + 64)
+	buf.Grow(b.Len()/8 + 256)
 	zw := gzipWriters.Get().(*gzip.Writer)
 	zw.Reset(&buf)
 	// Writes to a bytes.Buffer cannot fail.
-	_, _ = zw.Write(src)
+	_, _ = b.WriteTo(zw)
 	_ = zw.Close()
 	zw.Reset(nil)
 	gzipWriters.Put(zw)

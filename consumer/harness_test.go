@@ -48,11 +48,11 @@ type sent struct {
 	header http.Header
 	raw    []byte // body as sent
 	body   []byte // body after gzip decoding
-	batch  batchBody
+	batch  sentBatch
 	at     time.Time
 }
 
-type batchBody struct {
+type sentBatch struct {
 	Batch   []map[string]any `json:"batch"`
 	SentAt  string           `json:"sentAt"`
 	Context map[string]any   `json:"context"`

@@ -115,11 +115,10 @@ func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo,
 
 func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	end := offset + len(events)
-	head := batchHead(events)
 	// Spliced first, checked second: a body over the limit is split before
 	// it is sent; a single event cannot be (the analytics package refuses
 	// events that large at Enqueue), so it fails on its own.
-	if len(head)-len(bodyOpen)+envelopeSize(u.context) > MaxBodyBytes {
+	if eventsLen(events)+envelopeSize(u.context) > MaxBodyBytes {
 		if len(events) > 1 {
 			u.split(ctx, events, offset, report)
 			return
@@ -141,7 +140,7 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 			report(offset, end, &BatchError{Reason: err, Attempts: budget.Attempts(), Err: last})
 			return
 		}
-		res, err := u.attempt(ctx, head, budget.Attempts())
+		res, err := u.attempt(ctx, events, budget.Attempts())
 		if err != nil {
 			last = err
 		}

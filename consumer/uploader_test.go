@@ -407,8 +407,8 @@ func (c cancelAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestEventBytesLeavesRoomForTheEnvelope(t *testing.T) {
 	r := newRig(t)
 	evs := events(1)
-	body := render(nil, batchHead(evs), r.up.context, time.Now())
-	if got, want := len(body)-len(evs[0]), MaxBodyBytes-r.up.EventBytes(); got != want {
+	body := newBatchBody(evs, r.up.context, time.Now())
+	if got, want := body.Len()-len(evs[0]), MaxBodyBytes-r.up.EventBytes(); got != want {
 		t.Fatalf("envelope is %d bytes, EventBytes assumes %d", got, want)
 	}
 }
@@ -457,5 +457,40 @@ func TestPhaseIsThatOfTheLastSend(t *testing.T) {
 	}
 	if c := r.up.Counters(); c.TransportErrorsNotWritten != 1 || c.TransportErrorsWritten != 0 {
 		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestBodyReaderWriterAndLenAgree(t *testing.T) {
+	ctx := []byte(`{"library":{"name":"analytics-go","version":"t"}}`)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	for _, n := range []int{0, 1, 2, 7, 250} {
+		b := newBatchBody(events(n), ctx, at)
+		var want bytes.Buffer
+		want.WriteString(`{"batch":[`)
+		for i, e := range events(n) {
+			if i > 0 {
+				want.WriteByte(',')
+			}
+			want.Write(e)
+		}
+		want.WriteString(`],"sentAt":"2026-01-02T03:04:05.006Z","context":` + string(ctx) + `}`)
+		var written bytes.Buffer
+		if _, err := b.WriteTo(&written); err != nil {
+			t.Fatal(err)
+		}
+		// Read in awkward chunk sizes to cross piece boundaries.
+		var read []byte
+		r := b.Reader()
+		buf := make([]byte, 7)
+		for {
+			k, err := r.Read(buf)
+			read = append(read, buf[:k]...)
+			if err != nil {
+				break
+			}
+		}
+		if written.String() != want.String() || string(read) != want.String() || b.Len() != want.Len() {
+			t.Fatalf("%d events:\nwant    %s\nwritten %s\nread    %s\nLen %d, want %d", n, want.String(), written.String(), read, b.Len(), want.Len())
+		}
 	}
 }
