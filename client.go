@@ -27,11 +27,6 @@ type Client struct {
 	callback Callback
 	stats    counters
 
-	// Enqueue holds mu for reading while it pushes; shutdown takes it for
-	// writing to set closed, so after that no event can slip in.
-	mu     sync.RWMutex
-	closed bool
-
 	wake     chan struct{} // a push reached FlushAt
 	flushReq chan uint64   // Flush: send everything numbered below this
 	closing  chan struct{} // closed when shutdown begins
@@ -145,15 +140,14 @@ func (c *Client) Enqueue(msg Message) error {
 		item.Value = msg.withDefaults(id, now)
 	}
 
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
+	// The queue's own lock orders this push against shutdown's Close of
+	// the queue: an event is either accepted before it, or refused.
+	res, n := c.queue.Push(item)
+	switch res {
+	case queue.Closed:
 		c.stats.rejClosed.Add(1)
 		return ErrClosed
-	}
-	n, ok := c.queue.Push(item)
-	c.mu.RUnlock()
-	if !ok {
+	case queue.Full:
 		c.stats.rejFull.Add(1)
 		return ErrQueueFull
 	}
@@ -176,10 +170,7 @@ func (c *Client) Enqueue(msg Message) error {
 // ctx.Err(). Events still in flight when ctx ends go on as usual. After
 // Close it returns ErrClosed.
 func (c *Client) Flush(ctx context.Context) error {
-	c.mu.RLock()
-	closed := c.closed
-	c.mu.RUnlock()
-	if closed {
+	if c.queue.IsClosed() {
 		return ErrClosed
 	}
 	target, _ := c.queue.Counts()
@@ -220,9 +211,7 @@ func (c *Client) Close() error {
 // have ended. Any caller's context ending cuts the shutdown short for all.
 func (c *Client) Shutdown(ctx context.Context) error {
 	c.beginShutdown.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		c.mu.Unlock()
+		c.queue.Close()
 		close(c.closing)
 	})
 	var err error

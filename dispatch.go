@@ -23,9 +23,7 @@ func (c *Client) run() {
 			// A bug of ours must not take the application down, nor lose
 			// events silently: stop taking events and fail what is queued.
 			c.log.Error("analytics: internal error; the client stops", slog.Any("panic", p))
-			c.mu.Lock()
-			c.closed = true
-			c.mu.Unlock()
+			c.queue.Close()
 			c.cancel(fmt.Errorf("analytics: internal error: %v", p))
 		}
 	}()

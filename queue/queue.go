@@ -32,6 +32,7 @@ type Queue[T any] struct {
 	maxBytes int
 
 	mu     sync.Mutex
+	closed bool
 	ring   []Item[T]
 	head   int // index of the oldest item in ring
 	n      int // items queued
@@ -46,14 +47,29 @@ func New[T any](maxItems, maxBytes int) *Queue[T] {
 	return &Queue[T]{maxItems: maxItems, maxBytes: maxBytes}
 }
 
-// Push appends it unless that would exceed either bound. It returns the
-// number of items queued afterwards and whether it was accepted. It never
-// blocks on a full queue.
-func (q *Queue[T]) Push(it Item[T]) (n int, ok bool) {
+// PushResult says what Push did.
+type PushResult int
+
+const (
+	// Pushed: the item was queued.
+	Pushed PushResult = iota
+	// Full: a bound would have been exceeded; nothing changed.
+	Full
+	// Closed: the queue was closed; nothing changed.
+	Closed
+)
+
+// Push appends it unless the queue is closed or that would exceed either
+// bound. It returns what it did and the number of items queued afterwards.
+// It never blocks on a full queue.
+func (q *Queue[T]) Push(it Item[T]) (PushResult, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed {
+		return Closed, q.n
+	}
 	if q.n >= q.maxItems || q.bytes+len(it.Data) > q.maxBytes {
-		return q.n, false
+		return Full, q.n
 	}
 	if q.n == len(q.ring) {
 		q.grow()
@@ -62,7 +78,23 @@ func (q *Queue[T]) Push(it Item[T]) (n int, ok bool) {
 	q.n++
 	q.bytes += len(it.Data)
 	q.pushed++
-	return q.n, true
+	return Pushed, q.n
+}
+
+// Close makes every later Push return Closed. What is queued stays, to be
+// taken or drained. Once Close returns, no Push can add to the queue: a
+// caller that closes and then drains sees every item ever accepted.
+func (q *Queue[T]) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+}
+
+// IsClosed reports whether Close was called.
+func (q *Queue[T]) IsClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 // grow doubles the ring, up to maxItems, keeping items in order.

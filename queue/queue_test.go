@@ -23,12 +23,12 @@ func values(b Batch[int]) []int {
 func TestPushBoundedByCount(t *testing.T) {
 	q := New[int](3, 1<<20)
 	for i := range 3 {
-		if n, ok := q.Push(item(i, 10)); !ok || n != i+1 {
-			t.Fatalf("Push %d = (%d, %v), want (%d, true)", i, n, ok, i+1)
+		if res, n := q.Push(item(i, 10)); res != Pushed || n != i+1 {
+			t.Fatalf("Push %d = (%v, %d), want (Pushed, %d)", i, res, n, i+1)
 		}
 	}
-	if n, ok := q.Push(item(3, 10)); ok || n != 3 {
-		t.Fatalf("Push into a full queue = (%d, %v), want (3, false)", n, ok)
+	if res, n := q.Push(item(3, 10)); res != Full || n != 3 {
+		t.Fatalf("Push into a full queue = (%v, %d), want (Full, 3)", res, n)
 	}
 	if got := values(q.Drain()); fmt.Sprint(got) != "[0 1 2]" {
 		t.Fatalf("refused push touched the queue: %v", got)
@@ -39,10 +39,10 @@ func TestPushBoundedByBytes(t *testing.T) {
 	q := New[int](100, 25)
 	q.Push(item(0, 10))
 	q.Push(item(1, 10))
-	if _, ok := q.Push(item(2, 6)); ok {
+	if res, _ := q.Push(item(2, 6)); res != Full {
 		t.Fatal("push beyond the byte bound was accepted")
 	}
-	if _, ok := q.Push(item(3, 5)); !ok {
+	if res, _ := q.Push(item(3, 5)); res != Pushed {
 		t.Fatal("push that exactly fills the byte bound was refused")
 	}
 	if q.Bytes() != 25 || q.Len() != 3 {
@@ -52,7 +52,7 @@ func TestPushBoundedByBytes(t *testing.T) {
 	if q.Bytes() != 15 {
 		t.Fatalf("Bytes after taking 10 = %d, want 15", q.Bytes())
 	}
-	if _, ok := q.Push(item(4, 10)); !ok {
+	if res, _ := q.Push(item(4, 10)); res != Pushed {
 		t.Fatal("push refused after space was freed")
 	}
 }
@@ -125,7 +125,7 @@ func TestRingWrapsAndGrows(t *testing.T) {
 	next, want := 0, 0
 	for round := range 50 {
 		for range round*7%97 + 1 {
-			if _, ok := q.Push(item(next, 1)); ok {
+			if res, _ := q.Push(item(next, 1)); res == Pushed {
 				next++
 			}
 		}
@@ -173,7 +173,7 @@ func TestConcurrentPushAndTake(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if _, ok := q.Push(item(p*each+i, 3)); ok {
+				if res, _ := q.Push(item(p*each+i, 3)); res == Pushed {
 					accepted[p]++
 				}
 			}
@@ -212,5 +212,20 @@ func BenchmarkPushTake(b *testing.B) {
 		if q.Len() >= 250 {
 			q.Take(250, 500000)
 		}
+	}
+}
+
+func TestClosedQueueRefusesButKeepsItems(t *testing.T) {
+	q := New[int](10, 1<<20)
+	q.Push(item(0, 1))
+	q.Close()
+	if !q.IsClosed() {
+		t.Fatal("IsClosed() = false after Close")
+	}
+	if res, n := q.Push(item(1, 1)); res != Closed || n != 1 {
+		t.Fatalf("Push after Close = (%v, %d), want (Closed, 1)", res, n)
+	}
+	if got := values(q.Drain()); fmt.Sprint(got) != "[0]" {
+		t.Fatalf("drained %v, want the item queued before Close", got)
 	}
 }
