@@ -1,0 +1,166 @@
+package analytics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/e2e/mockapi"
+)
+
+// localAPI starts a mock tracking API on 127.0.0.1 for the examples; a
+// real program uses the default endpoint or WithEndpoint.
+func localAPI(answers ...mockapi.Answer) (*mockapi.Server, string, func()) {
+	api := mockapi.New().Script(answers...)
+	l, err := api.Start()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return api, l.URL, func() { l.Close() }
+}
+
+func ExampleNew() {
+	_, endpoint, stop := localAPI()
+	defer stop()
+
+	client, err := analytics.New("YOUR_WRITE_KEY",
+		analytics.WithEndpoint(endpoint), // default: https://api.segment.io
+		analytics.WithFlushAt(100),
+		analytics.WithFlushInterval(2*time.Second),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	// Invalid options are refused by New, naming the option.
+	_, err = analytics.New("YOUR_WRITE_KEY", analytics.WithFlushAt(0))
+	fmt.Println(err)
+	// Output: analytics: invalid option FlushAt: must be at least 1, got 0
+}
+
+func ExampleClient_Enqueue() {
+	api, endpoint, stop := localAPI()
+	defer stop()
+	client, err := analytics.New("YOUR_WRITE_KEY", analytics.WithEndpoint(endpoint))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	err = client.Enqueue(analytics.Track{
+		UserId:     "user-42",
+		Event:      "Order Completed",
+		Properties: analytics.NewProperties().SetRevenue(39.95).SetCurrency("EUR"),
+	})
+	fmt.Println("track:", err)
+
+	// Enqueue refuses what it cannot send, at once, naming the field.
+	err = client.Enqueue(analytics.Track{UserId: "user-42"})
+	fmt.Println("no event name:", err, errors.Is(err, analytics.ErrInvalidMessage))
+
+	client.Close()
+	fmt.Println("received:", len(api.Delivered()))
+	// Output:
+	// track: <nil>
+	// no event name: analytics: invalid message: analytics.Track.Event: required true
+	// received: 1
+}
+
+func ExampleClient_Flush() {
+	api, endpoint, stop := localAPI()
+	defer stop()
+	client, err := analytics.New("YOUR_WRITE_KEY", analytics.WithEndpoint(endpoint))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	client.Enqueue(analytics.Identify{UserId: "user-42", Traits: analytics.NewTraits().SetEmail("ada@example.com")})
+	// Send now rather than at FlushAt or FlushInterval, and wait for the
+	// outcome, at most 5 seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := client.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("received:", len(api.Delivered()), "delivered:", client.Stats().Delivered)
+	// Output: received: 1 delivered: 1
+}
+
+func ExampleClient_Shutdown() {
+	// The API is down for good: every attempt is answered 503.
+	down := mockapi.New().Default(mockapi.Status(503))
+	l, err := down.Start()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	client, err := analytics.New("YOUR_WRITE_KEY", analytics.WithEndpoint(l.URL))
+	if err != nil {
+		log.Fatal(err)
+	}
+	client.Enqueue(analytics.Track{UserId: "user-42", Event: "Job Finished"})
+
+	// Before the process exits: send what is queued, but give up after a
+	// deadline. What is not delivered by then is reported as failed.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = client.Shutdown(ctx)
+	fmt.Println(err)
+	fmt.Println("failed:", client.Stats().Failed.Shutdown)
+	// Output:
+	// context deadline exceeded
+	// failed: 1
+}
+
+func ExampleWithRetryCount() {
+	_, endpoint, stop := localAPI()
+	defer stop()
+	// At most 3 retries on the backoff path (4 attempts), waits from 1s
+	// doubling up to 30s, and no batch retried for more than 5 minutes.
+	// Rate-limited retries (a valid Retry-After) do not count, but are
+	// bounded by WithMaxRateLimitDuration.
+	client, err := analytics.New("YOUR_WRITE_KEY",
+		analytics.WithEndpoint(endpoint),
+		analytics.WithRetryCount(3),
+		analytics.WithBackoffBase(time.Second),
+		analytics.WithBackoffCap(30*time.Second),
+		analytics.WithMaxTotalBackoffDuration(5*time.Minute),
+		analytics.WithMaxRateLimitDuration(10*time.Minute),
+		analytics.WithRateLimitRetryAfterCap(time.Minute),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(client.Close())
+	// Output: <nil>
+}
+
+func ExampleOptionsFromEnv() {
+	os.Setenv("ANALYTICS_FLUSH_AT", "50")
+	os.Setenv("ANALYTICS_REQUEST_TIMEOUT", "2.5") // seconds
+	defer os.Unsetenv("ANALYTICS_FLUSH_AT")
+	defer os.Unsetenv("ANALYTICS_REQUEST_TIMEOUT")
+
+	opts, err := analytics.OptionsFromEnv()
+	if err != nil {
+		log.Fatal(err) // names the malformed variable
+	}
+	client, err := analytics.New("YOUR_WRITE_KEY", opts...)
+	if err != nil {
+		log.Fatal(err) // names the option out of range
+	}
+	fmt.Println(len(opts), client.Close())
+
+	os.Setenv("ANALYTICS_FLUSH_AT", "fifty")
+	_, err = analytics.OptionsFromEnv()
+	fmt.Println(err)
+	// Output:
+	// 2 <nil>
+	// analytics: environment variable ANALYTICS_FLUSH_AT: "fifty" is not a whole number
+}
