@@ -525,3 +525,50 @@ func TestConcurrentUploadsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+func TestMessageIDAndTotals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(mockapi.Status(400))
+		e := newEnv(t, api, WithFlushAt(2), WithMaxConcurrentRequests(1))
+		e.enqueue(tracks("bad", 2)...)
+		synctest.Wait()
+		e.enqueue(Identify{UserId: "u"}, Alias{UserId: "u", PreviousId: "p", MessageId: "al"})
+		e.client.Enqueue(Track{})
+		e.close()
+		e.client.Enqueue(Track{UserId: "u", Event: "E"})
+		for _, f := range e.out.failed() {
+			if id := MessageID(f.msg); !strings.HasPrefix(id, "bad") {
+				t.Fatalf("MessageID of a failed event = %q", id)
+			}
+		}
+		e.out.mu.Lock()
+		ids := []string{MessageID(e.out.successes[0]), MessageID(e.out.successes[1])}
+		e.out.mu.Unlock()
+		if len(ids[0]) != 36 || ids[1] != "al" {
+			t.Fatalf("MessageID of delivered events = %q, want a filled UUID and the given id", ids)
+		}
+		if MessageID(nil) != "" {
+			t.Fatal("MessageID(nil) is not empty")
+		}
+		st := e.client.Stats()
+		if st.Failed.Total() != 2 || st.Rejected.Total() != 2 {
+			t.Fatalf("totals: failed %d, rejected %d; stats %+v", st.Failed.Total(), st.Rejected.Total(), st)
+		}
+	})
+}
+
+func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI().Default(mockapi.Answer{Delay: time.Hour}), WithRequestTimeout(2*time.Hour))
+		e.enqueue(tracks("m", 1)...)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := e.client.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Shutdown = %v", err)
+		}
+		f := e.out.failed()
+		if len(f) != 1 || !errors.Is(f[0].err, ErrShutdown) || !errors.Is(f[0].err, context.Canceled) {
+			t.Fatalf("failures %+v, want ErrShutdown wrapping context.Canceled", f)
+		}
+	})
+}

@@ -23,6 +23,8 @@ import (
 //	ANALYTICS_REQUEST_TIMEOUT             seconds
 //	ANALYTICS_GZIP                        true or false
 //	ANALYTICS_MAX_CONCURRENT_REQUESTS     requests
+//	ANALYTICS_MAX_QUEUE_SIZE              events
+//	ANALYTICS_MAX_QUEUE_BYTES             bytes
 //
 // Durations are in seconds and may have a fraction ("0.5"). An unset or
 // empty variable leaves the default. A malformed one is an error naming the
@@ -50,6 +52,8 @@ func optionsFromLookup(lookup func(string) (string, bool)) ([]Option, error) {
 		{"ANALYTICS_FLUSH_AT", WithFlushAt},
 		{"ANALYTICS_RETRY_COUNT", WithRetryCount},
 		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", WithMaxConcurrentRequests},
+		{"ANALYTICS_MAX_QUEUE_SIZE", WithMaxQueueSize},
+		{"ANALYTICS_MAX_QUEUE_BYTES", WithMaxQueueBytes},
 	}
 	for _, e := range ints {
 		v, ok := get(e.name)

@@ -13,7 +13,25 @@ type Message interface {
 	encode(e *encoder, id string, ts time.Time) error
 	// withDefaults returns a copy with MessageId and Timestamp filled.
 	withDefaults(id string, ts time.Time) Message
+	// id returns the MessageId field.
+	id() string
 }
+
+// MessageID returns the MessageId of any message: in a Callback, the id
+// the SDK filled at Enqueue. It returns "" for nil.
+func MessageID(m Message) string {
+	if m == nil {
+		return ""
+	}
+	return m.id()
+}
+
+func (m Track) id() string    { return m.MessageId }
+func (m Identify) id() string { return m.MessageId }
+func (m Page) id() string     { return m.MessageId }
+func (m Screen) id() string   { return m.MessageId }
+func (m Group) id() string    { return m.MessageId }
+func (m Alias) id() string    { return m.MessageId }
 
 // Track records an action a user performed. It needs Event, and UserId or
 // AnonymousId.

@@ -130,11 +130,19 @@ func WithGzip(on bool) Option { return func(c *config) { c.gzip = on } }
 // WithHTTPClient sends requests with client instead of the SDK's own. Use
 // it for a proxy, a custom CA or a custom transport. Leave client.Timeout at
 // 0: each attempt has its own deadline (WithRequestTimeout). Give it
-// CheckRedirect: consumer.CheckRedirect, or any policy: a redirect that ends
+// CheckRedirect: analytics.CheckRedirect, or any policy: a redirect that ends
 // in a method other than POST fails with ErrRedirect. The SDK never closes
 // idle connections of a client it was given.
 func WithHTTPClient(client *http.Client) Option {
 	return func(c *config) { c.httpClient, c.httpClientSet = client, true }
+}
+
+// CheckRedirect is the SDK's redirect rule, for the CheckRedirect field of
+// an http.Client given to WithHTTPClient: a 307 or 308 is followed (same
+// method and body), up to 10 hops; a 301, 302 or 303 is not, since it would
+// turn the POST into a bodiless GET; the batch then fails with ErrRedirect.
+func CheckRedirect(req *http.Request, via []*http.Request) error {
+	return consumer.CheckRedirect(req, via)
 }
 
 // WithLogger sends the SDK's logs (per-attempt failures that will be

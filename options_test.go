@@ -137,6 +137,8 @@ func TestOptionsFromEnv(t *testing.T) {
 		"ANALYTICS_REQUEST_TIMEOUT":            "2.5",
 		"ANALYTICS_GZIP":                       "false",
 		"ANALYTICS_MAX_CONCURRENT_REQUESTS":    "2",
+		"ANALYTICS_MAX_QUEUE_SIZE":             "500",
+		"ANALYTICS_MAX_QUEUE_BYTES":            "1000000",
 	}
 	for k, v := range env {
 		t.Setenv(k, v)
@@ -153,7 +155,8 @@ func TestOptionsFromEnv(t *testing.T) {
 	if c.endpoint != "http://127.0.0.1:8080" || c.flushAt != 100 || c.flushInterval != 500*time.Millisecond ||
 		p.RetryCount != 0 || p.MaxTotalBackoffDuration != time.Minute ||
 		p.MaxRateLimitDuration != 120250*time.Millisecond || p.RateLimitRetryAfterCap != 30*time.Second ||
-		c.requestTimeout != 2500*time.Millisecond || c.gzip || c.maxConcurrentRequests != 2 {
+		c.requestTimeout != 2500*time.Millisecond || c.gzip || c.maxConcurrentRequests != 2 ||
+		c.maxQueueSize != 500 || c.maxQueueBytes != 1_000_000 {
 		t.Fatalf("config from env = %+v", c)
 	}
 }
@@ -183,6 +186,8 @@ func TestOptionsFromEnvMalformedNamesTheVariable(t *testing.T) {
 		"ANALYTICS_REQUEST_TIMEOUT":            "soon",
 		"ANALYTICS_GZIP":                       "yes please",
 		"ANALYTICS_MAX_CONCURRENT_REQUESTS":    "many",
+		"ANALYTICS_MAX_QUEUE_SIZE":             "lots",
+		"ANALYTICS_MAX_QUEUE_BYTES":            "32MiB",
 	}
 	for name, value := range bad {
 		_, err := optionsFromLookup(func(k string) (string, bool) {

@@ -11,71 +11,80 @@ import (
 // delivered or failed.
 type Stats struct {
 	// Enqueued counts events Enqueue accepted.
-	Enqueued int64
+	Enqueued int64 `json:"enqueued"`
 	// Rejected counts events Enqueue refused, by reason.
-	Rejected RejectedStats
+	Rejected RejectedStats `json:"rejected"`
 	// Delivered counts events the tracking API accepted.
-	Delivered int64
+	Delivered int64 `json:"delivered"`
 	// Failed counts events reported to Callback.Failure, by reason.
-	Failed FailedStats
+	Failed FailedStats `json:"failed"`
 
 	// Batches counts batches cut from the queue.
-	Batches int64
+	Batches int64 `json:"batches"`
 	// BatchesDelivered and BatchesFailed count batches by final outcome;
 	// each half of a split batch counts as a batch.
-	BatchesDelivered int64
-	BatchesFailed    int64
+	BatchesDelivered int64 `json:"batches_delivered"`
+	BatchesFailed    int64 `json:"batches_failed"`
 	// Splits counts batches split in two after a 413.
-	Splits int64
+	Splits int64 `json:"splits"`
 	// Attempts counts HTTP requests sent, first attempts and retries.
-	Attempts int64
+	Attempts int64 `json:"attempts"`
 	// Retries counts retries by path.
-	Retries RetryStats
+	Retries RetryStats `json:"retries"`
 	// RateLimitedWaits counts attempts held back by the client-wide pause
 	// that a Retry-After starts, the rate-limited batch's own included.
-	RateLimitedWaits int64
+	RateLimitedWaits int64 `json:"rate_limited_waits"`
 	// BytesSent counts request body bytes written, after compression.
-	BytesSent int64
+	BytesSent int64 `json:"bytes_sent"`
 	// TransportErrors counts attempts that got no response, by whether the
 	// request had been written.
-	TransportErrors TransportErrorStats
+	TransportErrors TransportErrorStats `json:"transport_errors"`
 
 	// QueueDepth and QueueBytes are the events and encoded bytes queued now.
-	QueueDepth int
-	QueueBytes int
+	QueueDepth int `json:"queue_depth"`
+	QueueBytes int `json:"queue_bytes"`
 	// InFlight is the events in batches being uploaded or waiting to retry.
-	InFlight int64
+	InFlight int64 `json:"in_flight"`
 }
 
 // RejectedStats counts events Enqueue refused, by the error it returned.
 type RejectedStats struct {
-	Invalid   int64 // ErrInvalidMessage
-	TooLarge  int64 // ErrMessageTooLarge
-	QueueFull int64 // ErrQueueFull
-	Closed    int64 // ErrClosed
+	Invalid   int64 `json:"invalid"`    // ErrInvalidMessage
+	TooLarge  int64 `json:"too_large"`  // ErrMessageTooLarge
+	QueueFull int64 `json:"queue_full"` // ErrQueueFull
+	Closed    int64 `json:"closed"`     // ErrClosed
 }
+
+// Total is the number of events Enqueue refused.
+func (r RejectedStats) Total() int64 { return r.Invalid + r.TooLarge + r.QueueFull + r.Closed }
 
 // FailedStats counts failed events by the reason of their error.
 type FailedStats struct {
-	RetriesExhausted        int64 // ErrRetriesExhausted
-	BackoffBudgetExceeded   int64 // ErrBackoffBudgetExceeded
-	RateLimitBudgetExceeded int64 // ErrRateLimitBudgetExceeded
-	FatalStatus             int64 // ErrFatalStatus
-	Redirect                int64 // ErrRedirect
-	Shutdown                int64 // Shutdown's context ended first
-	Other                   int64 // anything else
+	RetriesExhausted        int64 `json:"retries_exhausted"`          // ErrRetriesExhausted
+	BackoffBudgetExceeded   int64 `json:"backoff_budget_exceeded"`    // ErrBackoffBudgetExceeded
+	RateLimitBudgetExceeded int64 `json:"rate_limit_budget_exceeded"` // ErrRateLimitBudgetExceeded
+	FatalStatus             int64 `json:"fatal_status"`               // ErrFatalStatus
+	Redirect                int64 `json:"redirect"`                   // ErrRedirect
+	Shutdown                int64 `json:"shutdown"`                   // Shutdown's context ended first
+	Other                   int64 `json:"other"`                      // anything else
+}
+
+// Total is the number of events reported to Callback.Failure.
+func (f FailedStats) Total() int64 {
+	return f.RetriesExhausted + f.BackoffBudgetExceeded + f.RateLimitBudgetExceeded + f.FatalStatus +
+		f.Redirect + f.Shutdown + f.Other
 }
 
 // RetryStats counts retries by path.
 type RetryStats struct {
-	Backoff   int64 // counted retries after a failure without Retry-After
-	RateLimit int64 // uncounted retries after a valid Retry-After
+	Backoff   int64 `json:"backoff"`    // counted retries after a failure without Retry-After
+	RateLimit int64 `json:"rate_limit"` // uncounted retries after a valid Retry-After
 }
 
 // TransportErrorStats counts attempts that got no HTTP response.
 type TransportErrorStats struct {
-	NotWritten int64 // the request never left: nothing was sent
-	Written    int64 // the request was written: the server may have it
+	NotWritten int64 `json:"not_written"` // the request never left: nothing was sent
+	Written    int64 `json:"written"`     // the request was written: the server may have it
 }
 
 // counters are the client's own; the uploader keeps the per-attempt ones.
@@ -101,7 +110,7 @@ func (c *counters) failed(err error, n int64) {
 		reason = &c.failFatal
 	case errors.Is(err, ErrRedirect):
 		reason = &c.failRedirect
-	case errors.Is(err, errShutdown):
+	case errors.Is(err, ErrShutdown):
 		reason = &c.failShutdown
 	default:
 		reason = &c.other
@@ -109,9 +118,10 @@ func (c *counters) failed(err error, n int64) {
 	reason.Add(n)
 }
 
-// errShutdown is wrapped by the error of events that Shutdown's context cut
-// short; it also wraps that context's error.
-var errShutdown = errors.New("analytics: shutdown ended before delivery")
+// ErrShutdown is wrapped by the error of every event that a Shutdown cut
+// short when its context ended; that error also wraps the context's error
+// (context.DeadlineExceeded or context.Canceled).
+var ErrShutdown = errors.New("analytics: shutdown ended before delivery")
 
 func shutdownCause(ctxErr error) error {
 	if ctxErr == nil {
@@ -123,10 +133,10 @@ func shutdownCause(ctxErr error) error {
 type shutdownError struct{ ctxErr error }
 
 // Error says the shutdown ended first, and why.
-func (e *shutdownError) Error() string { return errShutdown.Error() + ": " + e.ctxErr.Error() }
+func (e *shutdownError) Error() string { return ErrShutdown.Error() + ": " + e.ctxErr.Error() }
 
-// Unwrap returns errShutdown and the context's error.
-func (e *shutdownError) Unwrap() []error { return []error{errShutdown, e.ctxErr} }
+// Unwrap returns ErrShutdown and the context's error.
+func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr} }
 
 // Stats returns a snapshot of the client's counters. It is safe to call at
 // any time, from any goroutine.

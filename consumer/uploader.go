@@ -168,7 +168,7 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 			slog.Int("attempt", budget.Attempts()),
 			slog.Int("events", len(events)),
 			slog.String("path", d.Path.String()),
-			slog.Duration("wait", d.Wait),
+			slog.String("wait", d.Wait.String()),
 			slog.String("error", errString(last)))
 		if d.Path == retry.RateLimitPath {
 			u.stats.rateLimitRetries.Add(1)
