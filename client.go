@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
 )
@@ -30,7 +28,7 @@ type Client struct {
 	wake     chan struct{} // a push reached FlushAt
 	flushReq chan uint64   // Flush: send everything numbered below this
 	closing  chan struct{} // closed when shutdown begins
-	slots    chan struct{} // one token per running upload
+	batches  chan struct{} // a token per batch cut and not yet finished
 	done     chan struct{} // closed when the loop and every upload have ended
 
 	// ctx is the context of every upload; a Shutdown whose own context
@@ -73,7 +71,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		wake:     make(chan struct{}, 1),
 		flushReq: make(chan uint64),
 		closing:  make(chan struct{}),
-		slots:    make(chan struct{}, cfg.maxConcurrentRequests),
+		batches:  make(chan struct{}, batchesInFlight*cfg.maxConcurrentRequests),
 		done:     make(chan struct{}),
 	}
 	if c.log == nil {
@@ -85,16 +83,17 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		c.ownHTTP = httpClient
 	}
 	c.up = consumer.New(consumer.Config{
-		Endpoint:       cfg.batchURLBase(),
-		WriteKey:       writeKey,
-		UserAgent:      "analytics-go/" + Version,
-		Context:        []byte(`{"library":{"name":"analytics-go","version":"` + Version + `"}}`),
-		Client:         httpClient,
-		Gzip:           cfg.gzip,
-		RequestTimeout: cfg.requestTimeout,
-		Policy:         cfg.policy,
-		Clock:          cfg.clock,
-		Logger:         c.log,
+		Endpoint:              cfg.batchURLBase(),
+		WriteKey:              writeKey,
+		UserAgent:             "analytics-go/" + Version,
+		Context:               []byte(`{"library":` + libraryJSON + `}`),
+		Client:                httpClient,
+		Gzip:                  cfg.gzip,
+		RequestTimeout:        cfg.requestTimeout,
+		MaxConcurrentRequests: cfg.maxConcurrentRequests,
+		Policy:                cfg.policy,
+		Clock:                 cfg.clock,
+		Logger:                c.log,
 	})
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.run()
@@ -123,8 +122,19 @@ func (c *Client) Enqueue(msg Message) error {
 		c.stats.rejInvalid.Add(1)
 		return err
 	}
-	id, now := uuid.NewString(), time.Now()
-	data, err := encodeMessage(msg, id, now)
+	// Refuse before encoding what the queue would refuse anyway.
+	switch c.queue.Admits() {
+	case queue.Closed:
+		c.stats.rejClosed.Add(1)
+		return ErrClosed
+	case queue.Full:
+		c.stats.rejFull.Add(1)
+		return ErrQueueFull
+	}
+	e := getEncoder()
+	defer putEncoder(e)
+	now := time.Now()
+	generated, err := e.encodeMessage(msg, now)
 	if err != nil {
 		if errors.Is(err, ErrMessageTooLarge) {
 			c.stats.rejTooLarge.Add(1)
@@ -133,16 +143,20 @@ func (c *Client) Enqueue(msg Message) error {
 		}
 		return err
 	}
-	item := queue.Item[Message]{Data: data}
+	var value Message
 	if c.callback != nil {
 		// Only a callback needs the message back; without one the queue
 		// holds the encoded bytes alone.
-		item.Value = msg.withDefaults(id, now)
+		id := ""
+		if generated {
+			id = string(e.id[:])
+		}
+		value = msg.withDefaults(id, now)
 	}
 
 	// The queue's own lock orders this push against shutdown's Close of
 	// the queue: an event is either accepted before it, or refused.
-	res, n := c.queue.Push(item)
+	res, n := c.queue.Push(e.buf, value)
 	switch res {
 	case queue.Closed:
 		c.stats.rejClosed.Add(1)

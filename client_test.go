@@ -169,8 +169,10 @@ func TestQueueFullNeverBlocks(t *testing.T) {
 		if time.Since(start) != 0 {
 			t.Fatalf("Enqueue blocked for %v", time.Since(start))
 		}
-		// One batch of 10 is in flight (stalled) and 20 are queued.
-		if st := e.client.Stats(); accepted != 30 || st.QueueDepth != 20 || st.InFlight != 10 || st.Rejected.QueueFull != 1 {
+		// The bound counts events in flight too: one batch of 10 has its
+		// request stalled; the next 10 wait in the queue for the one
+		// request slot.
+		if st := e.client.Stats(); accepted != 20 || st.QueueDepth != 10 || st.InFlight != 10 || st.Rejected.QueueFull != 1 {
 			t.Fatalf("accepted %d; stats %+v", accepted, st)
 		}
 		// Nothing already queued is touched by the refusal; a Shutdown that
@@ -181,8 +183,8 @@ func TestQueueFullNeverBlocks(t *testing.T) {
 			t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
 		}
 		failures := e.out.failed()
-		if len(failures) != 30 {
-			t.Fatalf("%d failure callbacks, want 30", len(failures))
+		if len(failures) != 20 {
+			t.Fatalf("%d failure callbacks, want 20", len(failures))
 		}
 		neverSent := 0
 		for _, f := range failures {
@@ -194,10 +196,10 @@ func TestQueueFullNeverBlocks(t *testing.T) {
 				neverSent++
 			}
 		}
-		if neverSent != 20 {
-			t.Fatalf("%d events reported as never sent, want the 20 queued", neverSent)
+		if neverSent != 10 {
+			t.Fatalf("%d events reported as never sent, want the 10 queued", neverSent)
 		}
-		if st := e.client.Stats(); st.Failed.Shutdown != 30 || st.QueueDepth != 0 || st.InFlight != 0 {
+		if st := e.client.Stats(); st.Failed.Shutdown != 20 || st.QueueDepth != 0 || st.InFlight != 0 {
 			t.Fatalf("stats after Shutdown: %+v", st)
 		}
 	})
@@ -569,6 +571,30 @@ func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
 		f := e.out.failed()
 		if len(f) != 1 || !errors.Is(f[0].err, ErrShutdown) || !errors.Is(f[0].err, context.Canceled) {
 			t.Fatalf("failures %+v, want ErrShutdown wrapping context.Canceled", f)
+		}
+	})
+}
+
+func TestBatchInBackoffDoesNotHoldARequestSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(mockapi.Status(503))
+		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), withExactBackoff())
+		start := time.Now()
+		e.enqueue(tracks("a", 1)...)
+		synctest.Wait()
+		e.enqueue(tracks("b", 1)...)
+		e.close()
+		reqs := api.Requests()
+		if len(reqs) != 3 {
+			t.Fatalf("%d requests, want 3", len(reqs))
+		}
+		// a fails, and while it waits 250ms to retry, b goes out on the one
+		// request slot.
+		if got := reqs[1].MessageIDs()[0]; got != "b0" || reqs[1].At.Sub(start) != 0 {
+			t.Fatalf("second request %s at %v, want b0 at once", got, reqs[1].At.Sub(start))
+		}
+		if got := reqs[2].MessageIDs()[0]; got != "a0" || reqs[2].At.Sub(start) != 250*time.Millisecond {
+			t.Fatalf("third request %s at %v, want a0's retry at 250ms", got, reqs[2].At.Sub(start))
 		}
 	})
 }

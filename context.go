@@ -119,9 +119,6 @@ type ScreenInfo struct {
 	Height  int `json:"height,omitempty"`  // context.screen.height
 }
 
-// library is the context.library of every message and batch.
-var library = LibraryInfo{Name: "analytics-go", Version: Version}
-
 // contextFields are the member names Context writes from its fields; an
 // Extra member of the same name is written only when the field is unset.
 var contextFields = []string{
@@ -133,8 +130,8 @@ var contextFields = []string{
 // caller's members, if any.
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
-	o.key("library")
-	e.library()
+	o.name("library")
+	e.buf = append(e.buf, libraryJSON...)
 	if c == nil {
 		o.close()
 		return nil
@@ -159,19 +156,19 @@ func (e *encoder) encodeContext(c *Context) error {
 			continue
 		}
 		written = append(written, s.name)
-		o.key(s.name)
+		o.name(s.name)
 		if err := e.marshal(s.v); err != nil {
 			return within("."+s.name, err)
 		}
 	}
 	if len(c.IP) > 0 {
 		written = append(written, "ip")
-		o.key("ip")
+		o.name("ip")
 		e.string(c.IP.String())
 	}
 	if c.Direct {
 		written = append(written, "direct")
-		o.key("direct")
+		o.name("direct")
 		e.buf = append(e.buf, "true"...)
 	}
 	for _, s := range [...]struct{ name, v string }{
@@ -184,7 +181,7 @@ func (e *encoder) encodeContext(c *Context) error {
 	}
 	if len(c.Traits) > 0 {
 		written = append(written, "traits")
-		o.key("traits")
+		o.name("traits")
 		if err := e.object(c.Traits); err != nil {
 			return within(".Traits", err)
 		}
@@ -208,12 +205,8 @@ func (e *encoder) encodeContext(c *Context) error {
 	return nil
 }
 
-func (e *encoder) library() {
-	o := e.openObject()
-	o.str("name", library.Name)
-	o.str("version", library.Version)
-	o.close()
-}
+// libraryJSON is context.library as every message carries it.
+const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
 
 // MarshalJSON writes the context as it goes on the wire, Extra inline.
 // (The library member is the caller's here; Enqueue sets the SDK's.)

@@ -11,8 +11,14 @@ import (
 	"github.com/dualpath/analytics-go/queue"
 )
 
+// batchesInFlight × MaxConcurrentRequests batches may be cut and not yet
+// finished. Only MaxConcurrentRequests of them have a request in flight;
+// the others wait for a slot or to retry, so that a batch in backoff does
+// not stop the rest. Their events still count against the queue's bounds.
+const batchesInFlight = 4
+
 // run is the client's one long-lived goroutine: it cuts batches and starts
-// an upload for each, at most MaxConcurrentRequests at a time. It ends, and
+// an upload for each. It ends, and
 // closes done, once shutdown has sent everything (or was cut short) and
 // every upload has returned.
 func (c *Client) run() {
@@ -38,12 +44,18 @@ func (c *Client) loop() {
 	for {
 		var slots chan struct{}
 		if c.wantCut(flushTo) {
-			slots = c.slots
+			slots = c.batches
 		} else if closing == nil {
 			return // shutting down and everything has been cut
 		}
 		select {
 		case slots <- struct{}{}:
+			// The first attempts of batches take request slots here, in
+			// the order the batches are cut, so they go out in order.
+			if err := c.up.AcquireRequest(c.ctx); err != nil {
+				<-c.batches
+				return // Shutdown ran out of time
+			}
 			c.cut()
 			timer.Reset(c.cfg.flushInterval)
 		case <-c.wake:
@@ -72,7 +84,8 @@ func (c *Client) wantCut(flushTo uint64) bool {
 }
 
 // cut splices the next batch off the queue and starts its upload. The
-// caller holds an upload slot, which the upload gives back.
+// caller holds a batch token and a request slot, which the upload gives
+// back.
 func (c *Client) cut() {
 	c.track.Lock()
 	b := c.queue.Take(c.cfg.flushAt, c.up.EventBytes())
@@ -81,7 +94,7 @@ func (c *Client) cut() {
 	}
 	c.track.Unlock()
 	if len(b.Items) == 0 {
-		<-c.slots
+		<-c.batches
 		return
 	}
 	c.stats.batches.Add(1)
@@ -100,7 +113,7 @@ func (c *Client) send(b queue.Batch[Message]) {
 		}
 		c.stats.inFlight.Add(-int64(len(b.Items)))
 		c.batchDone(b.Seq)
-		<-c.slots
+		<-c.batches
 		c.uploads.Done()
 	}()
 	events := make([][]byte, len(b.Items))
@@ -116,6 +129,11 @@ func (c *Client) send(b queue.Batch[Message]) {
 // finish counts the outcome of items and calls the callback once for each.
 func (c *Client) finish(items []queue.Item[Message], err error) {
 	n := int64(len(items))
+	size := 0
+	for _, it := range items {
+		size += len(it.Data)
+	}
+	defer c.queue.Release(len(items), size)
 	if err == nil {
 		c.stats.delivered.Add(n)
 	} else {

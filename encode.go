@@ -1,11 +1,14 @@
 package analytics
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -24,30 +27,79 @@ const maxDepth = 64
 // same bytes.
 type encoder struct {
 	buf   []byte
-	keys  []string // scratch for sorting map keys
+	pairs []pair // scratch for sorting map members
 	depth int
+	// id is the messageId written for a message without one: a UUID v4,
+	// generated into id by newID.
+	id [36]byte
+}
+
+// pair is one member of a map being written.
+type pair struct {
+	k string
+	v any
 }
 
 var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
 
-// encodeMessage returns the JSON of m, with id and ts as defaults for an
-// unset MessageId and Timestamp, in a slice of its own.
-func encodeMessage(m Message, id string, ts time.Time) ([]byte, error) {
-	e := encoders.Get().(*encoder)
-	e.buf, e.keys, e.depth = e.buf[:0], e.keys[:0], 0
-	err := m.encode(e, id, ts)
-	var out []byte
-	if err == nil {
-		if len(e.buf) > MaxMessageBytes {
-			err = fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
-		} else {
-			out = append(make([]byte, 0, len(e.buf)), e.buf...)
-		}
+// encodeMessage encodes m into e.buf, with ts as the default for an unset
+// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id). It
+// returns whether it generated the id. e.buf holds the JSON, which must be
+// copied before e is reused.
+func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
+	e.buf, e.pairs, e.depth = e.buf[:0], e.pairs[:0], 0
+	var id []byte
+	if m.id() == "" {
+		e.newID()
+		id, generated = e.id[:], true
 	}
+	if err := m.encode(e, id, ts); err != nil {
+		return generated, err
+	}
+	if len(e.buf) > MaxMessageBytes {
+		return generated, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
+	}
+	return generated, nil
+}
+
+// newID writes a random (version 4, RFC 9562) UUID into e.id.
+func (e *encoder) newID() {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails: it crashes the program instead
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // variant 10
+	hex.Encode(e.id[0:8], b[0:4])
+	e.id[8] = '-'
+	hex.Encode(e.id[9:13], b[4:6])
+	e.id[13] = '-'
+	hex.Encode(e.id[14:18], b[6:8])
+	e.id[18] = '-'
+	hex.Encode(e.id[19:23], b[8:10])
+	e.id[23] = '-'
+	hex.Encode(e.id[24:36], b[10:16])
+}
+
+func getEncoder() *encoder { return encoders.Get().(*encoder) }
+
+func putEncoder(e *encoder) {
 	if cap(e.buf) <= 64<<10 { // do not pin a huge buffer in the pool
+		clear(e.pairs[:cap(e.pairs)])
 		encoders.Put(e)
 	}
-	return out, err
+}
+
+// encodeMessage returns the JSON of m in a slice of its own, with id and ts
+// as defaults for an unset MessageId and Timestamp. Tests use it.
+func encodeMessage(m Message, id string, ts time.Time) ([]byte, error) {
+	if m.id() == "" && id != "" {
+		m = m.withDefaults(id, time.Time{})
+	}
+	e := getEncoder()
+	defer putEncoder(e)
+	if _, err := e.encodeMessage(m, ts); err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), e.buf...), nil
 }
 
 // object writes the members of one JSON object, inserting commas.
@@ -73,10 +125,21 @@ func (o *object) key(k string) {
 	o.e.buf = append(o.e.buf, ':')
 }
 
+// name writes a member name that needs no escaping (the SDK's own).
+func (o *object) name(k string) {
+	if !o.empty {
+		o.e.buf = append(o.e.buf, ',')
+	}
+	o.empty = false
+	o.e.buf = append(o.e.buf, '"')
+	o.e.buf = append(o.e.buf, k...)
+	o.e.buf = append(o.e.buf, '"', ':')
+}
+
 // str writes a string member, omitted when empty.
 func (o *object) str(k, v string) {
 	if v != "" {
-		o.key(k)
+		o.name(k)
 		o.e.string(v)
 	}
 }
@@ -84,7 +147,7 @@ func (o *object) str(k, v string) {
 // time writes a timestamp member in the wire layout, omitted when zero.
 func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
-		o.key(k)
+		o.name(k)
 		o.e.buf = append(o.e.buf, '"')
 		o.e.buf = consumer.AppendTime(o.e.buf, t)
 		o.e.buf = append(o.e.buf, '"')
@@ -96,41 +159,49 @@ func (o *object) fields(k string, m map[string]any) error {
 	if len(m) == 0 {
 		return nil
 	}
-	o.key(k)
+	o.name(k)
 	return o.e.object(m)
 }
 
-// head writes the members every message starts with.
-func (o *object) head(typ, id string, ts time.Time, anonymousID, userID string) {
+// head writes the members every message starts with: the message's own
+// MessageId, or else genID.
+func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
 	o.str("type", typ)
-	o.str("messageId", id)
+	if id != "" {
+		o.str("messageId", id)
+	} else {
+		o.name("messageId")
+		o.e.buf = append(o.e.buf, '"')
+		o.e.buf = append(o.e.buf, genID...)
+		o.e.buf = append(o.e.buf, '"')
+	}
 	o.time("timestamp", ts)
 	o.str("anonymousId", anonymousID)
 	o.str("userId", userID)
 }
 
-// object writes a map with sorted keys.
+// object writes a map with sorted keys, so that the same map always
+// encodes to the same bytes.
 func (e *encoder) object(m map[string]any) error {
 	if e.depth++; e.depth > maxDepth {
 		return fmt.Errorf("nested more than %d levels deep (a cycle?)", maxDepth)
 	}
-	start := len(e.keys)
-	for k := range m {
-		e.keys = append(e.keys, k)
+	start := len(e.pairs)
+	for k, v := range m {
+		e.pairs = append(e.pairs, pair{k, v})
 	}
-	keys := e.keys[start:]
-	slices.Sort(keys)
+	pairs := e.pairs[start:]
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
 	o := e.openObject()
-	for _, k := range keys {
-		o.key(k)
-		if err := e.value(m[k]); err != nil {
-			e.keys = e.keys[:start]
-			return within("["+strconv.Quote(k)+"]", err)
+	for _, p := range pairs {
+		o.key(p.k)
+		if err := e.value(p.v); err != nil {
+			return within("["+strconv.Quote(p.k)+"]", err)
 		}
 	}
 	o.close()
-	clear(e.keys[start:])
-	e.keys = e.keys[:start]
+	clear(pairs)
+	e.pairs = e.pairs[:start]
 	e.depth--
 	return nil
 }

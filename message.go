@@ -10,7 +10,7 @@ type Message interface {
 
 	// encode appends the message's JSON to e, using id and ts where the
 	// message has no MessageId or Timestamp of its own.
-	encode(e *encoder, id string, ts time.Time) error
+	encode(e *encoder, id []byte, ts time.Time) error
 	// withDefaults returns a copy with MessageId and Timestamp filled.
 	withDefaults(id string, ts time.Time) Message
 	// id returns the MessageId field.

@@ -9,7 +9,7 @@ import (
 // free-form maps. A value JSON cannot hold becomes a *FieldError naming the
 // field and the path inside it.
 func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
-	o.key("context")
+	o.name("context")
 	if err := o.e.encodeContext(ctx); err != nil {
 		return fieldError(typ, "Context", err)
 	}
@@ -35,26 +35,26 @@ func fieldError(typ, field string, err error) error {
 	return &FieldError{Type: typ, Name: name, Reason: strings.TrimPrefix(err.Error(), "json: ")}
 }
 
-func (m Track) encode(e *encoder, id string, ts time.Time) error {
+func (m Track) encode(e *encoder, id []byte, ts time.Time) error {
 	o := e.openObject()
-	o.head("track", or(m.MessageId, id), orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("event", m.Event)
 	return o.tail("analytics.Track", m.Context,
 		namedMap{"properties", "Properties", m.Properties},
 		namedMap{"integrations", "Integrations", m.Integrations})
 }
 
-func (m Identify) encode(e *encoder, id string, ts time.Time) error {
+func (m Identify) encode(e *encoder, id []byte, ts time.Time) error {
 	o := e.openObject()
-	o.head("identify", or(m.MessageId, id), orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	return o.tail("analytics.Identify", m.Context,
 		namedMap{"traits", "Traits", m.Traits},
 		namedMap{"integrations", "Integrations", m.Integrations})
 }
 
-func (m Page) encode(e *encoder, id string, ts time.Time) error {
+func (m Page) encode(e *encoder, id []byte, ts time.Time) error {
 	o := e.openObject()
-	o.head("page", or(m.MessageId, id), orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o.head("page", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("name", m.Name)
 	o.str("category", m.Category)
 	return o.tail("analytics.Page", m.Context,
@@ -62,9 +62,9 @@ func (m Page) encode(e *encoder, id string, ts time.Time) error {
 		namedMap{"integrations", "Integrations", m.Integrations})
 }
 
-func (m Screen) encode(e *encoder, id string, ts time.Time) error {
+func (m Screen) encode(e *encoder, id []byte, ts time.Time) error {
 	o := e.openObject()
-	o.head("screen", or(m.MessageId, id), orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o.head("screen", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("name", m.Name)
 	o.str("category", m.Category)
 	return o.tail("analytics.Screen", m.Context,
@@ -72,18 +72,18 @@ func (m Screen) encode(e *encoder, id string, ts time.Time) error {
 		namedMap{"integrations", "Integrations", m.Integrations})
 }
 
-func (m Group) encode(e *encoder, id string, ts time.Time) error {
+func (m Group) encode(e *encoder, id []byte, ts time.Time) error {
 	o := e.openObject()
-	o.head("group", or(m.MessageId, id), orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("groupId", m.GroupId)
 	return o.tail("analytics.Group", m.Context,
 		namedMap{"traits", "Traits", m.Traits},
 		namedMap{"integrations", "Integrations", m.Integrations})
 }
 
-func (m Alias) encode(e *encoder, id string, ts time.Time) error {
+func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
 	o := e.openObject()
-	o.head("alias", or(m.MessageId, id), orTime(m.Timestamp, ts), "", m.UserId)
+	o.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
 	o.str("previousId", m.PreviousId)
 	return o.tail("analytics.Alias", m.Context,
 		namedMap{"integrations", "Integrations", m.Integrations})

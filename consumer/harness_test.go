@@ -170,15 +170,16 @@ func newRig(t *testing.T, script ...answer) *rig {
 	policy.Jitter = func(time.Duration) time.Duration { return 0 }
 	r := &rig{t: t, clock: clock, tr: tr}
 	r.up = New(Config{
-		Endpoint:       "http://tracking.test",
-		WriteKey:       "wk-secret",
-		UserAgent:      "analytics-go/test",
-		Context:        []byte(`{"library":{"name":"analytics-go","version":"test"}}`),
-		Client:         &http.Client{Transport: tr, CheckRedirect: CheckRedirect},
-		Gzip:           true,
-		RequestTimeout: 10 * time.Second,
-		Policy:         policy,
-		Clock:          clock,
+		Endpoint:              "http://tracking.test",
+		WriteKey:              "wk-secret",
+		UserAgent:             "analytics-go/test",
+		Context:               []byte(`{"library":{"name":"analytics-go","version":"test"}}`),
+		Client:                &http.Client{Transport: tr, CheckRedirect: CheckRedirect},
+		Gzip:                  true,
+		RequestTimeout:        10 * time.Second,
+		MaxConcurrentRequests: 8,
+		Policy:                policy,
+		Clock:                 clock,
 	})
 	return r
 }
@@ -191,6 +192,9 @@ func (r *rig) policy(edit func(p *retry.Policy)) *rig {
 // deliver sends n events with messageIds m0..m(n-1) and returns the reports.
 func (r *rig) deliver(ctx context.Context, n int) []outcome {
 	var out []outcome
+	if err := r.up.AcquireRequest(ctx); err != nil {
+		r.t.Fatal(err)
+	}
 	r.up.Deliver(ctx, events(n), func(lo, hi int, err error) {
 		out = append(out, outcome{lo, hi, err})
 	})

@@ -39,6 +39,10 @@ type Config struct {
 	Gzip bool
 	// RequestTimeout bounds each attempt.
 	RequestTimeout time.Duration
+	// MaxConcurrentRequests bounds the requests in flight at once, across
+	// every Deliver call. A batch holds a slot only while its request is
+	// in flight, not while it waits to retry.
+	MaxConcurrentRequests int
 	// Policy is the retry policy.
 	Policy retry.Policy
 	// Clock is optional; nil uses SystemClock.
@@ -50,7 +54,7 @@ type Config struct {
 
 // Uploader sends batches. It is safe for concurrent use: each Deliver call
 // runs one batch's retry loop in the caller's goroutine, and all of them
-// share one rate-limit pause.
+// share one rate-limit pause and the MaxConcurrentRequests request slots.
 type Uploader struct {
 	url       string
 	auth      string
@@ -63,8 +67,9 @@ type Uploader struct {
 	clock     Clock
 	log       *slog.Logger
 
-	pause gate
-	stats counters
+	pause    gate
+	requests chan struct{} // a token per request in flight
+	stats    counters
 }
 
 // New returns an Uploader for cfg. It does not validate cfg: the analytics
@@ -81,6 +86,7 @@ func New(cfg Config) *Uploader {
 		policy:    cfg.Policy,
 		clock:     cfg.Clock,
 		log:       cfg.Logger,
+		requests:  make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
 	}
 	if u.clock == nil {
 		u.clock = SystemClock()
@@ -107,20 +113,38 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // retry state, so report may be called several times; together the calls
 // cover every event exactly once.
 //
+// The caller holds a request slot from AcquireRequest: the first attempt
+// uses it, so that batches go out in the order their slots were taken.
+// Deliver gives it back; later attempts take a slot each, and none is held
+// while the batch waits to retry.
+//
 // When ctx ends, the events not yet delivered are reported with a
 // *BatchError whose Reason is context.Cause(ctx).
 func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo, hi int, err error)) {
-	u.deliver(ctx, events, 0, report)
+	held := true
+	defer func() {
+		if held {
+			u.release()
+		}
+	}()
+	u.deliver(ctx, events, 0, report, &held)
 }
 
-func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error)) {
+// AcquireRequest takes a request slot for a Deliver call, waiting while
+// MaxConcurrentRequests requests are in flight, or returns the context's
+// cause.
+func (u *Uploader) AcquireRequest(ctx context.Context) error { return u.acquire(ctx) }
+
+// deliver runs the loop of one batch; *held says whether this goroutine
+// holds a request slot.
+func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error), held *bool) {
 	end := offset + len(events)
 	// Spliced first, checked second: a body over the limit is split before
 	// it is sent; a single event cannot be (the analytics package refuses
 	// events that large at Enqueue), so it fails on its own.
 	if eventsLen(events)+envelopeSize(u.context) > MaxBodyBytes {
 		if len(events) > 1 {
-			u.split(ctx, events, offset, report)
+			u.split(ctx, events, offset, report, held)
 			return
 		}
 		u.stats.failed.Add(1)
@@ -130,23 +154,40 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 
 	budget := u.policy.NewBudget(len(events))
 	var last error
+	fail := func(reason error, attempts int) {
+		u.stats.failed.Add(1)
+		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
+	}
 	for {
-		waited, err := u.pause.wait(ctx, u.clock)
-		if waited {
-			u.stats.gateWaits.Add(1)
+		if !*held {
+			waited, err := u.pause.wait(ctx, u.clock)
+			if waited {
+				u.stats.gateWaits.Add(1)
+			}
+			if err != nil {
+				fail(err, budget.Attempts())
+				return
+			}
+			if err := u.acquire(ctx); err != nil {
+				fail(err, budget.Attempts())
+				return
+			}
+			*held = true
 		}
-		if err != nil {
-			u.stats.failed.Add(1)
-			report(offset, end, &BatchError{Reason: err, Attempts: budget.Attempts(), Err: last})
-			return
+		if u.pause.openAt().After(u.clock.Now()) {
+			// The client is paused by a Retry-After: wait without the slot.
+			u.release()
+			*held = false
+			continue
 		}
 		res, err := u.attempt(ctx, events, budget.Attempts())
+		u.release()
+		*held = false
 		if err != nil {
 			last = err
 		}
 		if res.Outcome != retry.Success && ctx.Err() != nil {
-			u.stats.failed.Add(1)
-			report(offset, end, &BatchError{Reason: context.Cause(ctx), Attempts: budget.Attempts() + 1, Err: last})
+			fail(context.Cause(ctx), budget.Attempts()+1)
 			return
 		}
 		now := u.clock.Now()
@@ -157,11 +198,10 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 			report(offset, end, nil)
 			return
 		case retry.Split:
-			u.split(ctx, events, offset, report)
+			u.split(ctx, events, offset, report, held)
 			return
 		case retry.Fail:
-			u.stats.failed.Add(1)
-			report(offset, end, &BatchError{Reason: d.Reason, Attempts: budget.Attempts(), Err: last})
+			fail(d.Reason, budget.Attempts())
 			return
 		}
 		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry",
@@ -179,19 +219,31 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 		}
 		u.stats.backoffRetries.Add(1)
 		if err := u.clock.Sleep(ctx, d.Wait); err != nil {
-			u.stats.failed.Add(1)
-			report(offset, end, &BatchError{Reason: err, Attempts: budget.Attempts(), Err: last})
+			fail(err, budget.Attempts())
 			return
 		}
 	}
 }
 
+// acquire takes a request slot, waiting while MaxConcurrentRequests are in
+// flight, or returns the context's cause.
+func (u *Uploader) acquire(ctx context.Context) error {
+	select {
+	case u.requests <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (u *Uploader) release() { <-u.requests }
+
 // split sends each half of events as a batch of its own.
-func (u *Uploader) split(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error)) {
+func (u *Uploader) split(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error), held *bool) {
 	u.stats.splits.Add(1)
 	mid := len(events) / 2
-	u.deliver(ctx, events[:mid], offset, report)
-	u.deliver(ctx, events[mid:], offset+mid, report)
+	u.deliver(ctx, events[:mid], offset, report, held)
+	u.deliver(ctx, events[mid:], offset+mid, report, held)
 }
 
 // errOversized fails an event that cannot fit in a body on its own.

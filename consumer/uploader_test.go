@@ -360,6 +360,9 @@ func TestOversizedBodyIsSplitBeforeSending(t *testing.T) {
 		evs[i] = fmt.Appendf(nil, `{"messageId":"m%d","pad":"%s"}`, i, big)
 	}
 	var out []outcome
+	if err := r.up.AcquireRequest(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	r.up.Deliver(context.Background(), evs, func(lo, hi int, err error) { out = append(out, outcome{lo, hi, err}) })
 	for _, o := range out {
 		if o.err != nil {

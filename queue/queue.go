@@ -26,7 +26,9 @@ type Batch[T any] struct {
 }
 
 // Queue is a FIFO of items bounded by count and by the total length of their
-// Data. It is safe for concurrent use.
+// Data. The bounds count every item the caller holds: queued, and taken but
+// not yet released, so that items in flight use the same budget as items
+// waiting. It is safe for concurrent use.
 type Queue[T any] struct {
 	maxItems int
 	maxBytes int
@@ -37,6 +39,8 @@ type Queue[T any] struct {
 	head   int // index of the oldest item in ring
 	n      int // items queued
 	bytes  int // total len(Data) of queued items
+	held   int // items queued or taken and not released: what the bounds limit
+	heldB  int // their total len(Data)
 	pushed uint64
 	taken  uint64
 }
@@ -59,26 +63,61 @@ const (
 	Closed
 )
 
-// Push appends it unless the queue is closed or that would exceed either
-// bound. It returns what it did and the number of items queued afterwards.
-// It never blocks on a full queue.
-func (q *Queue[T]) Push(it Item[T]) (PushResult, int) {
+// Push appends a copy of data, with value, unless the queue is closed or
+// that would exceed either bound. It returns what it did and the number of
+// items queued afterwards. It never blocks on a full queue, and copies data
+// only once it is accepted, so a refused push leaves no garbage.
+func (q *Queue[T]) Push(data []byte, value T) (PushResult, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return Closed, q.n
 	}
-	if q.n >= q.maxItems || q.bytes+len(it.Data) > q.maxBytes {
+	if q.held >= q.maxItems || q.heldB+len(data) > q.maxBytes {
 		return Full, q.n
 	}
 	if q.n == len(q.ring) {
 		q.grow()
 	}
-	q.ring[(q.head+q.n)%len(q.ring)] = it
+	q.ring[(q.head+q.n)%len(q.ring)] = Item[T]{Data: append([]byte(nil), data...), Value: value}
 	q.n++
-	q.bytes += len(it.Data)
+	q.bytes += len(data)
+	q.held++
+	q.heldB += len(data)
 	q.pushed++
 	return Pushed, q.n
+}
+
+// Admits returns what a Push would do now with no data: Closed, Full (by
+// count, or with no byte left), or Pushed. It lets a caller skip work a
+// push would refuse; Push still decides.
+func (q *Queue[T]) Admits() PushResult {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed:
+		return Closed
+	case q.held >= q.maxItems || q.heldB >= q.maxBytes:
+		return Full
+	}
+	return Pushed
+}
+
+// Release gives back the budget of taken items that the caller no longer
+// holds: items of them, totalling bytes of Data.
+func (q *Queue[T]) Release(items, bytes int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.held -= items
+	q.heldB -= bytes
+}
+
+// Held returns the items, and their bytes, that count against the bounds:
+// queued, or taken and not released.
+func (q *Queue[T]) Held() (items, bytes int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.held, q.heldB
 }
 
 // Close makes every later Push return Closed. What is queued stays, to be
@@ -107,7 +146,8 @@ func (q *Queue[T]) grow() {
 	q.ring, q.head = ring, 0
 }
 
-// Take splices the oldest items off the queue: as many as fit in maxItems
+// Take splices the oldest items off the queue (they still count against the
+// bounds until released): as many as fit in maxItems
 // and in maxBytes, where the items cost len(Data) each plus one separator
 // byte between neighbours (the comma of a JSON array). It always takes at
 // least one item when the queue is not empty, so an item larger than
@@ -128,7 +168,7 @@ func (q *Queue[T]) Take(maxItems, maxBytes int) Batch[T] {
 	return q.splice(k)
 }
 
-// Drain splices off every queued item.
+// Drain splices off every queued item (to be released like taken ones).
 func (q *Queue[T]) Drain() Batch[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -124,6 +124,20 @@ func publishStats(client *analytics.Client) {
 	})
 }
 
+// batchOf returns which batch of 5 a request carries, from its first
+// event's "seq" property; -1 if it has none.
+func batchOf(r mockapi.Request) int {
+	if len(r.Events) == 0 {
+		return -1
+	}
+	props, _ := r.Events[0]["properties"].(map[string]any)
+	seq, ok := props["seq"].(float64)
+	if !ok {
+		return -1
+	}
+	return int(seq) / 5
+}
+
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("callbacks", flag.ContinueOnError)
 	events := fs.Int("events", 25, "events to send, in batches of 5")
@@ -133,11 +147,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	server := mockapi.New().Script(
-		mockapi.Answer{Status: 400, Body: `{"code":"invalid_request","message":"bad batch"}`}, // batch 1
-		mockapi.Status(503), mockapi.Status(503), mockapi.Status(200), // batch 2
-		mockapi.Status(503), mockapi.Status(503), mockapi.Status(503), // batch 3
-	)
+	// The mock answers by batch (each batch is 5 events in Enqueue order,
+	// so its first event's "seq" says which it is) and by X-Retry-Count:
+	// batch 0 is rejected, batch 1 recovers on its third attempt, batch 2
+	// never does; the others are accepted.
+	server := mockapi.New().Rule(func(r mockapi.Request) mockapi.Answer {
+		retries := r.Header.Get("X-Retry-Count")
+		switch batchOf(r) {
+		case 0:
+			return mockapi.Answer{Status: 400, Body: `{"code":"invalid_request","message":"bad batch"}`}
+		case 1:
+			if retries != "2" {
+				return mockapi.Status(503)
+			}
+		case 2:
+			return mockapi.Status(503)
+		}
+		return mockapi.Status(200)
+	})
 	api, err := server.Start()
 	if err != nil {
 		return err
@@ -154,9 +181,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		analytics.WithCallback(cb),
 		analytics.WithLogger(logger),
 		analytics.WithFlushAt(5),
-		// Demo settings: one upload at a time, so that the answers above
-		// meet the batches in order, two retries at most, short waits.
-		// In production, keep the defaults (8, 10, 500 ms).
+		// Demo settings: one upload at a time, two retries at most, short
+		// waits. In production, keep the defaults (8, 10, 500 ms).
 		analytics.WithMaxConcurrentRequests(1),
 		analytics.WithRetryCount(2),
 		analytics.WithBackoffBase(100*time.Millisecond),
