@@ -99,6 +99,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
 // BenchmarkEncodeTrack is the encoding Enqueue does, a fresh messageId
 // included, into a pooled buffer.
 func BenchmarkEncodeTrack(b *testing.B) {

@@ -81,6 +81,10 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	if httpClient == nil {
 		httpClient = consumer.NewHTTPClient(cfg.maxConcurrentRequests)
 		c.ownHTTP = httpClient
+	} else {
+		// Whatever the user's redirect policy, the write key never
+		// follows a redirect from https to plain http.
+		httpClient = consumer.GuardRedirects(httpClient)
 	}
 	c.up = consumer.New(consumer.Config{
 		Endpoint:              cfg.batchURLBase(),
@@ -231,10 +235,15 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	var err error
 	select {
 	case <-c.done:
-	case <-ctx.Done():
-		err = ctx.Err()
-		c.cancel(shutdownCause(err))
-		<-c.done
+		// Finished already: a ctx that has ended too does not matter.
+	default:
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+			c.cancel(shutdownCause(err))
+			<-c.done
+		}
 	}
 	c.endShutdown.Do(c.finishShutdown)
 	return err

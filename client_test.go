@@ -598,3 +598,16 @@ func TestBatchInBackoffDoesNotHoldARequestSlot(t *testing.T) {
 		}
 	})
 }
+
+func TestShutdownAfterCloseIgnoresAnEndedContext(t *testing.T) {
+	e := newEnv(t, newAPI())
+	e.enqueue(tracks("m", 2)...)
+	e.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		if err := e.client.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown after a finished Close = %v, want nil", err)
+		}
+	}
+}

@@ -65,7 +65,7 @@ func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err er
 // newID writes a random (version 4, RFC 9562) UUID into e.id.
 func (e *encoder) newID() {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails: it crashes the program instead
+	_, _ = rand.Read(b[:])  // crypto/rand.Read never fails: it crashes the program instead
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // variant 10
 	hex.Encode(e.id[0:8], b[0:4])

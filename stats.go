@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 )
 
-// Stats is a snapshot of a client's counters since New. Event counts
-// balance: every accepted event is, at any moment, queued, in flight,
-// delivered or failed.
+// Stats is a snapshot of a client's counters since New. Each counter is
+// read on its own, so while events move a snapshot may be a few events off;
+// once Close or Shutdown has returned, Enqueued == Delivered + Failed.Total()
+// exactly.
 type Stats struct {
 	// Enqueued counts events Enqueue accepted.
 	Enqueued int64 `json:"enqueued"`

@@ -94,7 +94,7 @@ func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int)
 		return retry.Result{Outcome: retry.Redirect}, &HTTPError{
 			StatusCode: resp.StatusCode,
 			Method:     resp.Request.Method,
-			Location:   resp.Request.URL.Redacted(),
+			Location:   u.secrets.Replace(resp.Request.URL.Redacted()),
 		}
 	}
 
@@ -105,11 +105,11 @@ func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int)
 	}
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       excerpt(resp.Body),
+		Body:       u.secrets.Replace(excerpt(resp.Body)),
 		RetryAfter: res.RetryAfter,
 	}
 	if res.Outcome == retry.Redirect {
-		herr.Location = resp.Header.Get("Location")
+		herr.Location = u.secrets.Replace(resp.Header.Get("Location"))
 	}
 	drain(resp.Body)
 	return res, herr

@@ -1,6 +1,9 @@
 package consumer
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // maxRedirects bounds the 307/308 hops the default client follows.
 const maxRedirects = 10
@@ -15,16 +18,22 @@ func NewHTTPClient(maxConns int) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = maxConns
 	t.MaxConnsPerHost = maxConns
+	// Below the idle timeout of common load balancers (60 s on AWS ALB,
+	// 75 s in nginx), so the client closes an idle connection before the
+	// server does and a batch rarely goes out on a dead one.
+	t.IdleConnTimeout = 30 * time.Second
 	return &http.Client{Transport: t, CheckRedirect: CheckRedirect}
 }
 
 // CheckRedirect is the SDK's redirect rule, for http.Client.CheckRedirect:
 // a 307 or 308 is followed (the client resends the same method and body),
 // up to 10 hops; a 301, 302 or 303 is not, since net/http would turn the
-// POST into a bodiless GET. A redirect that is not followed reaches the SDK
-// as a 3xx response and fails the batch with ErrRedirect.
+// POST into a bodiless GET; nor is any redirect from https to plain http,
+// since net/http would send the write key along in cleartext. A redirect
+// that is not followed reaches the SDK as a 3xx response and fails the
+// batch with ErrRedirect.
 func CheckRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > maxRedirects || req.Response == nil {
+	if len(via) > maxRedirects || req.Response == nil || Downgrade(req, via) {
 		return http.ErrUseLastResponse
 	}
 	switch req.Response.StatusCode {
@@ -32,4 +41,33 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 		return nil
 	}
 	return http.ErrUseLastResponse
+}
+
+// Downgrade reports whether following req would leave https for plain
+// http: net/http keeps the Authorization header on a redirect to the same
+// host whatever the scheme.
+func Downgrade(req *http.Request, via []*http.Request) bool {
+	return len(via) > 0 && via[0].URL.Scheme == "https" && req.URL.Scheme != "https"
+}
+
+// GuardRedirects returns a shallow copy of client (sharing its transport
+// and connections) whose redirect policy first refuses a downgrade from
+// https to http, then applies client's own policy, or net/http's default
+// of 10 hops when it has none.
+func GuardRedirects(client *http.Client) *http.Client {
+	guarded := *client
+	policy := client.CheckRedirect
+	guarded.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if Downgrade(req, via) {
+			return http.ErrUseLastResponse
+		}
+		if policy != nil {
+			return policy(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	return &guarded
 }

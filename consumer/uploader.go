@@ -14,6 +14,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/dualpath/analytics-go/retry"
@@ -58,6 +59,7 @@ type Config struct {
 type Uploader struct {
 	url       string
 	auth      string
+	secrets   *strings.Replacer // scrubs the write key from what servers send back
 	userAgent string
 	context   []byte
 	client    *http.Client
@@ -78,6 +80,7 @@ func New(cfg Config) *Uploader {
 	u := &Uploader{
 		url:       cfg.Endpoint + "/v1/batch",
 		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
+		secrets:   redactor(cfg.WriteKey),
 		userAgent: cfg.UserAgent,
 		context:   cfg.Context,
 		client:    cfg.Client,
@@ -244,6 +247,17 @@ func (u *Uploader) split(ctx context.Context, events [][]byte, offset int, repor
 	mid := len(events) / 2
 	u.deliver(ctx, events[:mid], offset, report, held)
 	u.deliver(ctx, events[mid:], offset+mid, report, held)
+}
+
+// redactor replaces the write key, in the forms a server or proxy may echo
+// back in an error page (raw, or base64 in an Authorization header), with
+// [REDACTED], so that it never reaches an error or a log line.
+func redactor(writeKey string) *strings.Replacer {
+	basic := base64.StdEncoding.EncodeToString([]byte(writeKey + ":"))
+	raw := base64.RawStdEncoding.EncodeToString([]byte(writeKey + ":"))
+	const r = "[REDACTED]"
+	// Longest first: the Replacer tries the old strings in argument order.
+	return strings.NewReplacer(basic, r, raw, r, writeKey, r)
 }
 
 // errOversized fails an event that cannot fit in a body on its own.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -495,5 +496,74 @@ func TestBodyReaderWriterAndLenAgree(t *testing.T) {
 		if written.String() != want.String() || string(read) != want.String() || b.Len() != want.Len() {
 			t.Fatalf("%d events:\nwant    %s\nwritten %s\nread    %s\nLen %d, want %d", n, want.String(), written.String(), read, b.Len(), want.Len())
 		}
+	}
+}
+
+func TestRedactorScrubsTheWriteKey(t *testing.T) {
+	r := redactor("wk-secret")
+	basic := base64.StdEncoding.EncodeToString([]byte("wk-secret:"))
+	raw := base64.RawStdEncoding.EncodeToString([]byte("wk-secret:"))
+	in := "echo: Authorization: Basic " + basic + " raw=" + raw + " key=wk-secret end"
+	got := r.Replace(in)
+	if strings.Contains(got, "wk-secret") || strings.Contains(got, basic) || strings.Contains(got, raw) {
+		t.Fatalf("not scrubbed: %s", got)
+	}
+	if want := "echo: Authorization: Basic [REDACTED] raw=[REDACTED] key=[REDACTED] end"; got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestErrorBodyEchoingTheKeyIsScrubbed(t *testing.T) {
+	basic := base64.StdEncoding.EncodeToString([]byte("wk-secret:"))
+	r := newRig(t, answer{status: 401, body: "bad Authorization: Basic " + basic,
+		header: http.Header{"Location": {"https://x.test/?k=wk-secret"}}})
+	err := one(t, r.deliver(context.Background(), 1), 1)
+	if strings.Contains(err.Error(), basic) || strings.Contains(err.Error(), "wk-secret") || !strings.Contains(err.Error(), "[REDACTED]") {
+		t.Fatalf("error %q leaks the write key", err)
+	}
+}
+
+func TestRedirectDowngradeIsRefused(t *testing.T) {
+	req := func(u string) *http.Request {
+		r, _ := http.NewRequest(http.MethodPost, u, nil)
+		r.Response = &http.Response{StatusCode: 307}
+		return r
+	}
+	via := []*http.Request{req("https://api.test/v1/batch")}
+	if err := CheckRedirect(req("http://api.test/v1/batch"), via); err != http.ErrUseLastResponse {
+		t.Fatalf("https to http: %v, want not followed", err)
+	}
+	if err := CheckRedirect(req("https://other.test/v1/batch"), via); err != nil {
+		t.Fatalf("https to https: %v, want followed", err)
+	}
+	plain := []*http.Request{req("http://api.test/v1/batch")}
+	if err := CheckRedirect(req("http://api.test/v2"), plain); err != nil {
+		t.Fatalf("http to http: %v, want followed", err)
+	}
+
+	// A user's client keeps its own policy, behind the guard.
+	calls := 0
+	user := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { calls++; return nil }}
+	g := GuardRedirects(user)
+	if g == user || g.CheckRedirect(req("http://api.test/v1/batch"), via) != http.ErrUseLastResponse || calls != 0 {
+		t.Fatal("the guard did not refuse the downgrade before the user's policy")
+	}
+	if err := g.CheckRedirect(req("https://api.test/v2"), via); err != nil || calls != 1 {
+		t.Fatalf("the user's policy was not applied: %v, %d calls", err, calls)
+	}
+	if user.CheckRedirect == nil || g.Transport != user.Transport {
+		t.Fatal("the user's client was changed, or the copy does not share its transport")
+	}
+	// No policy: net/http's default of 10 hops.
+	d := GuardRedirects(&http.Client{})
+	hops := func(n int) []*http.Request {
+		v := make([]*http.Request, n)
+		for i := range v {
+			v[i] = via[0]
+		}
+		return v
+	}
+	if d.CheckRedirect(req("https://a.test"), hops(9)) != nil || d.CheckRedirect(req("https://a.test"), hops(10)) == nil {
+		t.Fatal("the default policy is not 10 hops")
 	}
 }
