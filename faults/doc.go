@@ -1,0 +1,27 @@
+// Package faults tests the SDK over real sockets against the ways a
+// tracking API behind load balancers breaks connections. It has no code of
+// its own: everything is in its tests, which use only the SDK's public API
+// (package analytics, and analytics.CheckRedirect as the README tells users
+// to).
+//
+// The tests run an HTTPS tracking API on 127.0.0.1 with a test CA (see
+// server_test.go) that answers each request by script and can, besides any
+// status, read the whole request and then close the TCP connection without
+// a TLS close_notify, close it cleanly, reset it (RST), write a partial
+// header block, stall past the client's request timeout, close or reset a
+// connection before the TLS handshake, kill a pooled keep-alive connection
+// just as the next request goes out on it, reset while a large body is
+// being written, or answer 413 before reading the body; over HTTP/2 the
+// connection faults become stream resets. Every test counts what the
+// server received (requests, bodies, messageIds, X-Retry-Count) and checks
+// the final outcome of every event and the failure phase; none matches an
+// error's text, whose spelling differs across Go versions and platforms.
+//
+// Besides the fault cases: concurrency and lifecycle properties of Enqueue,
+// Close and Shutdown, recovered callback panics, a randomized test of
+// fault scripts (replay one with -faults.seed=N or FAULTS_SEED=N), the
+// write key's absence from every log line, error and panic, and the
+// custom CA and proxy setup of the README (example_test.go).
+//
+//	go test -race -count=1 ./faults/
+package faults

@@ -1,0 +1,242 @@
+package faults
+
+// The write key never appears in a log line, an error, or a panic the SDK
+// recovers: whatever fails, at every log level, in every form an error can
+// be printed.
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	analytics "github.com/dualpath/analytics-go"
+)
+
+// secrets are the forms the write key takes on the wire and in memory.
+var secrets = []string{
+	testWriteKey,
+	base64.StdEncoding.EncodeToString([]byte(testWriteKey + ":")),
+	base64.StdEncoding.EncodeToString([]byte(testWriteKey)),
+	base64.RawStdEncoding.EncodeToString([]byte(testWriteKey + ":")),
+}
+
+// sink collects every text the SDK hands the application.
+type sink struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (s *sink) add(where string, texts ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range texts {
+		s.texts = append(s.texts, where+": "+x)
+	}
+}
+
+func (s *sink) addErr(where string, err error) {
+	if err != nil {
+		s.add(where, fmt.Sprintf("%v | %+v | %#v", err, err, err), renderError(err))
+	}
+}
+
+// leaks returns the texts that hold a form of the write key.
+func (s *sink) leaks() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, x := range s.texts {
+		for _, secret := range secrets {
+			if strings.Contains(x, secret) {
+				out = append(out, x)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// runScenario sends events through a client set up by opts, whose
+// callback panics with every error it gets, and hands everything the SDK
+// said to out: logs, callback errors, Enqueue, Flush and Shutdown errors,
+// the client and its Stats printed.
+func runScenario(t *testing.T, out *sink, endpoint string, hc *http.Client, shutdownAfter time.Duration, opts ...analytics.Option) {
+	t.Helper()
+	e := newEnv(t, endpoint, hc, append([]analytics.Option{analytics.WithFlushAt(5), analytics.WithRetryCount(2)}, opts...)...)
+	e.out.setHook(func(_ string, err error) {
+		if err != nil {
+			out.addErr("callback", err)
+			panic(err) // the SDK logs what it recovers
+		}
+		panic("delivered")
+	})
+	for _, m := range tracks("m", 12) {
+		out.addErr("Enqueue", e.client.Enqueue(m))
+	}
+	out.addErr("Enqueue", e.client.Enqueue(analytics.Track{UserId: "u"}))                                                         // invalid
+	out.addErr("Enqueue", e.client.Enqueue(analytics.Track{UserId: "u", Event: strings.Repeat("x", 40_000)}))                     // too large
+	out.addErr("Enqueue", e.client.Enqueue(analytics.Track{UserId: "u", Event: "E", Properties: map[string]any{"f": func() {}}})) // not JSON
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownAfter)
+	defer cancel()
+	out.addErr("Flush", e.client.Flush(ctx))
+	out.addErr("Shutdown", e.client.Shutdown(ctx))
+	out.addErr("Enqueue after Close", e.client.Enqueue(analytics.Track{UserId: "u", Event: "E"}))
+	out.addErr("Flush after Close", e.client.Flush(context.Background()))
+	out.add("client", fmt.Sprintf("%v %+v %#v", e.client, e.client, e.client))
+	st := e.client.Stats()
+	out.add("Stats", fmt.Sprintf("%+v %#v", st, st))
+	for _, r := range e.logs.all() {
+		out.add("log", r.Text)
+	}
+	if len(e.logs.all()) == 0 {
+		t.Errorf("no log records: the scenario did not exercise the logger")
+	}
+}
+
+func TestWriteKeyNeverLeaks(t *testing.T) {
+	leakCheck(t)
+	authHeader := "Basic " + secrets[1]
+	refused := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return "https://" + ln.Addr().String()
+	}()
+	scenarios := []struct {
+		name     string
+		setup    func(*Server)
+		ownHTTP  bool // the SDK's own client, which does not trust the test CA
+		endpoint string
+		within   time.Duration
+	}{
+		{name: "statuses", setup: func(s *Server) {
+			s.Script(Answer{Status: 401, Body: "invalid write key"}, Answer{Status: 400, Body: `{"error":"bad request"}`},
+				Answer{Status: 302, Header: http.Header{"Location": {"/elsewhere"}}},
+				Answer{Status: 429, Header: http.Header{"Retry-After": {"1"}}, Body: "slow down"})
+			s.Default(Answer{Status: 503, Body: "busy"})
+		}},
+		{name: "dropped connections", setup: func(s *Server) {
+			s.Script(Answer{Action: CloseRaw}, Answer{Action: Reset}, Answer{Action: PartialHeaders}, Answer{Action: CloseTLS})
+			s.Default(Answer{Action: Stall})
+		}},
+		{name: "connections closed before TLS", setup: func(s *Server) { s.ConnDefault(ConnClose) }},
+		{name: "TLS verification failure", ownHTTP: true},
+		{name: "refused port", endpoint: refused},
+		{name: "shutdown cut short", setup: func(s *Server) { s.Default(Answer{Action: Stall}) }, within: 100 * time.Millisecond},
+	}
+	out := &sink{}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			s := newServer(t)
+			if sc.setup != nil {
+				sc.setup(s)
+			}
+			endpoint, hc := s.URL, s.HTTPClient(t, 0)
+			if sc.endpoint != "" {
+				endpoint = sc.endpoint
+			}
+			if sc.ownHTTP {
+				hc = nil
+			}
+			within := sc.within
+			if within == 0 {
+				within = 20 * time.Second
+			}
+			runScenario(t, out, endpoint, hc, within,
+				analytics.WithRequestTimeout(150*time.Millisecond), analytics.WithRateLimitRetryAfterCap(2*time.Millisecond))
+			// The key did reach the server: the test looks for the right
+			// thing.
+			for _, r := range s.Received() {
+				if r.Header.Get("Authorization") != authHeader {
+					t.Fatalf("Authorization %q, want %q", r.Header.Get("Authorization"), authHeader)
+				}
+			}
+		})
+	}
+
+	// New's errors name the option, never the key.
+	for _, opt := range []analytics.Option{
+		analytics.WithFlushAt(0), analytics.WithEndpoint("ftp://x"), analytics.WithEndpoint("https://h/?key=" + testWriteKey[:4]),
+		analytics.WithRequestTimeout(-1), analytics.WithHTTPClient(nil),
+	} {
+		_, err := analytics.New(testWriteKey, opt)
+		if err == nil {
+			t.Errorf("New accepted an invalid option")
+		}
+		out.addErr("New", err)
+	}
+
+	for _, leak := range out.leaks() {
+		t.Errorf("the write key leaked: %.500s", leak)
+	}
+	if n := len(out.texts); n < 100 {
+		t.Errorf("only %d texts collected: the scenarios did not run", n)
+	}
+}
+
+// A server (or a proxy's error page) that echoes the request's
+// Authorization header in its error body. The SDK keeps the start of an
+// error body in HTTPError.Body, which goes into the error and the log, so
+// it must scrub the key from it.
+func TestWriteKeyEchoedByServer(t *testing.T) {
+	leakCheck(t)
+	s := newServer(t).Default(Answer{Status: 401, Body: "unauthorized: Authorization: Basic " + secrets[1]})
+	out := &sink{}
+	runScenario(t, out, s.URL, s.HTTPClient(t, 0), 20*time.Second)
+	if leaks := out.leaks(); len(leaks) > 0 {
+		t.Fatalf("%d texts leak the write key, e.g. %.300s", len(leaks), leaks[0])
+	}
+}
+
+// A 307 from the HTTPS endpoint to plain HTTP on the same host. net/http
+// keeps the Authorization header on a redirect to the same host whatever
+// the scheme, so the SDK must refuse the downgrade, whatever the client's
+// redirect policy: the batch fails with ErrRedirect and nothing reaches the
+// plain server.
+func TestNoRedirectToPlainHTTP(t *testing.T) {
+	leakCheck(t)
+	var mu sync.Mutex
+	var plainAuth []string
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		plainAuth = append(plainAuth, r.Header.Get("Authorization"))
+		mu.Unlock()
+	}))
+	t.Cleanup(plain.Close)
+	s := newServer(t).Default(Answer{Status: http.StatusTemporaryRedirect, Header: http.Header{"Location": {plain.URL + "/v1/batch"}}})
+	hc := s.HTTPClient(t, 0)
+	hc.CheckRedirect = analytics.CheckRedirect
+	// The plain server listens on 127.0.0.1 too: the same host, another
+	// port and scheme.
+	e := newEnv(t, s.URL, hc)
+	msgs := tracks("m", 3)
+	e.enqueue(msgs...)
+	e.close()
+
+	mu.Lock()
+	got := slices.Clone(plainAuth)
+	mu.Unlock()
+	if len(got) > 0 {
+		t.Fatalf("the plain-HTTP server received %d requests with Authorization %q", len(got), got[0])
+	}
+	_, failed := e.out.split(t, ids(msgs))
+	for id, err := range failed {
+		if !errors.Is(err, analytics.ErrRedirect) {
+			t.Errorf("%s: %v, want ErrRedirect", id, err)
+		}
+	}
+	if len(failed) != len(msgs) {
+		t.Errorf("%d of %d events failed, want all (ErrRedirect)", len(failed), len(msgs))
+	}
+}
