@@ -32,6 +32,10 @@ type encoder struct {
 	// id is the messageId written for a message without one: a UUID v4,
 	// generated into id by newID.
 	id [36]byte
+	// random holds random bytes for the next few ids: one read of the
+	// system's generator serves 16 of them.
+	random [16 * 16]byte
+	used   int
 }
 
 // pair is one member of a map being written.

@@ -165,10 +165,20 @@ func AppendTime(dst []byte, t time.Time) []byte {
 
 // appendDigits appends the width lowest decimal digits of n, zero-padded.
 func appendDigits(dst []byte, n, width int) []byte {
+	const pairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+		"8081828384858687888990919293949596979899"
 	var b [4]byte
-	for i := width - 1; i >= 0; i-- {
-		b[i] = byte('0' + n%10)
-		n /= 10
+	for i := width; i > 0; {
+		if i >= 2 {
+			p := n % 100 * 2
+			b[i-2], b[i-1] = pairs[p], pairs[p+1]
+			n /= 100
+			i -= 2
+			continue
+		}
+		b[0] = byte('0' + n%10)
+		i--
 	}
 	return append(dst, b[:width]...)
 }

@@ -43,7 +43,16 @@ type Queue[T any] struct {
 	heldB  int // their total len(Data)
 	pushed uint64
 	taken  uint64
+
+	// chunk is where Push copies data: one allocation serves many items,
+	// and the garbage collector has one object to track instead of each.
+	// A chunk lives until the last item cut from it is dropped.
+	chunk []byte
 }
+
+// chunkSize is the size of the blocks Push copies data into; an item
+// larger than a quarter of it gets an allocation of its own.
+const chunkSize = 64 << 10
 
 // New returns an empty queue holding at most maxItems items and maxBytes
 // bytes of Data.
@@ -79,7 +88,7 @@ func (q *Queue[T]) Push(data []byte, value T) (PushResult, int) {
 	if q.n == len(q.ring) {
 		q.grow()
 	}
-	q.ring[(q.head+q.n)%len(q.ring)] = Item[T]{Data: append([]byte(nil), data...), Value: value}
+	q.ring[(q.head+q.n)%len(q.ring)] = Item[T]{Data: q.copyData(data), Value: value}
 	q.n++
 	q.bytes += len(data)
 	q.held++
@@ -134,6 +143,21 @@ func (q *Queue[T]) IsClosed() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.closed
+}
+
+// copyData copies data into the current chunk, starting a new one when it
+// is full. The copy's capacity is its length, so nobody can append into
+// the next item's bytes.
+func (q *Queue[T]) copyData(data []byte) []byte {
+	if len(data) > chunkSize/4 {
+		return append([]byte(nil), data...)
+	}
+	if cap(q.chunk)-len(q.chunk) < len(data) {
+		q.chunk = make([]byte, 0, chunkSize)
+	}
+	start := len(q.chunk)
+	q.chunk = append(q.chunk, data...)
+	return q.chunk[start:len(q.chunk):len(q.chunk)]
 }
 
 // grow doubles the ring, up to maxItems, keeping items in order.
