@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit e2e demo bench fuzz
+.PHONY: test vet staticcheck unit e2e demo bench bench-packages fuzz
 
 test: vet staticcheck unit
 
@@ -26,7 +26,13 @@ e2e:
 demo:
 	$(GO) run ./examples/quickstart
 
+# The comparison with segmentio/analytics-go v3, posthog-go and
+# rudderlabs/analytics-go v4 (a module of its own, benchmarks/): one table.
 bench:
+	cd benchmarks && $(GO) run ./cmd/compare
+
+# The go test benchmarks of the SDK's packages.
+bench-packages:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 # A short run of every fuzz test; what they find is kept under testdata/fuzz.
@@ -34,3 +40,4 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./retryafter
 	$(GO) test -run='^$$' -fuzz='^FuzzHTTPDateRoundTrip$$' -fuzztime=$(FUZZTIME) ./retryafter
 	$(GO) test -run='^$$' -fuzz='^FuzzEncodeProperties$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzInput$$' -fuzztime=$(FUZZTIME) ./e2e/cli
