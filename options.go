@@ -70,15 +70,19 @@ func WithFlushAt(events int) Option { return func(c *config) { c.flushAt = event
 // sent even if fewer than FlushAt (default 5 s). Must be positive.
 func WithFlushInterval(d time.Duration) Option { return func(c *config) { c.flushInterval = d } }
 
-// WithMaxQueueSize bounds the queue by events (default 10,000). At least 1.
+// WithMaxQueueSize bounds the events the client holds, queued or in flight
+// (being sent or waiting to retry), by count (default 10,000). Beyond it
+// Enqueue returns ErrQueueFull. At least 1.
 func WithMaxQueueSize(events int) Option { return func(c *config) { c.maxQueueSize = events } }
 
-// WithMaxQueueBytes bounds the queue by encoded bytes (default 32 MiB). At
-// least MaxMessageBytes, so that any valid message can be queued.
+// WithMaxQueueBytes bounds the events the client holds, queued or in
+// flight, by encoded bytes (default 32 MiB). At least MaxMessageBytes, so
+// that any valid message can be queued.
 func WithMaxQueueBytes(n int) Option { return func(c *config) { c.maxQueueBytes = n } }
 
-// WithMaxConcurrentRequests bounds how many batches upload at once
-// (default 8). At least 1.
+// WithMaxConcurrentRequests bounds the requests in flight at once (default
+// 8), and so the connections of the SDK's own client. A batch waiting to
+// retry holds no request slot. At least 1.
 func WithMaxConcurrentRequests(n int) Option {
 	return func(c *config) { c.maxConcurrentRequests = n }
 }

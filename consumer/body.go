@@ -101,6 +101,7 @@ type bodyReader struct {
 	tail  bool   // the tail has been handed out
 }
 
+// Read copies the next bytes of the body into p.
 func (r *bodyReader) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
