@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"time"
+
+	ours "github.com/dualpath/analytics-go"
+
+	"github.com/dualpath/analytics-go/benchmarks/sdk"
+)
+
+// driverResult is the one JSON line a driver prints.
+type driverResult struct {
+	SDK            string           `json:"sdk"`
+	Events         int              `json:"events"`
+	EnqueueErrors  int64            `json:"enqueue_errors"`   // events Track refused for good (not counted sent)
+	QueueFullWaits int64            `json:"queue_full_waits"` // ErrQueueFull answers the driver waited out (-on-full wait)
+	FirstError     string           `json:"first_error,omitempty"`
+	ElapsedNs      int64            `json:"elapsed_ns"` // first Track to Close returned
+	EnqueueNs      int64            `json:"enqueue_ns"` // first Track to last Track returned
+	CloseNs        int64            `json:"close_ns"`   // Close alone
+	TotalAlloc     uint64           `json:"total_alloc"`
+	Mallocs        uint64           `json:"mallocs"`
+	NumGC          uint32           `json:"num_gc"`
+	PeakRSSKiB     int64            `json:"peak_rss_kib"` // VmHWM at the end
+	Counters       map[string]int64 `json:"counters,omitempty"`
+}
+
+type driverConfig struct {
+	sdk, endpoint, onFull  string
+	events                 int
+	cpuProfile, memProfile string
+}
+
+// ids returns n distinct ids of 10 digits each, sliced from one string:
+// one allocation, made before the measured window, so the window holds the
+// SDK's costs and not the driver's.
+func ids(n int) func(i int) string {
+	const w = 10
+	b := make([]byte, 0, n*w)
+	for i := range n {
+		b = fmt.Appendf(b, "%0*d", w, i)
+	}
+	s := string(b)
+	return func(i int) string { return s[i*w : (i+1)*w] }
+}
+
+// users returns the user ids the events cycle through.
+func users() []string {
+	u := make([]string, 1000)
+	for i := range u {
+		u[i] = "user-" + strconv.Itoa(i)
+	}
+	return u
+}
+
+func runDriver(cfg driverConfig) error {
+	id, us := ids(cfg.events), users()
+	c, err := sdk.New(cfg.sdk, cfg.endpoint, nil)
+	if err != nil {
+		return err
+	}
+	res := driverResult{SDK: cfg.sdk, Events: cfg.events}
+
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for i := range cfg.events {
+		for {
+			err := c.Track(id(i), us[i%len(us)])
+			if err == nil {
+				break
+			}
+			if errors.Is(err, ours.ErrQueueFull) && cfg.onFull == "wait" {
+				// A producer that cannot drop events waits for room; the
+				// time it waits is part of the run.
+				res.QueueFullWaits++
+				time.Sleep(100 * time.Microsecond)
+				continue
+			}
+			res.EnqueueErrors++
+			if res.FirstError == "" {
+				res.FirstError = err.Error()
+			}
+			break
+		}
+	}
+	enqueued := time.Now()
+	if err := c.Close(); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	end := time.Now()
+	runtime.ReadMemStats(&after)
+	if cfg.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+
+	res.ElapsedNs = end.Sub(start).Nanoseconds()
+	res.EnqueueNs = enqueued.Sub(start).Nanoseconds()
+	res.CloseNs = end.Sub(enqueued).Nanoseconds()
+	res.TotalAlloc = after.TotalAlloc - before.TotalAlloc
+	res.Mallocs = after.Mallocs - before.Mallocs
+	res.NumGC = after.NumGC - before.NumGC
+	res.PeakRSSKiB = procStatusKiB("VmHWM")
+	if cc, ok := c.(sdk.Counters); ok {
+		res.Counters = cc.Counters()
+	}
+	if cfg.memProfile != "" {
+		f, err := os.Create(cfg.memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// maxConcurrentRequests is our SDK's documented default of
+// MaxConcurrentRequests: the most connections a run may open.
+const maxConcurrentRequests = 8
+
+// row is one SDK in one scenario, with its runs.
+type row struct {
+	sdk, scenario string
+	runs          []run
+}
+
+// rowMetrics are a row's figures; ok is false when no run finished.
+type rowMetrics struct {
+	ok                            bool
+	eventsPerSec, nsPerEvent      float64
+	bytesPerEvent, allocsPerEvent float64
+	wireBytes, wirePerEvent       float64
+	requests, conns, rssMiB       float64
+	lost, dups                    int64 // worst run
+	notes                         []string
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (rw row) figures(events int) rowMetrics {
+	var m rowMetrics
+	var eps, ns, bpe, ape, wire, req, conns, rss []float64
+	timeouts, errs, enqErrs, waits, decodeErrs := 0, 0, int64(0), int64(0), int64(0)
+	n := float64(events)
+	for _, r := range rw.runs {
+		lost := int64(events) - r.sink.Distinct
+		m.lost = max(m.lost, lost)
+		m.dups = max(m.dups, r.sink.Duplicates)
+		decodeErrs += r.sink.DecodeErrors
+		wire = append(wire, float64(r.sink.WireBytes))
+		req = append(req, float64(r.sink.Requests))
+		conns = append(conns, float64(r.sink.Conns))
+		switch {
+		case r.timeout:
+			timeouts++
+			continue
+		case r.drv == nil:
+			errs++
+			if len(m.notes) == 0 {
+				m.notes = append(m.notes, r.err)
+			}
+			continue
+		}
+		d := r.drv
+		eps = append(eps, n/(float64(d.ElapsedNs)/1e9))
+		ns = append(ns, float64(d.ElapsedNs)/n)
+		bpe = append(bpe, float64(d.TotalAlloc)/n)
+		ape = append(ape, float64(d.Mallocs)/n)
+		rss = append(rss, float64(d.PeakRSSKiB)/1024)
+		enqErrs += d.EnqueueErrors
+		waits += d.QueueFullWaits
+	}
+	m.ok = len(eps) > 0
+	m.eventsPerSec, m.nsPerEvent = median(eps), median(ns)
+	m.bytesPerEvent, m.allocsPerEvent = median(bpe), median(ape)
+	m.wireBytes = median(wire)
+	m.wirePerEvent = m.wireBytes / n
+	m.requests, m.conns, m.rssMiB = median(req), median(conns), median(rss)
+	if timeouts > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("%d/%d runs timed out", timeouts, len(rw.runs)))
+	}
+	if errs > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("%d/%d runs failed", errs, len(rw.runs)))
+	}
+	in := ""
+	if len(eps) > 1 {
+		in = fmt.Sprintf(" in %d runs", len(eps))
+	}
+	if enqErrs > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("%d enqueue errors%s", enqErrs, in))
+	}
+	if waits > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("%d ErrQueueFull waits%s", waits, in))
+	}
+	if decodeErrs > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("%d undecodable bodies", decodeErrs))
+	}
+	return m
+}
+
+func writeTable(w io.Writer, rows []row, events int) {
+	fmt.Fprintln(w, "| SDK | scenario | events/s | ns/event | B/event | allocs/event | wire bytes | wire B/event | requests | TCP conns | peak RSS MiB | lost | dups | notes |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	for _, rw := range rows {
+		m := rw.figures(events)
+		if !m.ok {
+			fmt.Fprintf(w, "| %s | %s | – | – | – | – | %s | %.0f | %.0f | %.0f | – | %d | %d | %s |\n",
+				rw.sdk, rw.scenario, thousands(m.wireBytes), m.wirePerEvent, m.requests, m.conns, m.lost, m.dups,
+				strings.Join(m.notes, "; "))
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f | %s | %.0f | %.0f | %.0f | %.1f | %d | %d | %s |\n",
+			rw.sdk, rw.scenario, thousands(m.eventsPerSec), thousands(m.nsPerEvent), thousands(m.bytesPerEvent),
+			m.allocsPerEvent, thousands(m.wireBytes), m.wirePerEvent, m.requests, m.conns, m.rssMiB,
+			m.lost, m.dups, strings.Join(m.notes, "; "))
+	}
+}
+
+// writeTargets prints the targets for the clean scenario, as ratios
+// of ours to segmentio v3 in the same run, and whether ours delivered every
+// event exactly once in every scenario.
+func writeTargets(w io.Writer, rows []row) {
+	find := func(s, sc string) *row {
+		for i := range rows {
+			if rows[i].sdk == s && rows[i].scenario == sc {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	events := 0
+	for _, rw := range rows {
+		for _, r := range rw.runs {
+			if r.drv != nil {
+				events = r.drv.Events
+			}
+		}
+	}
+	ours, seg := find("ours", "clean"), find("segmentio", "clean")
+	fmt.Fprintln(w, "Targets (clean scenario; ours ÷ segmentio v3 in this run):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| target | ours | segmentio | ratio | bound | verdict |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|---|")
+	if ours != nil && seg != nil {
+		o, s := ours.figures(events), seg.figures(events)
+		if o.ok && s.ok {
+			r := o.eventsPerSec / s.eventsPerSec
+			fmt.Fprintf(w, "| events/s | %s | %s | %.2f× | ≥ 2× | %s |\n", thousands(o.eventsPerSec), thousands(s.eventsPerSec), r, verdict(r >= 2))
+			r = o.bytesPerEvent / s.bytesPerEvent
+			fmt.Fprintf(w, "| B/event | %s | %s | %.2f× | ≤ 0.4× | %s |\n", thousands(o.bytesPerEvent), thousands(s.bytesPerEvent), r, verdict(r <= 0.4))
+		}
+		r := o.wireBytes / s.wireBytes
+		fmt.Fprintf(w, "| wire bytes | %s | %s | %.2f× | ≤ 0.25× | %s |\n", thousands(o.wireBytes), thousands(s.wireBytes), r, verdict(r <= 0.25))
+	} else {
+		fmt.Fprintln(w, "| ratios | | | | | not measured: run ours and segmentio in the clean scenario |")
+	}
+	if ours != nil {
+		o := ours.figures(events)
+		fmt.Fprintf(w, "| TCP connections | %.0f | | | ≤ %d (MaxConcurrentRequests) | %s |\n", o.conns, maxConcurrentRequests, verdict(o.conns <= maxConcurrentRequests))
+	}
+	var bad []string
+	seen := false
+	for _, rw := range rows {
+		if rw.sdk != "ours" {
+			continue
+		}
+		seen = true
+		if m := rw.figures(events); m.lost != 0 || m.dups != 0 || !m.ok {
+			bad = append(bad, rw.scenario)
+		}
+	}
+	if seen {
+		note := "every scenario"
+		if len(bad) > 0 {
+			note = "not in: " + strings.Join(bad, ", ")
+		}
+		fmt.Fprintf(w, "| ours: each event delivered exactly once | %s | | | lost 0, dups 0 | %s |\n", note, verdict(len(bad) == 0))
+	}
+}
+
+// thousands formats x rounded, with thin separators: 1,234,567.
+func thousands(x float64) string {
+	s := fmt.Sprintf("%.0f", x)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,158 @@
+// Package sdk puts this SDK and its peers behind one small interface, so
+// that the benchmarks drive every SDK with the same work: a track event
+// "Order Completed" with five string properties, a user id and, when
+// given, a unique id that the sink counts deliveries by.
+//
+// Every client is built with its SDK's defaults except the endpoint (and,
+// for in-process benchmarks, the transport).
+package sdk
+
+import (
+	"fmt"
+	"net/http"
+
+	ours "github.com/dualpath/analytics-go"
+	posthog "github.com/posthog/posthog-go"
+	rudder "github.com/rudderlabs/analytics-go/v4"
+	segment "github.com/segmentio/analytics-go/v3"
+)
+
+// Names lists the SDKs in the order the tables show them.
+var Names = []string{"ours", "segmentio", "posthog", "rudder"}
+
+// Event is the name of every event sent.
+const Event = "Order Completed"
+
+// props are the five string properties of every event. One map per SDK is
+// shared, read-only, by every event: building a map per event would add
+// the same cost to every SDK and hide the differences between them. No SDK
+// writes to the map it is given (posthog copies it into a map of its own).
+var props = [5][2]string{
+	{"plan", "pro"}, {"currency", "USD"}, {"coupon", "WINTER"}, {"sku", "sku-42"}, {"category", "books"},
+}
+
+// Client is one SDK's client.
+type Client interface {
+	// Track enqueues one event. id is the unique id the sink counts (the
+	// messageId; posthog's Uuid); empty lets the SDK make one.
+	Track(id, userID string) error
+	// Close sends everything queued and waits for it, the SDK's way.
+	Close() error
+}
+
+// Counters is implemented by clients that report their own counters (ours:
+// Stats); the driver prints them next to its measurements.
+type Counters interface {
+	Counters() map[string]int64
+}
+
+// New returns a client of SDK name that sends to endpoint (scheme, host and
+// port; each SDK adds its own path). A nil transport keeps the SDK's own.
+func New(name, endpoint string, transport http.RoundTripper) (Client, error) {
+	switch name {
+	case "ours":
+		return newOurs(endpoint, transport)
+	case "segmentio":
+		p := segment.NewProperties()
+		for _, kv := range props {
+			p.Set(kv[0], kv[1])
+		}
+		c, err := segment.NewWithConfig("wk", segment.Config{Endpoint: endpoint, Transport: transport})
+		return &segmentClient{c: c, props: p}, err
+	case "posthog":
+		p := posthog.NewProperties()
+		for _, kv := range props {
+			p.Set(kv[0], kv[1])
+		}
+		c, err := posthog.NewWithConfig("phc_wk", posthog.Config{Endpoint: endpoint, Transport: transport})
+		return &posthogClient{c: c, props: p}, err
+	case "rudder":
+		p := rudder.NewProperties()
+		for _, kv := range props {
+			p.Set(kv[0], kv[1])
+		}
+		c, err := rudder.NewWithConfig("wk", rudder.Config{DataPlaneUrl: endpoint, Transport: transport})
+		return &rudderClient{c: c, props: p}, err
+	}
+	return nil, fmt.Errorf("unknown SDK %q (want one of %v)", name, Names)
+}
+
+type oursClient struct {
+	c     *ours.Client
+	props ours.Properties
+}
+
+func newOurs(endpoint string, transport http.RoundTripper) (*oursClient, error) {
+	opts := []ours.Option{ours.WithEndpoint(endpoint)}
+	if transport != nil {
+		opts = append(opts, ours.WithHTTPClient(&http.Client{Transport: transport}))
+	}
+	c, err := ours.New("wk", opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := ours.NewProperties()
+	for _, kv := range props {
+		p.Set(kv[0], kv[1])
+	}
+	return &oursClient{c: c, props: p}, nil
+}
+
+// Track implements Client.
+func (o *oursClient) Track(id, userID string) error {
+	return o.c.Enqueue(ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: o.props})
+}
+
+// Close implements Client.
+func (o *oursClient) Close() error { return o.c.Close() }
+
+// Counters returns the SDK's own counters, where it keeps any.
+func (o *oursClient) Counters() map[string]int64 {
+	s := o.c.Stats()
+	return map[string]int64{
+		"enqueued": s.Enqueued, "rejected_queue_full": s.Rejected.QueueFull,
+		"delivered": s.Delivered, "failed": s.Failed.RetriesExhausted + s.Failed.BackoffBudgetExceeded +
+			s.Failed.RateLimitBudgetExceeded + s.Failed.FatalStatus + s.Failed.Redirect + s.Failed.Shutdown + s.Failed.Other,
+		"batches": s.Batches, "attempts": s.Attempts, "retries_backoff": s.Retries.Backoff,
+		"retries_rate_limit": s.Retries.RateLimit, "bytes_sent": s.BytesSent,
+	}
+}
+
+type segmentClient struct {
+	c     segment.Client
+	props segment.Properties
+}
+
+// Track implements Client.
+func (s *segmentClient) Track(id, userID string) error {
+	return s.c.Enqueue(segment.Track{MessageId: id, UserId: userID, Event: Event, Properties: s.props})
+}
+
+// Close implements Client.
+func (s *segmentClient) Close() error { return s.c.Close() }
+
+type posthogClient struct {
+	c     posthog.Client
+	props posthog.Properties
+}
+
+// Track implements Client.
+func (p *posthogClient) Track(id, userID string) error {
+	return p.c.Enqueue(posthog.Capture{Uuid: id, DistinctId: userID, Event: Event, Properties: p.props})
+}
+
+// Close implements Client.
+func (p *posthogClient) Close() error { return p.c.Close() }
+
+type rudderClient struct {
+	c     rudder.Client
+	props rudder.Properties
+}
+
+// Track implements Client.
+func (r *rudderClient) Track(id, userID string) error {
+	return r.c.Enqueue(rudder.Track{MessageId: id, UserId: userID, Event: Event, Properties: r.props})
+}
+
+// Close implements Client.
+func (r *rudderClient) Close() error { return r.c.Close() }
