@@ -68,8 +68,14 @@ func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err er
 
 // newID writes a random (version 4, RFC 9562) UUID into e.id.
 func (e *encoder) newID() {
+	if e.used == 0 || e.used == len(e.random) {
+		_, _ = rand.Read(e.random[:]) // crypto/rand.Read never fails: it crashes the program instead
+		e.used = 0
+	}
 	var b [16]byte
-	_, _ = rand.Read(b[:])  // crypto/rand.Read never fails: it crashes the program instead
+	copy(b[:], e.random[e.used:])
+	clear(e.random[e.used : e.used+16]) // each id's randomness is used once and not kept
+	e.used += 16
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // variant 10
 	hex.Encode(e.id[0:8], b[0:4])

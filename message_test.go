@@ -401,3 +401,17 @@ func TestContextExtraKeepsLargeIntegers(t *testing.T) {
 		t.Fatalf("large integer not written as given: %s", b)
 	}
 }
+
+func TestGeneratedIDsAreDistinctUUIDv4(t *testing.T) {
+	uuidV4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	e := &encoder{}
+	seen := map[string]bool{}
+	for range 100 { // more than one read of the random buffer
+		e.newID()
+		id := string(e.id[:])
+		if !uuidV4.MatchString(id) || seen[id] {
+			t.Fatalf("id %q: not a UUID v4, or seen before", id)
+		}
+		seen[id] = true
+	}
+}
