@@ -3,6 +3,8 @@ package consumer
 import (
 	"net/http"
 	"time"
+
+	"github.com/dualpath/analytics-go/retry"
 )
 
 // maxRedirects bounds the 307/308 hops the default client follows.
@@ -36,8 +38,7 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > maxRedirects || req.Response == nil || Downgrade(req, via) {
 		return http.ErrUseLastResponse
 	}
-	switch req.Response.StatusCode {
-	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	if retry.MayFollowRedirect(req.Response.StatusCode) {
 		return nil
 	}
 	return http.ErrUseLastResponse

@@ -74,6 +74,13 @@ func IsRetryableStatus(status int) bool {
 	return status >= 500 && status <= 599
 }
 
+// MayFollowRedirect reports whether a redirect of this status may be
+// followed: only 307 and 308, which keep the method and the body. A 301,
+// 302 or 303 would turn the POST into a bodiless GET.
+func MayFollowRedirect(status int) bool {
+	return status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect
+}
+
 // Classify classifies an HTTP response by its status and header. now is the
 // local clock, the reference for an HTTP-date Retry-After when the response
 // has no valid Date. Retry-After is read only on a retryable status; on any

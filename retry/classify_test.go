@@ -82,3 +82,11 @@ func TestOutcomeAndPathNames(t *testing.T) {
 		t.Error("path names changed")
 	}
 }
+
+func TestMayFollowRedirect(t *testing.T) {
+	for status := 100; status <= 599; status++ {
+		if got, want := MayFollowRedirect(status), status == 307 || status == 308; got != want {
+			t.Errorf("MayFollowRedirect(%d) = %v, want %v", status, got, want)
+		}
+	}
+}
