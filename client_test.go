@@ -611,3 +611,22 @@ func TestShutdownAfterCloseIgnoresAnEndedContext(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueBudgetIsGivenBackOnceEventsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI(), WithMaxQueueSize(10), WithFlushAt(5))
+		// Four rounds of 5 events through a 10-event bound: each round's
+		// budget comes back when its events are delivered.
+		for round := range 4 {
+			e.enqueue(tracks(fmt.Sprintf("r%d-", round), 5)...)
+			e.flush()
+			if st := e.client.Stats(); st.QueueDepth != 0 || st.InFlight != 0 {
+				t.Fatalf("round %d: %d queued, %d in flight after Flush", round, st.QueueDepth, st.InFlight)
+			}
+		}
+		e.close()
+		if st := e.client.Stats(); st.Delivered != 20 || st.Rejected.QueueFull != 0 {
+			t.Fatalf("stats %+v, want 20 delivered and none refused", st)
+		}
+	})
+}

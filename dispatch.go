@@ -98,7 +98,6 @@ func (c *Client) cut() {
 		return
 	}
 	c.stats.batches.Add(1)
-	c.stats.inFlight.Add(int64(len(b.Items)))
 	c.uploads.Add(1)
 	go c.send(b)
 }
@@ -111,7 +110,6 @@ func (c *Client) send(b queue.Batch[Message]) {
 			c.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
 			c.finish(b.Items[reported:], &BatchError{Reason: fmt.Errorf("analytics: internal error: %v", p)})
 		}
-		c.stats.inFlight.Add(-int64(len(b.Items)))
 		c.batchDone(b.Seq)
 		<-c.batches
 		c.uploads.Done()

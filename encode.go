@@ -98,20 +98,6 @@ func putEncoder(e *encoder) {
 	}
 }
 
-// encodeMessage returns the JSON of m in a slice of its own, with id and ts
-// as defaults for an unset MessageId and Timestamp. Tests use it.
-func encodeMessage(m Message, id string, ts time.Time) ([]byte, error) {
-	if m.id() == "" && id != "" {
-		m = m.withDefaults(id, time.Time{})
-	}
-	e := getEncoder()
-	defer putEncoder(e)
-	if _, err := e.encodeMessage(m, ts); err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), e.buf...), nil
-}
-
 // object writes the members of one JSON object, inserting commas.
 type object struct {
 	e     *encoder

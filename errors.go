@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -90,3 +91,23 @@ func (e *FieldError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidMessage) true.
 func (e *FieldError) Is(target error) bool { return target == ErrInvalidMessage }
+
+// ErrShutdown is wrapped by the error of every event that a Shutdown cut
+// short when its context ended; that error also wraps the context's error
+// (context.DeadlineExceeded or context.Canceled).
+var ErrShutdown = errors.New("analytics: shutdown ended before delivery")
+
+func shutdownCause(ctxErr error) error {
+	if ctxErr == nil {
+		ctxErr = context.Canceled
+	}
+	return &shutdownError{ctxErr}
+}
+
+type shutdownError struct{ ctxErr error }
+
+// Error says the shutdown ended first, and why.
+func (e *shutdownError) Error() string { return ErrShutdown.Error() + ": " + e.ctxErr.Error() }
+
+// Unwrap returns ErrShutdown and the context's error.
+func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr} }

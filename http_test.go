@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,5 +302,27 @@ func TestWriteKeyNeverInLogsOrErrors(t *testing.T) {
 				t.Fatalf("the write key appears in: %s", text)
 			}
 		}
+	}
+}
+
+// A user's client with net/http's default redirect policy would follow a
+// 307 from https to plain http with the Authorization header: New guards
+// every client it is given.
+func TestUserClientNeverFollowsADowngrade(t *testing.T) {
+	var plainHits atomic.Int64
+	plain := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { plainHits.Add(1) }))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+"/v1/batch", http.StatusTemporaryRedirect)
+	}))
+	defer secure.Close()
+	userClient := secure.Client() // trusts the test CA; no CheckRedirect: follows redirects
+	defer userClient.CloseIdleConnections()
+	f := sendOne(t, secure.URL, WithHTTPClient(userClient)).failed()
+	if len(f) != 1 || !errors.Is(f[0].err, ErrRedirect) {
+		t.Fatalf("failures %+v, want ErrRedirect", f)
+	}
+	if n := plainHits.Load(); n != 0 {
+		t.Fatalf("the plain-http server got %d requests", n)
 	}
 }

@@ -12,6 +12,20 @@ import (
 	"time"
 )
 
+// encodeMessage returns the JSON of m in a slice of its own, with id and ts
+// as defaults for an unset MessageId and Timestamp.
+func encodeMessage(m Message, id string, ts time.Time) ([]byte, error) {
+	if m.id() == "" && id != "" {
+		m = m.withDefaults(id, time.Time{})
+	}
+	e := getEncoder()
+	defer putEncoder(e)
+	if _, err := e.encodeMessage(m, ts); err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), e.buf...), nil
+}
+
 var fixedTime = time.Date(2026, 11, 29, 12, 34, 56, 789_123_456, time.UTC)
 
 // decode encodes m as Enqueue does and decodes the JSON back.

@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 )
@@ -90,7 +89,7 @@ type TransportErrorStats struct {
 
 // counters are the client's own; the uploader keeps the per-attempt ones.
 type counters struct {
-	enqueued, delivered, inFlight                atomic.Int64
+	enqueued, delivered                          atomic.Int64
 	rejInvalid, rejTooLarge, rejFull, rejClosed  atomic.Int64
 	batches                                      atomic.Int64
 	failExhausted, failBackoff, failRateLimit    atomic.Int64
@@ -119,30 +118,12 @@ func (c *counters) failed(err error, n int64) {
 	reason.Add(n)
 }
 
-// ErrShutdown is wrapped by the error of every event that a Shutdown cut
-// short when its context ended; that error also wraps the context's error
-// (context.DeadlineExceeded or context.Canceled).
-var ErrShutdown = errors.New("analytics: shutdown ended before delivery")
-
-func shutdownCause(ctxErr error) error {
-	if ctxErr == nil {
-		ctxErr = context.Canceled
-	}
-	return &shutdownError{ctxErr}
-}
-
-type shutdownError struct{ ctxErr error }
-
-// Error says the shutdown ended first, and why.
-func (e *shutdownError) Error() string { return ErrShutdown.Error() + ": " + e.ctxErr.Error() }
-
-// Unwrap returns ErrShutdown and the context's error.
-func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr} }
-
 // Stats returns a snapshot of the client's counters. It is safe to call at
 // any time, from any goroutine.
 func (c *Client) Stats() Stats {
 	u := c.up.Counters()
+	// In flight is what the queue's bounds still hold but no longer queue.
+	queued, queuedBytes, held := c.queue.Sizes()
 	return Stats{
 		Enqueued: c.stats.enqueued.Load(),
 		Rejected: RejectedStats{
@@ -170,8 +151,8 @@ func (c *Client) Stats() Stats {
 		RateLimitedWaits: u.RateLimitedWaits,
 		BytesSent:        u.BytesSent,
 		TransportErrors:  TransportErrorStats{NotWritten: u.TransportErrorsNotWritten, Written: u.TransportErrorsWritten},
-		QueueDepth:       c.queue.Len(),
-		QueueBytes:       c.queue.Bytes(),
-		InFlight:         c.stats.inFlight.Load(),
+		QueueDepth:       queued,
+		QueueBytes:       queuedBytes,
+		InFlight:         int64(held - queued),
 	}
 }

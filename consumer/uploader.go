@@ -11,7 +11,6 @@ package consumer
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -143,15 +142,10 @@ func (u *Uploader) AcquireRequest(ctx context.Context) error { return u.acquire(
 func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error), held *bool) {
 	end := offset + len(events)
 	// Spliced first, checked second: a body over the limit is split before
-	// it is sent; a single event cannot be (the analytics package refuses
-	// events that large at Enqueue), so it fails on its own.
-	if eventsLen(events)+envelopeSize(u.context) > MaxBodyBytes {
-		if len(events) > 1 {
-			u.split(ctx, events, offset, report, held)
-			return
-		}
-		u.stats.failed.Add(1)
-		report(offset, end, &BatchError{Reason: errOversized})
+	// it is sent. A single event always fits: the analytics package refuses
+	// events over MaxMessageBytes at Enqueue.
+	if len(events) > 1 && eventsLen(events)+envelopeSize(u.context) > MaxBodyBytes {
+		u.split(ctx, events, offset, report, held)
 		return
 	}
 
@@ -259,9 +253,6 @@ func redactor(writeKey string) *strings.Replacer {
 	// Longest first: the Replacer tries the old strings in argument order.
 	return strings.NewReplacer(basic, r, raw, r, writeKey, r)
 }
-
-// errOversized fails an event that cannot fit in a body on its own.
-var errOversized = errors.New("analytics: event does not fit in a batch body")
 
 func errString(err error) string {
 	if err == nil {

@@ -121,12 +121,12 @@ func (q *Queue[T]) Release(items, bytes int) {
 	q.heldB -= bytes
 }
 
-// Held returns the items, and their bytes, that count against the bounds:
-// queued, or taken and not released.
-func (q *Queue[T]) Held() (items, bytes int) {
+// Sizes returns, read together, the items queued, their bytes, and the
+// items that count against the bounds (queued, or taken and not released).
+func (q *Queue[T]) Sizes() (queued, queuedBytes, held int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.held, q.heldB
+	return q.n, q.bytes, q.held
 }
 
 // Close makes every later Push return Closed. What is queued stays, to be
@@ -226,13 +226,6 @@ func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.n
-}
-
-// Bytes returns the total length of the queued items' Data.
-func (q *Queue[T]) Bytes() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.bytes
 }
 
 // Counts returns how many items were ever pushed and ever taken (by Take or

@@ -45,19 +45,19 @@ func TestPushBoundedByBytes(t *testing.T) {
 	if res, _ := q.Push(item(3, 5).Data, item(3, 5).Value); res != Pushed {
 		t.Fatal("push that exactly fills the byte bound was refused")
 	}
-	if q.Bytes() != 25 || q.Len() != 3 {
-		t.Fatalf("Bytes, Len = %d, %d; want 25, 3", q.Bytes(), q.Len())
+	if n, b, _ := q.Sizes(); n != 3 || b != 25 {
+		t.Fatalf("Sizes = %d items, %d bytes; want 3, 25", n, b)
 	}
 	q.Take(1, 1000)
-	if q.Bytes() != 15 {
-		t.Fatalf("Bytes after taking 10 = %d, want 15", q.Bytes())
+	if _, b, _ := q.Sizes(); b != 15 {
+		t.Fatalf("bytes queued after taking 10 = %d, want 15", b)
 	}
 	// Taken is still held until released.
 	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value); res != Full {
 		t.Fatal("push accepted while taken items still hold the budget")
 	}
-	if n, b := q.Held(); n != 3 || b != 25 {
-		t.Fatalf("Held() = %d, %d; want 3, 25", n, b)
+	if queued, b, held := q.Sizes(); queued != 2 || b != 15 || held != 3 {
+		t.Fatalf("Sizes() = %d, %d, %d; want 2 queued of 15 bytes, 3 held", queued, b, held)
 	}
 	q.Release(1, 10)
 	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value); res != Pushed {
@@ -210,8 +210,8 @@ func TestConcurrentPushAndTake(t *testing.T) {
 	if got != total {
 		t.Fatalf("took %d items, %d were accepted", got, total)
 	}
-	if q.Len() != 0 || q.Bytes() != 0 {
-		t.Fatalf("queue not empty: %d items, %d bytes", q.Len(), q.Bytes())
+	if n, b, _ := q.Sizes(); n != 0 || b != 0 {
+		t.Fatalf("queue not empty: %d items, %d bytes", n, b)
 	}
 }
 
