@@ -23,8 +23,15 @@ const (
 
 // attempt sends the batch once. retryCount is the value of X-Retry-Count,
 // 0 on a first attempt (no header). It returns the classified result and,
-// unless the result is Success, an *HTTPError or *TransportError.
+// unless the result is Success, an *HTTPError or *TransportError, scrubbed
+// of the write key: every error of an attempt leaves through here.
 func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int) (retry.Result, error) {
+	res, err := u.send(ctx, events, retryCount)
+	return res, u.scrub.error(err)
+}
+
+// send is attempt before scrubbing.
+func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (retry.Result, error) {
 	u.stats.attempts.Add(1)
 	body := newBatchBody(events, u.context, u.clock.Now())
 	var reader func() io.Reader
@@ -43,9 +50,11 @@ func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int)
 	defer cancel()
 	var phase progress
 	trace := &httptrace.ClientTrace{
-		// A new connection means a new send (a followed 307/308, or
-		// net/http's own resend of a request nothing was written of): what
-		// counts is how far the last one got.
+		// Each send asks for a connection: the first, a followed 307/308,
+		// or net/http's own resend of a request nothing was written of.
+		// What counts is how far the last one got, so each starts over,
+		// and a redirect whose dial is refused is "not connected".
+		GetConn: func(string) { phase.restart(PhaseNotConnected) },
 		GotConn: func(httptrace.GotConnInfo) { phase.restart(PhaseConnected) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
@@ -85,6 +94,11 @@ func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int)
 		return retry.NoResponse, &TransportError{Phase: p, Err: err}
 	}
 	defer resp.Body.Close()
+	// Reading the body ends by the attempt's deadline and by Shutdown
+	// whatever the transport does: a 101 Switching Protocols hands back
+	// the raw connection as the body, which no context reaches.
+	stop := context.AfterFunc(actx, func() { resp.Body.Close() })
+	defer stop()
 
 	// A user-supplied client may follow a 301/302/303, which turns the POST
 	// into a bodiless GET; whatever that GET answered, the batch was not
@@ -94,7 +108,7 @@ func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int)
 		return retry.Result{Outcome: retry.Redirect}, &HTTPError{
 			StatusCode: resp.StatusCode,
 			Method:     resp.Request.Method,
-			Location:   u.secrets.Replace(resp.Request.URL.Redacted()),
+			Location:   resp.Request.URL.Redacted(),
 		}
 	}
 
@@ -105,20 +119,21 @@ func (u *Uploader) attempt(ctx context.Context, events [][]byte, retryCount int)
 	}
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       u.secrets.Replace(excerpt(resp.Body)),
+		Body:       u.scrub.excerpt(excerpt(resp.Body)),
 		RetryAfter: res.RetryAfter,
 	}
 	if res.Outcome == retry.Redirect {
-		herr.Location = u.secrets.Replace(resp.Header.Get("Location"))
+		herr.Location = resp.Header.Get("Location")
 	}
 	drain(resp.Body)
 	return res, herr
 }
 
-// excerpt reads the start of an error response's body.
-func excerpt(body io.Reader) string {
+// excerpt reads the start of an error response's body, and reports
+// whether it was cut at excerptBytes.
+func excerpt(body io.Reader) (string, bool) {
 	b, _ := io.ReadAll(io.LimitReader(body, excerptBytes))
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ToValidUTF8(string(b), "\uFFFD"), len(b) == excerptBytes
 }
 
 // drain reads what is left of a body, up to a bound, so that closing it

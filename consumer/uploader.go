@@ -13,7 +13,6 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/dualpath/analytics-go/retry"
@@ -58,7 +57,7 @@ type Config struct {
 type Uploader struct {
 	url       string
 	auth      string
-	secrets   *strings.Replacer // scrubs the write key from what servers send back
+	scrub     *scrubber // removes the write key from what servers send back
 	userAgent string
 	context   []byte
 	client    *http.Client
@@ -68,7 +67,7 @@ type Uploader struct {
 	clock     Clock
 	log       *slog.Logger
 
-	pause    gate
+	pause    retry.Pause
 	requests chan struct{} // a token per request in flight
 	stats    counters
 }
@@ -79,7 +78,7 @@ func New(cfg Config) *Uploader {
 	u := &Uploader{
 		url:       cfg.Endpoint + "/v1/batch",
 		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
-		secrets:   redactor(cfg.WriteKey),
+		scrub:     newScrubber(cfg.WriteKey),
 		userAgent: cfg.UserAgent,
 		context:   cfg.Context,
 		client:    cfg.Client,
@@ -157,7 +156,7 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 	}
 	for {
 		if !*held {
-			waited, err := u.pause.wait(ctx, u.clock)
+			waited, err := u.wait(ctx)
 			if waited {
 				u.stats.gateWaits.Add(1)
 			}
@@ -171,7 +170,7 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 			}
 			*held = true
 		}
-		if u.pause.openAt().After(u.clock.Now()) {
+		if u.pause.Until().After(u.clock.Now()) {
 			// The client is paused by a Retry-After: wait without the slot.
 			u.release()
 			*held = false
@@ -182,6 +181,10 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 		*held = false
 		if err != nil {
 			last = err
+		}
+		if _, noAnswer := err.(*TransportError); !noAnswer && res.Outcome != retry.RateLimited {
+			// Answered without a Retry-After: the rate-limit episode is over.
+			u.pause.Answered()
 		}
 		if res.Outcome != retry.Success && ctx.Err() != nil {
 			fail(context.Cause(ctx), budget.Attempts()+1)
@@ -211,7 +214,7 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 			u.stats.rateLimitRetries.Add(1)
 			// One server signal pauses every worker; this batch waits at
 			// the gate like the others.
-			u.pause.hold(now.Add(d.Wait))
+			u.pause.Hold(now, d.Wait)
 			continue
 		}
 		u.stats.backoffRetries.Add(1)
@@ -241,17 +244,6 @@ func (u *Uploader) split(ctx context.Context, events [][]byte, offset int, repor
 	mid := len(events) / 2
 	u.deliver(ctx, events[:mid], offset, report, held)
 	u.deliver(ctx, events[mid:], offset+mid, report, held)
-}
-
-// redactor replaces the write key, in the forms a server or proxy may echo
-// back in an error page (raw, or base64 in an Authorization header), with
-// [REDACTED], so that it never reaches an error or a log line.
-func redactor(writeKey string) *strings.Replacer {
-	basic := base64.StdEncoding.EncodeToString([]byte(writeKey + ":"))
-	raw := base64.RawStdEncoding.EncodeToString([]byte(writeKey + ":"))
-	const r = "[REDACTED]"
-	// Longest first: the Replacer tries the old strings in argument order.
-	return strings.NewReplacer(basic, r, raw, r, writeKey, r)
 }
 
 func errString(err error) string {

@@ -500,7 +500,7 @@ func TestBodyReaderWriterAndLenAgree(t *testing.T) {
 }
 
 func TestRedactorScrubsTheWriteKey(t *testing.T) {
-	r := redactor("wk-secret")
+	r := newScrubber("wk-secret").replacer
 	basic := base64.StdEncoding.EncodeToString([]byte("wk-secret:"))
 	raw := base64.RawStdEncoding.EncodeToString([]byte("wk-secret:"))
 	in := "echo: Authorization: Basic " + basic + " raw=" + raw + " key=wk-secret end"

@@ -133,6 +133,10 @@ func TestWriteKeyNeverLeaks(t *testing.T) {
 		{name: "connections closed before TLS", setup: func(s *Server) { s.ConnDefault(ConnClose) }},
 		{name: "TLS verification failure", ownHTTP: true},
 		{name: "refused port", endpoint: refused},
+		{name: "redirect to a refused port with the key in the URL", setup: func(s *Server) {
+			to := strings.Replace(refused, "https://", "https://"+testWriteKey+"@", 1) + "/v1/batch?key=" + testWriteKey
+			s.Default(Answer{Status: http.StatusTemporaryRedirect, Header: http.Header{"Location": {to}}})
+		}},
 		{name: "shutdown cut short", setup: func(s *Server) { s.Default(Answer{Action: Stall}) }, within: 100 * time.Millisecond},
 	}
 	out := &sink{}

@@ -1,0 +1,325 @@
+package consumer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dualpath/analytics-go/retry"
+)
+
+// hangGuard is how long a test waits for a call that must end by itself
+// before declaring it hung: far above any deadline the tests set, so that
+// it holds on a loaded machine.
+const hangGuard = 30 * time.Second
+
+// rawServer listens on 127.0.0.1 and runs serve for each connection, with
+// the request already read. It returns the base URL. Every connection and
+// goroutine ends at cleanup.
+func rawServer(t *testing.T, serve func(c net.Conn, req *http.Request)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				serve(c, req)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// refusedAddr returns a 127.0.0.1 address nothing listens on.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// realUploader is an Uploader over real sockets with the SDK's own HTTP
+// client, the system clock and no retries, logging to logs.
+func realUploader(t *testing.T, endpoint string, timeout time.Duration, logs io.Writer) *Uploader {
+	t.Helper()
+	client := NewHTTPClient(2)
+	t.Cleanup(client.CloseIdleConnections)
+	policy := retry.DefaultPolicy()
+	policy.RetryCount = 0
+	if logs == nil {
+		logs = io.Discard
+	}
+	return New(Config{
+		Endpoint:              endpoint,
+		WriteKey:              testKey,
+		UserAgent:             "analytics-go/test",
+		Context:               []byte(`{}`),
+		Client:                client,
+		RequestTimeout:        timeout,
+		MaxConcurrentRequests: 2,
+		Policy:                policy,
+		Logger:                slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+}
+
+const testKey = "wk-0123456789abcdef0123456789abcdef"
+
+// deliverOnce runs one Deliver of one event and returns its error. It
+// fails the test if Deliver has not returned within hangGuard.
+func deliverOnce(t *testing.T, ctx context.Context, up *Uploader) error {
+	t.Helper()
+	var out []outcome
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := up.AcquireRequest(ctx); err != nil {
+			out = append(out, outcome{0, 1, err})
+			return
+		}
+		up.Deliver(ctx, events(1), func(lo, hi int, err error) {
+			out = append(out, outcome{lo, hi, err})
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		t.Fatalf("Deliver had not returned after %v", hangGuard)
+	}
+	return one(t, out, 1)
+}
+
+// switchingProtocols answers 101 with an h2c upgrade and then says
+// nothing, keeping the connection open until the client closes it.
+func switchingProtocols(c net.Conn, _ *http.Request) {
+	_, _ = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n")
+	_, _ = io.Copy(io.Discard, c) // until the client closes it
+}
+
+func TestSwitchingProtocolsEndsAtTheAttemptDeadline(t *testing.T) {
+	url := rawServer(t, switchingProtocols)
+	up := realUploader(t, url, 100*time.Millisecond, nil)
+	err := deliverOnce(t, context.Background(), up)
+	var herr *HTTPError
+	if !errors.As(err, &herr) || herr.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("error = %v, want the 101 response as an *HTTPError", err)
+	}
+	if !errors.Is(err, retry.ErrFatalStatus) {
+		t.Fatalf("error = %v, want ErrFatalStatus", err)
+	}
+}
+
+// afterRoundTrip calls f each time its transport has returned a response.
+type afterRoundTrip struct {
+	http.RoundTripper
+	f func()
+}
+
+func (a afterRoundTrip) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.RoundTripper.RoundTrip(r)
+	if err == nil {
+		a.f()
+	}
+	return resp, err
+}
+
+func TestSwitchingProtocolsEndsAtShutdown(t *testing.T) {
+	url := rawServer(t, switchingProtocols)
+	up := realUploader(t, url, time.Hour, nil) // only the shutdown can end it
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	// The shutdown comes once net/http has handed back the 101: from then
+	// on only the SDK can end the read.
+	client := *up.client
+	client.Transport = afterRoundTrip{client.Transport, func() { cancel(errors.New("shutdown deadline")) }}
+	up.client = &client
+	err := deliverOnce(t, ctx, up)
+	if err == nil {
+		t.Fatal("a 101 that never ends was reported delivered")
+	}
+}
+
+// keyForms are the forms of testKey a server can echo.
+func keyForms() []string {
+	return []string{
+		testKey,
+		base64.StdEncoding.EncodeToString([]byte(testKey + ":")),
+		base64.RawStdEncoding.EncodeToString([]byte(testKey + ":")),
+	}
+}
+
+// assertNoKey fails if any form of testKey, or a run of 12 of its
+// characters, is in text.
+func assertNoKey(t *testing.T, what, text string) {
+	t.Helper()
+	for _, f := range keyForms() {
+		for i := 0; i+12 <= len(f); i++ {
+			if strings.Contains(text, f[i:i+12]) {
+				t.Errorf("%s holds part of the write key (%q):\n%s", what, f[i:i+12], text)
+				return
+			}
+		}
+	}
+}
+
+func TestTransportErrorsNeverCarryTheWriteKey(t *testing.T) {
+	basic := base64.StdEncoding.EncodeToString([]byte(testKey + ":"))
+	redirect := func(location string) func(net.Conn, *http.Request) {
+		return func(c net.Conn, _ *http.Request) {
+			fmt.Fprintf(c, "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n", location)
+		}
+	}
+	cases := []struct {
+		name  string
+		serve func(net.Conn, *http.Request)
+		mark  string // what stands where the key was
+	}{
+		{"a malformed header line echoing Authorization", func(c net.Conn, req *http.Request) {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nAuthorization Basic %s\r\nContent-Length: 0\r\n\r\n", basic)
+		}, "[REDACTED]"},
+		{"a malformed header line echoing the raw key", func(c net.Conn, req *http.Request) {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nX-Write-Key %s\r\nContent-Length: 0\r\n\r\n", testKey)
+		}, "[REDACTED]"},
+		{"a redirect to a refused port with the key in the query",
+			redirect("http://" + refusedAddr(t) + "/v1/batch?key=" + testKey), "[REDACTED]"},
+		{"a redirect to a refused port with the key as user",
+			redirect("http://" + testKey + "@" + refusedAddr(t) + "/v1/batch"), "[REDACTED]"},
+		{"a redirect to a refused port with the key as password",
+			// net/http masks a password itself.
+			redirect("http://u:" + testKey + "@" + refusedAddr(t) + "/v1/batch"), "***"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			up := realUploader(t, rawServer(t, tc.serve), 5*time.Second, &logs)
+			up.policy.RetryCount = 1 // one retry: a per-attempt WARN line too
+			up.policy.BackoffBase = 0
+			err := deliverOnce(t, context.Background(), up)
+			var te *TransportError
+			if !errors.As(err, &te) {
+				t.Fatalf("error = %v, want a *TransportError", err)
+			}
+			assertNoKey(t, "Error()", err.Error())
+			assertNoKey(t, "%+v", fmt.Sprintf("%+v", err))
+			assertNoKey(t, "%#v of the transport error's cause", fmt.Sprintf("%#v", te.Err))
+			for e := errors.Unwrap(te); e != nil; e = errors.Unwrap(e) {
+				assertNoKey(t, "an unwrapped cause", e.Error())
+			}
+			assertNoKey(t, "the log", logs.String())
+			if !strings.Contains(err.Error(), tc.mark) {
+				t.Errorf("error %q: want the key's place marked %s", err, tc.mark)
+			}
+			if !strings.Contains(logs.String(), "will retry") {
+				t.Errorf("no per-attempt log line was written:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+func TestScrubbingKeepsTheErrorChain(t *testing.T) {
+	s := newScrubber(testKey)
+	// No key: the very same error.
+	plain := &TransportError{Phase: PhaseWritten, Err: context.DeadlineExceeded}
+	if got := s.error(plain).(*TransportError); got.Err != context.DeadlineExceeded {
+		t.Fatalf("an error without the key was changed: %#v", got.Err)
+	}
+	// The key in a *url.Error: the type and the inner chain stay.
+	inner := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	ue := s.error(&TransportError{Phase: PhaseNotConnected, Err: &neturl.Error{Op: "Post", URL: "http://x.test/?k=" + testKey, Err: inner}})
+	var op *net.OpError
+	if !errors.As(ue, &op) || op != inner {
+		t.Fatalf("the *net.OpError inside was lost: %#v", ue)
+	}
+	assertNoKey(t, "scrubbed url.Error", ue.Error())
+}
+
+func TestExcerptCutThroughTheKeyKeepsNoPartOfIt(t *testing.T) {
+	for _, form := range []string{"wk-secret", base64.StdEncoding.EncodeToString([]byte("wk-secret:"))} {
+		for _, keep := range []int{1, 2, 5, len(form) - 1} {
+			body := strings.Repeat(" ", excerptBytes-keep) + form + " and more"
+			r := newRig(t, answer{status: 400, body: body})
+			err := one(t, r.deliver(context.Background(), 1), 1)
+			var herr *HTTPError
+			if !errors.As(err, &herr) {
+				t.Fatalf("error = %v, want an *HTTPError", err)
+			}
+			if tail := herr.Body[max(0, len(herr.Body)-20):]; strings.Contains(tail, form[:2]) {
+				t.Errorf("%d characters of %q before the cut: the excerpt ends with %q, want nothing of the key", keep, form, tail)
+			}
+		}
+	}
+	// A body that was not cut keeps everything that is not the key.
+	r := newRig(t, answer{status: 400, body: "bad key wk-secret, w"})
+	var herr *HTTPError
+	if err := one(t, r.deliver(context.Background(), 1), 1); !errors.As(err, &herr) || herr.Body != "bad key [REDACTED], w" {
+		t.Fatalf("error = %v, want the body with the key redacted and nothing else removed", err)
+	}
+}
+
+func TestRedirectToARefusedPortIsNotWritten(t *testing.T) {
+	target := "http://" + refusedAddr(t) + "/v1/batch"
+	url := rawServer(t, func(c net.Conn, _ *http.Request) {
+		fmt.Fprintf(c, "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n", target)
+	})
+	up := realUploader(t, url, 5*time.Second, nil)
+	err := deliverOnce(t, context.Background(), up)
+	var te *TransportError
+	if !errors.As(err, &te) {
+		t.Fatalf("error = %v, want a *TransportError", err)
+	}
+	if te.Phase != PhaseNotConnected || te.Written() {
+		t.Errorf("phase = %v (written %v), want %v: the last hop never connected", te.Phase, te.Written(), PhaseNotConnected)
+	}
+	c := up.Counters()
+	if c.TransportErrorsNotWritten != 1 || c.TransportErrorsWritten != 0 {
+		t.Errorf("counters: %d not written, %d written; want 1 and 0", c.TransportErrorsNotWritten, c.TransportErrorsWritten)
+	}
+}

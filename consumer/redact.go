@@ -1,0 +1,148 @@
+package consumer
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// redacted replaces the write key wherever it is found.
+const redacted = "[REDACTED]"
+
+// scrubber removes the write key from every text an attempt's error can
+// carry that a server, a proxy or a redirect target chose: response bodies,
+// Location headers, malformed header lines quoted by net/http, and URLs in
+// transport errors. Every error an attempt returns passes through error,
+// once, before anything logs it or hands it to a caller.
+type scrubber struct {
+	forms    []string // the key as it may appear, longest first
+	replacer *strings.Replacer
+}
+
+// newScrubber returns the scrubber of writeKey: the key raw, URL-escaped,
+// and base64 as in the Authorization header (padded or not).
+func newScrubber(writeKey string) *scrubber {
+	forms := []string{
+		base64.StdEncoding.EncodeToString([]byte(writeKey + ":")),
+		base64.RawStdEncoding.EncodeToString([]byte(writeKey + ":")),
+		url.QueryEscape(writeKey),
+		url.PathEscape(writeKey),
+		writeKey,
+	}
+	// strings.Replacer tries the old strings in argument order at each
+	// position: longest first, so a base64 form is replaced whole.
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	s := &scrubber{}
+	var pairs []string
+	for _, f := range forms {
+		if f == "" || slices.Contains(s.forms, f) {
+			continue
+		}
+		s.forms = append(s.forms, f)
+		pairs = append(pairs, f, redacted)
+	}
+	s.replacer = strings.NewReplacer(pairs...)
+	return s
+}
+
+// text returns s without the key.
+func (s *scrubber) text(t string) string { return s.replacer.Replace(t) }
+
+// excerpt scrubs the start of a body that was cut at a length limit. A key
+// the cut went through survives it only as a prefix at the very end; that
+// prefix is removed too.
+func (s *scrubber) excerpt(t string, cut bool) string {
+	t = s.text(t)
+	if !cut {
+		return t
+	}
+	for _, f := range s.forms {
+		for n := min(len(f)-1, len(t)); n > 0; n-- {
+			if strings.HasSuffix(t, f[:n]) {
+				t = t[:len(t)-n]
+				break
+			}
+		}
+	}
+	return t
+}
+
+// error returns err with the key removed from every text it can print.
+// An error whose text holds no form of the key is returned as is, so
+// errors.Is and errors.As see the same chain as without the SDK.
+func (s *scrubber) error(err error) error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *HTTPError:
+		c := *e
+		c.Body = s.text(c.Body)
+		c.Location = s.text(c.Location)
+		return &c
+	case *TransportError:
+		c := *e
+		c.Err = s.cause(e.Err)
+		return &c
+	}
+	return s.cause(err)
+}
+
+// cause scrubs an error from the HTTP client. A *url.Error (the usual
+// shape) keeps its type, with the URL and the error inside scrubbed; any
+// other error that holds the key, anywhere in its chain, is replaced by a
+// scrubbedError that keeps its text without the key and whether it was a
+// timeout, and drops the chain that held the key.
+func (s *scrubber) cause(err error) error {
+	if err == nil || !s.leaks(err) {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue == err {
+		return &url.Error{Op: ue.Op, URL: s.text(ue.URL), Err: s.cause(ue.Err)}
+	}
+	se := &scrubbedError{text: s.text(err.Error())}
+	var timeout interface{ Timeout() bool }
+	if errors.As(err, &timeout) {
+		se.timeout = timeout.Timeout()
+	}
+	return se
+}
+
+// leaks reports whether the text of err, or of any error it wraps, holds a
+// form of the key.
+func (s *scrubber) leaks(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, f := range s.forms {
+		if strings.Contains(msg, f) {
+			return true
+		}
+	}
+	switch w := err.(type) {
+	case interface{ Unwrap() error }:
+		return s.leaks(w.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range w.Unwrap() {
+			if s.leaks(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scrubbedError stands for an HTTP client error whose text held the write
+// key: the same text with the key replaced, and nothing to unwrap.
+type scrubbedError struct {
+	text    string
+	timeout bool
+}
+
+func (e *scrubbedError) Error() string { return e.text }
+
+// Timeout reports whether the original error was a timeout.
+func (e *scrubbedError) Timeout() bool { return e.timeout }
