@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -28,9 +29,10 @@ import (
 //
 // Durations are in seconds and may have a fraction ("0.5"). An unset or
 // empty variable leaves the default. A malformed one is an error naming the
-// variable; a well-formed but out-of-range value is caught by New, naming
-// the option. Pass the result to New before or after options of your own:
-// later options win.
+// variable, and so is a number out of range for its type (a count beyond an
+// int, seconds beyond a time.Duration); a well-formed value beyond the
+// option's bound is caught by New, naming the option. Pass the result to
+// New before or after options of your own: later options win.
 func OptionsFromEnv() ([]Option, error) {
 	return optionsFromLookup(os.LookupEnv)
 }
@@ -61,6 +63,9 @@ func optionsFromLookup(lookup func(string) (string, bool)) ([]Option, error) {
 			continue
 		}
 		n, err := strconv.Atoi(v)
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("analytics: environment variable %s: %q is out of range", e.name, v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("analytics: environment variable %s: %q is not a whole number", e.name, v)
 		}

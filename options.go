@@ -1,8 +1,10 @@
 package analytics
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,6 +23,32 @@ const MaxMessageBytes = 32_000
 // MaxBatchBytes is the largest batch body the SDK sends, envelope included,
 // before compression.
 const MaxBatchBytes = consumer.MaxBodyBytes
+
+// The upper bounds of the numeric options, each far above any useful
+// setting. New refuses a value beyond one, which is surely a mistake (a
+// unit slip, a misread environment variable), and with every option
+// bounded no arithmetic on options can overflow: the largest product is
+// batchesInFlight × limitMaxConcurrentRequests, and every duration is so
+// far below the ~292 years a time.Duration holds that adding a few, or one
+// to a time, cannot overflow either.
+const (
+	// limitFlushAt is more than a batch can hold: an encoded event takes
+	// over 50 bytes, so a batch of MaxBatchBytes holds fewer than 10,000.
+	limitFlushAt      = 10_000
+	limitMaxQueueSize = 10_000_000
+	// limitMaxQueueBytes is 64 GiB, or on a 32-bit platform as much as
+	// leaves room in an int to add one more message to a full queue.
+	limitMaxQueueBytes         = min(64<<30, math.MaxInt-MaxMessageBytes)
+	limitMaxConcurrentRequests = 1_000
+	// limitRetryCount is high enough that a budget, not the count, ends
+	// even a long backoff path: at the default 60 s cap, 1,000 retries
+	// wait at least 8 h.
+	limitRetryCount = 1_000
+	// limitWait bounds a single interval, wait or timeout.
+	limitWait = 7 * 24 * time.Hour
+	// limitBudget bounds a retry path's total duration.
+	limitBudget = 30 * 24 * time.Hour
+)
 
 // An Option configures a Client. Options are applied in order by New, which
 // then validates the result and names the option at fault.
@@ -63,48 +91,53 @@ func defaultConfig() config {
 func WithEndpoint(endpoint string) Option { return func(c *config) { c.endpoint = endpoint } }
 
 // WithFlushAt sets how many queued events cut a batch, and the most a batch
-// holds (default 250). At least 1.
+// holds (default 250). At least 1, at most 10,000 (more than a batch of
+// MaxBatchBytes can hold) and at most MaxQueueSize.
 func WithFlushAt(events int) Option { return func(c *config) { c.flushAt = events } }
 
 // WithFlushInterval sets how long after the last cut the queued events are
-// sent even if fewer than FlushAt (default 5 s). Must be positive.
+// sent even if fewer than FlushAt (default 5 s). Must be positive, at most
+// 7 days.
 func WithFlushInterval(d time.Duration) Option { return func(c *config) { c.flushInterval = d } }
 
 // WithMaxQueueSize bounds the events the client holds, queued or in flight
 // (being sent or waiting to retry), by count (default 10,000). Beyond it
-// Enqueue returns ErrQueueFull. At least 1.
+// Enqueue returns ErrQueueFull. At least 1, at most 10,000,000.
 func WithMaxQueueSize(events int) Option { return func(c *config) { c.maxQueueSize = events } }
 
 // WithMaxQueueBytes bounds the events the client holds, queued or in
 // flight, by encoded bytes (default 32 MiB). At least MaxMessageBytes, so
-// that any valid message can be queued.
+// that any valid message can be queued; at most 64 GiB (on a 32-bit
+// platform, 2 GiB less MaxMessageBytes).
 func WithMaxQueueBytes(n int) Option { return func(c *config) { c.maxQueueBytes = n } }
 
 // WithMaxConcurrentRequests bounds the requests in flight at once (default
 // 8), and so the connections of the SDK's own client. A batch waiting to
-// retry holds no request slot. At least 1.
+// retry holds no request slot. At least 1, at most 1,000.
 func WithMaxConcurrentRequests(n int) Option {
 	return func(c *config) { c.maxConcurrentRequests = n }
 }
 
 // WithRetryCount sets how many retries a batch may spend on the backoff
 // path (default 10): N means N+1 attempts if nothing else happens, 0 means
-// no retry. Rate-limited retries do not count.
+// no retry; at most 1,000. Rate-limited retries do not count.
 func WithRetryCount(n int) Option { return func(c *config) { c.policy.RetryCount = n } }
 
 // WithBackoffBase sets the first backoff wait's ceiling (default 500 ms):
 // retry n waits d/2 + rand[0, d/2) with d = min(BackoffCap,
-// BackoffBase·2^(n−1)). 0 retries without waiting; negative is invalid.
+// BackoffBase·2^(n−1)). 0 retries without waiting; negative is invalid; at
+// most 7 days.
 func WithBackoffBase(d time.Duration) Option { return func(c *config) { c.policy.BackoffBase = d } }
 
 // WithBackoffCap caps d in the backoff formula (default 60 s). Must be
-// positive.
+// positive, at most 7 days.
 func WithBackoffCap(d time.Duration) Option { return func(c *config) { c.policy.BackoffCap = d } }
 
 // WithMaxTotalBackoffDuration bounds one batch's backoff path, measured on
 // the monotonic clock from its first backoff-path failure (default 12 h). A
 // wait that does not fit fails the batch at once with
-// ErrBackoffBudgetExceeded; 0 allows no backoff wait at all.
+// ErrBackoffBudgetExceeded; 0 allows no backoff wait at all. At most 30
+// days.
 func WithMaxTotalBackoffDuration(d time.Duration) Option {
 	return func(c *config) { c.policy.MaxTotalBackoffDuration = d }
 }
@@ -112,20 +145,21 @@ func WithMaxTotalBackoffDuration(d time.Duration) Option {
 // WithMaxRateLimitDuration bounds one batch's rate-limit path, measured on
 // the monotonic clock from its first rate-limited response (default 12 h).
 // A wait that does not fit fails the batch at once with
-// ErrRateLimitBudgetExceeded; 0 allows no rate-limit wait at all.
+// ErrRateLimitBudgetExceeded; 0 allows no rate-limit wait at all. At most
+// 30 days.
 func WithMaxRateLimitDuration(d time.Duration) Option {
 	return func(c *config) { c.policy.MaxRateLimitDuration = d }
 }
 
 // WithRateLimitRetryAfterCap caps one rate-limit wait, whatever Retry-After
-// asked for (default 300 s). Must be positive.
+// asked for (default 300 s). Must be positive, at most 7 days.
 func WithRateLimitRetryAfterCap(d time.Duration) Option {
 	return func(c *config) { c.policy.RateLimitRetryAfterCap = d }
 }
 
 // WithRequestTimeout bounds each attempt, from sending the request to
 // reading the response (default 10 s). A timeout is retried on the backoff
-// path. Must be positive.
+// path. Must be positive, at most 7 days.
 func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
 
 // WithGzip turns gzip compression of request bodies on or off (default on).
@@ -170,30 +204,54 @@ func (c *config) validate() error {
 	switch {
 	case c.flushAt < 1:
 		return bad("FlushAt", "must be at least 1, got %d", c.flushAt)
+	case c.flushAt > limitFlushAt:
+		return bad("FlushAt", "must be at most %d, got %d", limitFlushAt, c.flushAt)
 	case c.flushInterval <= 0:
 		return bad("FlushInterval", "must be positive, got %v", c.flushInterval)
+	case c.flushInterval > limitWait:
+		return bad("FlushInterval", "must be at most %v, got %v", limitWait, c.flushInterval)
 	case c.maxQueueSize < 1:
 		return bad("MaxQueueSize", "must be at least 1, got %d", c.maxQueueSize)
+	case c.maxQueueSize > limitMaxQueueSize:
+		return bad("MaxQueueSize", "must be at most %d, got %d", limitMaxQueueSize, c.maxQueueSize)
 	case c.flushAt > c.maxQueueSize:
 		return bad("FlushAt", "%d is more than MaxQueueSize %d, so no batch would ever fill", c.flushAt, c.maxQueueSize)
 	case c.maxQueueBytes < MaxMessageBytes:
 		return bad("MaxQueueBytes", "must be at least %d (MaxMessageBytes), got %d", MaxMessageBytes, c.maxQueueBytes)
+	case c.maxQueueBytes > limitMaxQueueBytes:
+		return bad("MaxQueueBytes", "must be at most %d, got %d", limitMaxQueueBytes, c.maxQueueBytes)
 	case c.maxConcurrentRequests < 1:
 		return bad("MaxConcurrentRequests", "must be at least 1, got %d", c.maxConcurrentRequests)
+	case c.maxConcurrentRequests > limitMaxConcurrentRequests:
+		return bad("MaxConcurrentRequests", "must be at most %d, got %d", limitMaxConcurrentRequests, c.maxConcurrentRequests)
 	case c.policy.RetryCount < 0:
 		return bad("RetryCount", "must not be negative, got %d", c.policy.RetryCount)
+	case c.policy.RetryCount > limitRetryCount:
+		return bad("RetryCount", "must be at most %d, got %d", limitRetryCount, c.policy.RetryCount)
 	case c.policy.BackoffBase < 0:
 		return bad("BackoffBase", "must not be negative, got %v", c.policy.BackoffBase)
+	case c.policy.BackoffBase > limitWait:
+		return bad("BackoffBase", "must be at most %v, got %v", limitWait, c.policy.BackoffBase)
 	case c.policy.BackoffCap <= 0:
 		return bad("BackoffCap", "must be positive, got %v", c.policy.BackoffCap)
+	case c.policy.BackoffCap > limitWait:
+		return bad("BackoffCap", "must be at most %v, got %v", limitWait, c.policy.BackoffCap)
 	case c.policy.MaxTotalBackoffDuration < 0:
 		return bad("MaxTotalBackoffDuration", "must not be negative, got %v", c.policy.MaxTotalBackoffDuration)
+	case c.policy.MaxTotalBackoffDuration > limitBudget:
+		return bad("MaxTotalBackoffDuration", "must be at most %v, got %v", limitBudget, c.policy.MaxTotalBackoffDuration)
 	case c.policy.MaxRateLimitDuration < 0:
 		return bad("MaxRateLimitDuration", "must not be negative, got %v", c.policy.MaxRateLimitDuration)
+	case c.policy.MaxRateLimitDuration > limitBudget:
+		return bad("MaxRateLimitDuration", "must be at most %v, got %v", limitBudget, c.policy.MaxRateLimitDuration)
 	case c.policy.RateLimitRetryAfterCap <= 0:
 		return bad("RateLimitRetryAfterCap", "must be positive, got %v", c.policy.RateLimitRetryAfterCap)
+	case c.policy.RateLimitRetryAfterCap > limitWait:
+		return bad("RateLimitRetryAfterCap", "must be at most %v, got %v", limitWait, c.policy.RateLimitRetryAfterCap)
 	case c.requestTimeout <= 0:
 		return bad("RequestTimeout", "must be positive, got %v", c.requestTimeout)
+	case c.requestTimeout > limitWait:
+		return bad("RequestTimeout", "must be at most %v, got %v", limitWait, c.requestTimeout)
 	case c.httpClientSet && c.httpClient == nil:
 		return bad("HTTPClient", "must not be nil")
 	}
@@ -203,17 +261,47 @@ func (c *config) validate() error {
 func validateEndpoint(endpoint string) error {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		// url.Error quotes the input; the endpoint is configuration, not a
-		// secret, but keep the message short.
-		return fmt.Errorf("not a URL: %q", endpoint)
+		return fmt.Errorf("not a URL: %s", whyNotURL(endpoint))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("must be an absolute http or https URL, got %q", u.Redacted())
+		return fmt.Errorf("must be an absolute http or https URL, got %q", redactEndpoint(endpoint))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("must not have a query or fragment, got %q", u.Redacted())
+		return fmt.Errorf("must not have a query or fragment, got %q", redactEndpoint(endpoint))
 	}
 	return nil
+}
+
+// whyNotURL says why url.Parse refuses endpoint without showing a
+// password: url.Error quotes the input, and its reason may quote a piece
+// of it (a port, an escape), so both come from parsing the redacted
+// endpoint instead. If that one parses, the fault was in what redaction
+// masked: the userinfo.
+func whyNotURL(endpoint string) string {
+	shown := redactEndpoint(endpoint)
+	var uerr *url.Error
+	if _, err := url.Parse(shown); errors.As(err, &uerr) {
+		return fmt.Sprintf("%v, in %q", uerr.Err, shown)
+	}
+	return fmt.Sprintf("invalid userinfo, in %q", shown)
+}
+
+// redactEndpoint masks whatever in endpoint could be a password: from
+// after its first ":" (and any slashes) to its last "@", or from the start
+// when no ":" comes before that "@". A password follows the first ":" of
+// the userinfo, which the "@" ends, so it is inside the mask however
+// malformed the rest is. url.URL.Redacted masks only a password the URL
+// parses as one, and shows "http:user:pw@host" whole.
+func redactEndpoint(endpoint string) string {
+	at := strings.LastIndex(endpoint, "@")
+	if at < 0 {
+		return endpoint
+	}
+	start := strings.Index(endpoint[:at], ":") + 1 // 0 when there is none
+	for start < at && endpoint[start] == '/' {
+		start++
+	}
+	return endpoint[:start] + "xxxxx" + endpoint[at:]
 }
 
 // batchURLBase is the endpoint without a trailing slash.

@@ -114,6 +114,38 @@ func TestInvalidOptionsNameTheOption(t *testing.T) {
 	}
 }
 
+// No endpoint error shows a password: not for an endpoint url.Parse
+// refuses, whose error quotes the input, nor for one it reads with the
+// userinfo outside the authority, where URL.Redacted does not look.
+func TestEndpointErrorHidesThePassword(t *testing.T) {
+	for _, endpoint := range []string{
+		"http://user:s3cret@host:bad port/",
+		"http://user:s3cret\x7f@host/",
+		"http://user:s3cret@host\x7f/",
+		"http://user:s3cret@ho st/",
+		"http://user:s3cr%zzet@host/",
+		"http://user:s3/cret@host/", // a "/" in the password ends the authority early
+		"http://user:s3cret@host/?q=1",
+		"http:user:s3cret@host",
+		"http:/user:s3cret@host/",
+		"user:s3cret@host",
+		"ftp://user:s3cret@host",
+	} {
+		c, err := New(testWriteKey, WithEndpoint(endpoint))
+		if err == nil {
+			c.Close()
+			t.Errorf("endpoint %q: New accepted it", endpoint)
+			continue
+		}
+		if !strings.Contains(err.Error(), "invalid option Endpoint:") {
+			t.Errorf("endpoint %q: error %q does not name the option", endpoint, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "s3") || strings.Contains(msg, "cret") || strings.Contains(msg, "%zz") {
+			t.Errorf("endpoint %q: error %q shows the password", endpoint, err)
+		}
+	}
+}
+
 func TestZeroMeansZero(t *testing.T) {
 	// Zero is valid where it has a meaning.
 	c, err := New(testWriteKey, WithRetryCount(0), WithBackoffBase(0), WithMaxTotalBackoffDuration(0), WithMaxRateLimitDuration(0))
