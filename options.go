@@ -142,11 +142,14 @@ func WithMaxTotalBackoffDuration(d time.Duration) Option {
 	return func(c *config) { c.policy.MaxTotalBackoffDuration = d }
 }
 
-// WithMaxRateLimitDuration bounds one batch's rate-limit path, measured on
-// the monotonic clock from its first rate-limited response (default 12 h).
-// A wait that does not fit fails the batch at once with
-// ErrRateLimitBudgetExceeded; 0 allows no rate-limit wait at all. At most
-// 30 days.
+// WithMaxRateLimitDuration bounds how long a batch waits on rate limiting
+// (default 12 h), measured on the monotonic clock: both from its own first
+// rate-limited response and from the start of the client's rate-limit
+// episode (the first Retry-After since an attempt was last answered without
+// one), since one Retry-After pauses every batch. A wait that does not fit
+// fails the batch at once with ErrRateLimitBudgetExceeded, so under
+// sustained 429s no event waits on the pause much past this. 0 allows no
+// rate-limit wait at all. At most 30 days.
 func WithMaxRateLimitDuration(d time.Duration) Option {
 	return func(c *config) { c.policy.MaxRateLimitDuration = d }
 }
