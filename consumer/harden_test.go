@@ -214,7 +214,7 @@ func TestTransportErrorsNeverCarryTheWriteKey(t *testing.T) {
 	basic := base64.StdEncoding.EncodeToString([]byte(testKey + ":"))
 	redirect := func(location string) func(net.Conn, *http.Request) {
 		return func(c net.Conn, _ *http.Request) {
-			fmt.Fprintf(c, "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n", location)
+			fmt.Fprintf(c, "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", location)
 		}
 	}
 	cases := []struct {
@@ -307,7 +307,7 @@ func TestExcerptCutThroughTheKeyKeepsNoPartOfIt(t *testing.T) {
 func TestRedirectToARefusedPortIsNotWritten(t *testing.T) {
 	target := "http://" + refusedAddr(t) + "/v1/batch"
 	url := rawServer(t, func(c net.Conn, _ *http.Request) {
-		fmt.Fprintf(c, "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n", target)
+		fmt.Fprintf(c, "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", target)
 	})
 	up := realUploader(t, url, 5*time.Second, nil)
 	err := deliverOnce(t, context.Background(), up)

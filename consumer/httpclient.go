@@ -7,8 +7,14 @@ import (
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// maxRedirects bounds the 307/308 hops the default client follows.
+// maxRedirects bounds the redirects followed for one attempt, by the SDK's
+// own client and by a user's client without a redirect policy.
 const maxRedirects = 10
+
+// tooManyHops reports whether following one more redirect, after the
+// requests in via, would pass maxRedirects: via holds the first request
+// and every redirect followed so far.
+func tooManyHops(via []*http.Request) bool { return len(via) > maxRedirects }
 
 // NewHTTPClient returns the SDK's default HTTP client: its own transport,
 // with at most maxConns connections to the endpoint, all kept for reuse
@@ -35,7 +41,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 // that is not followed reaches the SDK as a 3xx response and fails the
 // batch with ErrRedirect.
 func CheckRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > maxRedirects || req.Response == nil || Downgrade(req, via) {
+	if tooManyHops(via) || req.Response == nil || Downgrade(req, via) {
 		return http.ErrUseLastResponse
 	}
 	if retry.MayFollowRedirect(req.Response.StatusCode) {
@@ -53,8 +59,8 @@ func Downgrade(req *http.Request, via []*http.Request) bool {
 
 // GuardRedirects returns a shallow copy of client (sharing its transport
 // and connections) whose redirect policy first refuses a downgrade from
-// https to http, then applies client's own policy, or net/http's default
-// of 10 hops when it has none.
+// https to http, then applies client's own policy, or, when it has none,
+// follows up to 10 redirects as the SDK's own client does.
 func GuardRedirects(client *http.Client) *http.Client {
 	guarded := *client
 	policy := client.CheckRedirect
@@ -65,7 +71,7 @@ func GuardRedirects(client *http.Client) *http.Client {
 		if policy != nil {
 			return policy(req, via)
 		}
-		if len(via) >= maxRedirects {
+		if tooManyHops(via) {
 			return http.ErrUseLastResponse
 		}
 		return nil

@@ -554,7 +554,7 @@ func TestRedirectDowngradeIsRefused(t *testing.T) {
 	if user.CheckRedirect == nil || g.Transport != user.Transport {
 		t.Fatal("the user's client was changed, or the copy does not share its transport")
 	}
-	// No policy: net/http's default of 10 hops.
+	// No policy: up to 10 redirects followed, as by the SDK's own client.
 	d := GuardRedirects(&http.Client{})
 	hops := func(n int) []*http.Request {
 		v := make([]*http.Request, n)
@@ -563,7 +563,11 @@ func TestRedirectDowngradeIsRefused(t *testing.T) {
 		}
 		return v
 	}
-	if d.CheckRedirect(req("https://a.test"), hops(9)) != nil || d.CheckRedirect(req("https://a.test"), hops(10)) == nil {
-		t.Fatal("the default policy is not 10 hops")
+	if d.CheckRedirect(req("https://a.test"), hops(10)) != nil || d.CheckRedirect(req("https://a.test"), hops(11)) == nil {
+		t.Fatal("the default policy is not 10 redirects")
+	}
+	// The SDK's own rule: the same bound.
+	if CheckRedirect(req("https://a.test"), hops(10)) != nil || CheckRedirect(req("https://a.test"), hops(11)) == nil {
+		t.Fatal("CheckRedirect does not follow exactly 10 redirects")
 	}
 }
