@@ -207,7 +207,9 @@ func TestQueueFullNeverBlocks(t *testing.T) {
 
 func TestQueueBoundedByBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, newAPI(), WithMaxQueueBytes(MaxMessageBytes), WithFlushInterval(time.Hour))
+		// Without a callback the bound counts the encoded events alone
+		// (TestCallbackMessagesCountAgainstMaxQueueBytes has one).
+		e := newEnv(t, newAPI(), WithMaxQueueBytes(MaxMessageBytes), WithFlushInterval(time.Hour), WithCallback(nil))
 		pad := strings.Repeat("x", 10_000)
 		accepted := 0
 		for i := 0; i < 10; i++ {

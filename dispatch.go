@@ -28,9 +28,10 @@ func (c *Client) run() {
 		if p := recover(); p != nil {
 			// A bug of ours must not take the application down, nor lose
 			// events silently: stop taking events and fail what is queued.
-			c.log.Error("analytics: internal error; the client stops", slog.Any("panic", p))
+			// Logged last, so that nothing depends on the log call.
 			c.queue.Close()
 			c.cancel(fmt.Errorf("analytics: internal error: %v", p))
+			c.log.Error("analytics: internal error; the client stops", slog.Any("panic", p))
 		}
 	}()
 	c.loop()
@@ -104,46 +105,105 @@ func (c *Client) cut() {
 
 // send uploads one batch and reports every event of it exactly once.
 func (c *Client) send(b queue.Batch[Message]) {
-	reported := 0 // events [0, reported) have their outcome
+	r := &report{items: b.Items}
 	defer func() {
-		if p := recover(); p != nil {
-			c.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
-			c.finish(b.Items[reported:], &BatchError{Reason: fmt.Errorf("analytics: internal error: %v", p)})
-		}
 		c.batchDone(b.Seq)
 		<-c.batches
 		c.uploads.Done()
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug of ours must not take the application down, nor lose
+			// events or report one twice: report the rest from where the
+			// panic stopped. Logged last, so that nothing depends on the
+			// log call.
+			c.settle(r, &BatchError{Reason: fmt.Errorf("analytics: internal error: %v", p)})
+			c.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
+		}
 	}()
 	events := make([][]byte, len(b.Items))
 	for i, it := range b.Items {
 		events[i] = it.Data
 	}
 	c.up.Deliver(c.ctx, events, func(lo, hi int, err error) {
-		c.finish(b.Items[lo:hi], err)
-		reported = hi
+		if lo != r.ended {
+			// Deliver reports runs in order; anything else is a bug of
+			// ours, which the recover above settles.
+			panic(fmt.Sprintf("events [%d, %d) reported after [0, %d)", lo, hi, r.ended))
+		}
+		c.end(r, hi, err)
 	})
 }
 
-// finish counts the outcome of items and calls the callback once for each.
-func (c *Client) finish(items []queue.Item[Message], err error) {
-	n := int64(len(items))
+// report is how far the events of a batch have been reported. Each step is
+// marked done before it runs, so that a panic part-way through (a bug of
+// ours, a log handler, a callback) can neither repeat a step nor skip one:
+// settle goes on from the marks. Only the goroutine reporting the batch
+// uses it.
+type report struct {
+	items  []queue.Item[Message]
+	ended  int   // events [0, ended) have their outcome: released and counted
+	err    error // the outcome of events [called, ended)
+	called int   // events [0, called) have had their callback
+}
+
+// end records that the events up to hi ended with err (nil: delivered):
+// it gives back their queue budget, counts them, and calls back each.
+func (c *Client) end(r *report, hi int, err error) {
+	c.callBack(r) // the rest of the run before, if a panic cut it short
+	run := r.items[r.ended:hi]
+	r.ended, r.err = hi, err
 	size := 0
-	for _, it := range items {
-		size += len(it.Data)
+	for _, it := range run {
+		size += it.Size()
 	}
-	defer c.queue.Release(len(items), size)
+	c.queue.Release(len(run), size)
+	n := int64(len(run))
 	if err == nil {
 		c.stats.delivered.Add(n)
 	} else {
 		c.stats.failed(err, n)
 		c.log.LogAttrs(context.Background(), slog.LevelError, "analytics: events not delivered",
-			slog.Int("events", len(items)), slog.String("error", err.Error()))
+			slog.Int("events", len(run)), slog.String("error", err.Error()))
 	}
+	c.callBack(r)
+}
+
+// callBack calls the callback for each event that has its outcome and has
+// not been called back.
+func (c *Client) callBack(r *report) {
 	if c.callback == nil {
+		r.called = r.ended
 		return
 	}
-	for _, it := range items {
-		c.callOne(it.Value, err)
+	for r.called < r.ended {
+		msg := r.items[r.called].Value
+		r.called++
+		c.callOne(msg, r.err)
+	}
+}
+
+// settle reports every event of r not reported yet: the rest of the run
+// under way with its own outcome, the events after it with err. It goes
+// on after a panic, from the marks, so that it always finishes.
+func (c *Client) settle(r *report, err error) {
+	var again any
+	for r.called < len(r.items) {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					again = p
+				}
+			}()
+			if r.called < r.ended {
+				c.callBack(r)
+				return
+			}
+			c.end(r, len(r.items), err)
+		}()
+	}
+	if again != nil {
+		c.log.Error("analytics: internal error while reporting events", slog.Any("panic", again))
 	}
 }
 

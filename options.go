@@ -105,10 +105,15 @@ func WithFlushInterval(d time.Duration) Option { return func(c *config) { c.flus
 // Enqueue returns ErrQueueFull. At least 1, at most 10,000,000.
 func WithMaxQueueSize(events int) Option { return func(c *config) { c.maxQueueSize = events } }
 
-// WithMaxQueueBytes bounds the events the client holds, queued or in
-// flight, by encoded bytes (default 32 MiB). At least MaxMessageBytes, so
-// that any valid message can be queued; at most 64 GiB (on a 32-bit
-// platform, 2 GiB less MaxMessageBytes).
+// WithMaxQueueBytes bounds the memory of the events the client holds,
+// queued or in flight (default 32 MiB). Each event counts its encoded JSON;
+// with a callback set (WithCallback), also an estimate of the message the
+// client keeps for it: the encoded length again, plus 64 bytes per map
+// member, plus about 700 bytes for a Context, at or above the real cost for
+// typical messages. At least MaxMessageBytes, so that any valid message can
+// be queued: a client that holds nothing accepts one whatever its estimate;
+// at most 64 GiB (on a 32-bit platform, 2 GiB less MaxMessageBytes). The
+// bound covers the events, not the buffers of requests in flight.
 func WithMaxQueueBytes(n int) Option { return func(c *config) { c.maxQueueBytes = n } }
 
 // WithMaxConcurrentRequests bounds the requests in flight at once (default
@@ -188,11 +193,15 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 
 // WithLogger sends the SDK's logs (per-attempt failures that will be
 // retried, recovered callback panics) to logger. By default they are
-// discarded. Nil restores the default.
+// discarded. Nil restores the default. A record whose handler panics is
+// dropped: a log call never stops the SDK's work nor crashes the program.
 func WithLogger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
 // WithCallback reports the final outcome of every event to cb. Nil means no
-// callback.
+// callback. To call it back, the client keeps each message until its
+// outcome, which costs memory: it counts against MaxQueueBytes (see
+// WithMaxQueueBytes), so a queue holds fewer events with a callback than
+// without one.
 func WithCallback(cb Callback) Option { return func(c *config) { c.callback = cb } }
 
 // validate checks the configuration and names the option at fault. The

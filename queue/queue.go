@@ -13,8 +13,14 @@ import "sync"
 // with it (the original message, for callbacks).
 type Item[T any] struct {
 	Data  []byte // the encoded event; its length counts against the byte bound
-	Value T      // kept with the event, not counted
+	Value T      // kept with the event
+	// Kept is the memory Value holds, in bytes, as the caller estimated it
+	// (PushKept); it counts against the byte bound with Data.
+	Kept int
 }
+
+// Size is what the item counts against the byte bound: len(Data) + Kept.
+func (it Item[T]) Size() int { return len(it.Data) + it.Kept }
 
 // Batch is a run of consecutive items cut from the queue, in push order.
 type Batch[T any] struct {
@@ -25,10 +31,11 @@ type Batch[T any] struct {
 	Seq uint64
 }
 
-// Queue is a FIFO of items bounded by count and by the total length of their
-// Data. The bounds count every item the caller holds: queued, and taken but
-// not yet released, so that items in flight use the same budget as items
-// waiting. It is safe for concurrent use.
+// Queue is a FIFO of items bounded by count and by their total Size (the
+// length of their Data, plus what the caller said their values keep). The
+// bounds count every item the caller holds: queued, and taken but not yet
+// released, so that items in flight use the same budget as items waiting.
+// It is safe for concurrent use.
 type Queue[T any] struct {
 	maxItems int
 	maxBytes int
@@ -40,7 +47,7 @@ type Queue[T any] struct {
 	n      int // items queued
 	bytes  int // total len(Data) of queued items
 	held   int // items queued or taken and not released: what the bounds limit
-	heldB  int // their total len(Data)
+	heldB  int // their total Size
 	pushed uint64
 	taken  uint64
 
@@ -55,7 +62,7 @@ type Queue[T any] struct {
 const chunkSize = 64 << 10
 
 // New returns an empty queue holding at most maxItems items and maxBytes
-// bytes of Data.
+// bytes of Size.
 func New[T any](maxItems, maxBytes int) *Queue[T] {
 	return &Queue[T]{maxItems: maxItems, maxBytes: maxBytes}
 }
@@ -77,22 +84,33 @@ const (
 // items queued afterwards. It never blocks on a full queue, and copies data
 // only once it is accepted, so a refused push leaves no garbage.
 func (q *Queue[T]) Push(data []byte, value T) (PushResult, int) {
+	return q.PushKept(data, value, 0)
+}
+
+// PushKept is Push of an item whose value keeps kept bytes of memory
+// besides data: its Size, len(data) + kept, counts against the byte bound.
+// An item whose data alone fits the bound is admitted into a queue that
+// holds nothing, however large kept is, so that an estimate never shuts
+// out an item Push would take.
+func (q *Queue[T]) PushKept(data []byte, value T, kept int) (PushResult, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return Closed, q.n
 	}
-	if q.held >= q.maxItems || q.heldB+len(data) > q.maxBytes {
+	size := len(data) + kept
+	fits := q.heldB+size <= q.maxBytes || q.held == 0 && len(data) <= q.maxBytes
+	if q.held >= q.maxItems || !fits {
 		return Full, q.n
 	}
 	if q.n == len(q.ring) {
 		q.grow()
 	}
-	q.ring[(q.head+q.n)%len(q.ring)] = Item[T]{Data: q.copyData(data), Value: value}
+	q.ring[(q.head+q.n)%len(q.ring)] = Item[T]{Data: q.copyData(data), Value: value, Kept: kept}
 	q.n++
 	q.bytes += len(data)
 	q.held++
-	q.heldB += len(data)
+	q.heldB += size
 	q.pushed++
 	return Pushed, q.n
 }
@@ -113,7 +131,7 @@ func (q *Queue[T]) Admits() PushResult {
 }
 
 // Release gives back the budget of taken items that the caller no longer
-// holds: items of them, totalling bytes of Data.
+// holds: items of them, of total Size bytes.
 func (q *Queue[T]) Release(items, bytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -121,8 +139,9 @@ func (q *Queue[T]) Release(items, bytes int) {
 	q.heldB -= bytes
 }
 
-// Sizes returns, read together, the items queued, their bytes, and the
-// items that count against the bounds (queued, or taken and not released).
+// Sizes returns, read together, the items queued, the length of their
+// Data, and the items that count against the bounds (queued, or taken and
+// not released).
 func (q *Queue[T]) Sizes() (queued, queuedBytes, held int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -172,7 +191,8 @@ func (q *Queue[T]) grow() {
 
 // Take splices the oldest items off the queue (they still count against the
 // bounds until released): as many as fit in maxItems
-// and in maxBytes, where the items cost len(Data) each plus one separator
+// and in maxBytes, where the items cost len(Data) each (not Size: maxBytes
+// bounds a request body) plus one separator
 // byte between neighbours (the comma of a JSON array). It always takes at
 // least one item when the queue is not empty, so an item larger than
 // maxBytes leaves the queue too instead of blocking it; the caller checks

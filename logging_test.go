@@ -1,0 +1,49 @@
+package analytics
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// brokenHandler panics in every method.
+type brokenHandler struct{}
+
+func (brokenHandler) Enabled(context.Context, slog.Level) bool  { panic("Enabled") }
+func (brokenHandler) Handle(context.Context, slog.Record) error { panic("Handle") }
+func (brokenHandler) WithAttrs([]slog.Attr) slog.Handler        { panic("WithAttrs") }
+func (brokenHandler) WithGroup(string) slog.Handler             { panic("WithGroup") }
+
+// handleBroken panics in Handle alone.
+type handleBroken struct{ slog.Handler }
+
+func (handleBroken) Handle(context.Context, slog.Record) error { panic("Handle") }
+
+func TestLoggerNeverPanics(t *testing.T) {
+	for name, h := range map[string]slog.Handler{
+		"every method": brokenHandler{},
+		"Handle":       handleBroken{slog.NewTextHandler(&bytes.Buffer{}, nil)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			log := newLogger(slog.New(h))
+			log.Error("dropped", slog.Int("events", 1))
+			log.With("k", "v").WithGroup("g").Warn("dropped")
+			if err := log.Handler().Handle(context.Background(), slog.Record{}); err == nil {
+				t.Fatal("a panicking Handle returned no error")
+			}
+		})
+	}
+}
+
+func TestLoggerPassesRecordsThrough(t *testing.T) {
+	var buf bytes.Buffer
+	log := newLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	log.Info("below the level")
+	log.With("client", "c1").WithGroup("upload").Warn("attempt failed", slog.Int("attempt", 2))
+	if got, want := buf.String(), `level=WARN msg="attempt failed" client=c1 upload.attempt=2`; !strings.Contains(got, want) || strings.Contains(got, "below") {
+		t.Fatalf("logged %q, want one record with %q", got, want)
+	}
+	newLogger(nil).Error("discarded") // no logger: nothing to write to, and no panic
+}
