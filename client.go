@@ -105,10 +105,13 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 
 // Enqueue validates msg, fills its MessageId (a UUID v4) and Timestamp
 // (now) when unset, encodes it, and queues it for upload. It never blocks on
-// the network or on a full queue. It returns:
+// the network or on a full queue. msg may be a message or a pointer to one
+// (Track or *Track); the Callback gets the message value, a Track, with the
+// defaults filled. It returns:
 //
-//   - a *FieldError wrapping ErrInvalidMessage for a missing required field
-//     or a value JSON cannot hold (a channel, a func, NaN, ±Inf, a cycle);
+//   - a *FieldError wrapping ErrInvalidMessage for a nil msg or nil pointer,
+//     a missing required field, or a value JSON cannot hold (a channel, a
+//     func, NaN, ±Inf, a cycle);
 //   - an error wrapping ErrMessageTooLarge when the JSON is over
 //     MaxMessageBytes;
 //   - ErrQueueFull when the queue is at MaxQueueSize or MaxQueueBytes;
@@ -117,7 +120,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 // A refused message is not queued and gets no callback. An accepted one
 // gets exactly one, Success or Failure.
 func (c *Client) Enqueue(msg Message) error {
-	if msg == nil {
+	if msg == nil || isNilPointer(msg) {
 		c.stats.rejInvalid.Add(1)
 		return &FieldError{Type: "analytics.Message", Name: "(nil)", Reason: "a message is required"}
 	}

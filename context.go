@@ -187,6 +187,11 @@ func (e *encoder) encodeContext(c *Context) error {
 		}
 	}
 	if len(c.Extra) > 0 {
+		// Members other than those written take at least `,"":0` each:
+		// refuse before sorting their keys.
+		if !e.fits(5 * (len(c.Extra) - len(written))) {
+			return errStop
+		}
 		keys := make([]string, 0, len(c.Extra))
 		for k := range c.Extra {
 			if !slices.Contains(written, k) {

@@ -2,10 +2,13 @@ package analytics
 
 import (
 	"crypto/rand"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +28,13 @@ const maxDepth = 64
 // written directly; anything else goes through encoding/json. Map keys are
 // sorted, as encoding/json does, so the same message always encodes to the
 // same bytes.
+//
+// Encoding stops as soon as the message is known to be over
+// MaxMessageBytes, so that refusing a message costs in proportion to the
+// limit, not to the message: a string, map or slice whose least possible
+// encoding does not fit in what is left is refused before it is walked
+// (before a map's keys are sorted), and a map or slice stops at the member
+// that passes the limit.
 type encoder struct {
 	buf   []byte
 	pairs []pair // scratch for sorting map members
@@ -36,6 +46,9 @@ type encoder struct {
 	// system's generator serves 16 of them.
 	random [16 * 16]byte
 	used   int
+	// over, once the message is known to be too large, is a lower bound
+	// on its encoded size; 0 until then.
+	over int
 }
 
 // pair is one member of a map being written.
@@ -51,13 +64,19 @@ var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 
 // returns whether it generated the id. e.buf holds the JSON, which must be
 // copied before e is reused.
 func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	e.buf, e.pairs, e.depth = e.buf[:0], e.pairs[:0], 0
+	e.buf, e.pairs, e.depth, e.over = e.buf[:0], e.pairs[:0], 0, 0
 	var id []byte
 	if m.id() == "" {
 		e.newID()
 		id, generated = e.id[:], true
 	}
-	if err := m.encode(e, id, ts); err != nil {
+	err = m.encode(e, id, ts)
+	if e.over > 0 {
+		// Found too large before the end: what is left unwritten would
+		// only add to the size.
+		return generated, fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
+	}
+	if err != nil {
 		return generated, err
 	}
 	if len(e.buf) > MaxMessageBytes {
@@ -88,6 +107,26 @@ func (e *encoder) newID() {
 	e.id[23] = '-'
 	hex.Encode(e.id[24:36], b[10:16])
 }
+
+// errStop ends the encoding of a message found over MaxMessageBytes; e.over
+// says by how much, and encodeMessage turns it into ErrMessageTooLarge.
+var errStop = errors.New("message over MaxMessageBytes")
+
+// fits reports whether n more bytes keep the message within
+// MaxMessageBytes. When they do not, it records the message as too large.
+func (e *encoder) fits(n int) bool {
+	if len(e.buf)+n <= MaxMessageBytes {
+		return true
+	}
+	if e.over == 0 {
+		e.over = len(e.buf) + n
+	}
+	return false
+}
+
+// stopped reports whether the message is known to be too large: already
+// over MaxMessageBytes, or found so by fits.
+func (e *encoder) stopped() bool { return !e.fits(0) || e.over > 0 }
 
 func getEncoder() *encoder { return encoders.Get().(*encoder) }
 
@@ -182,6 +221,10 @@ func (e *encoder) object(m map[string]any) error {
 	if e.depth++; e.depth > maxDepth {
 		return fmt.Errorf("nested more than %d levels deep (a cycle?)", maxDepth)
 	}
+	// Each member takes at least `"":0` and a comma.
+	if !e.fits(5*len(m) + 1) {
+		return errStop
+	}
 	start := len(e.pairs)
 	for k, v := range m {
 		e.pairs = append(e.pairs, pair{k, v})
@@ -193,6 +236,9 @@ func (e *encoder) object(m map[string]any) error {
 		o.key(p.k)
 		if err := e.value(p.v); err != nil {
 			return within("["+strconv.Quote(p.k)+"]", err)
+		}
+		if e.stopped() {
+			return errStop
 		}
 	}
 	o.close()
@@ -206,6 +252,10 @@ func (e *encoder) array(n int, at func(i int) any) error {
 	if e.depth++; e.depth > maxDepth {
 		return fmt.Errorf("nested more than %d levels deep (a cycle?)", maxDepth)
 	}
+	// Each element takes at least one byte and a comma.
+	if !e.fits(2*n + 1) {
+		return errStop
+	}
 	e.buf = append(e.buf, '[')
 	for i := range n {
 		if i > 0 {
@@ -213,6 +263,9 @@ func (e *encoder) array(n int, at func(i int) any) error {
 		}
 		if err := e.value(at(i)); err != nil {
 			return within("["+strconv.Itoa(i)+"]", err)
+		}
+		if e.stopped() {
+			return errStop
 		}
 	}
 	e.buf = append(e.buf, ']')
@@ -235,6 +288,9 @@ func (v *valueError) Unwrap() error { return v.err }
 
 // within prefixes err's path with one more step from the outside.
 func within(step string, err error) error {
+	if err == errStop {
+		return err
+	}
 	if ve, ok := err.(*valueError); ok {
 		ve.path = step + ve.path
 		return ve
@@ -301,14 +357,61 @@ func (e *encoder) value(v any) error {
 }
 
 // marshal falls back on encoding/json, which reports channels, funcs, NaN
-// inside structs and pointer cycles as errors.
+// inside structs and pointer cycles as errors. A string, map or slice too
+// long to fit is refused before encoding/json walks it; anything else is
+// measured once marshalled, and not copied if it does not fit.
 func (e *encoder) marshal(v any) error {
+	if e.over > 0 {
+		return errStop
+	}
+	// The bound holds only where encoding/json writes the value itself.
+	if n := leastMarshalled(v); len(e.buf)+n > MaxMessageBytes && !customJSON(reflect.TypeOf(v)) {
+		e.over = len(e.buf) + n
+		return errStop
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	if !e.fits(len(b)) {
+		return errStop
+	}
 	e.buf = append(e.buf, b...)
 	return nil
+}
+
+// leastMarshalled is a lower bound on the length of json.Marshal(v) for a
+// v that encoding/json writes itself, read from its length alone: a string
+// writes at least its bytes (a json.Number writes them unquoted); a slice
+// or array of n elements at least n+2 (n bytes are 4n/3 in base64); a map
+// of n members at least 5n+1, its keys being strings or integers.
+func leastMarshalled(v any) int {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		return rv.Len()
+	case reflect.Slice, reflect.Array:
+		return rv.Len() + 2
+	case reflect.Map:
+		switch rv.Type().Key().Kind() {
+		case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			return 5*rv.Len() + 1
+		}
+	}
+	return 0
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// customJSON reports whether a method of t writes its JSON, so that the
+// length of a value of t bounds nothing.
+func customJSON(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return p.Implements(jsonMarshaler) || p.Implements(textMarshaler)
 }
 
 // float writes f as encoding/json does, refusing NaN and ±Inf.
@@ -341,6 +444,11 @@ const hexDigits = "0123456789abcdef"
 // encoding/json; U+2028 and U+2029 are escaped so the output is safe in
 // JavaScript too.
 func (e *encoder) string(s string) {
+	// Escaping never makes a string shorter: one too long to fit is not
+	// written, and the message is refused.
+	if !e.fits(len(s) + 2) {
+		return
+	}
 	e.buf = append(e.buf, '"')
 	// Most strings are plain ASCII: copy them in one go.
 	i := 0

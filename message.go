@@ -1,9 +1,13 @@
 package analytics
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // Message is one of the six Segment message types: Track, Identify, Page,
-// Screen, Group, Alias. Only this package's types implement it.
+// Screen, Group, Alias. Only this package's types implement it, and
+// pointers to them (Enqueue takes either; a Callback gets the value).
 type Message interface {
 	// Validate reports a missing required field as a *FieldError.
 	Validate() error
@@ -18,12 +22,24 @@ type Message interface {
 }
 
 // MessageID returns the MessageId of any message: in a Callback, the id
-// the SDK filled at Enqueue. It returns "" for nil.
+// the SDK filled at Enqueue. It returns "" for nil and for a nil pointer.
 func MessageID(m Message) string {
-	if m == nil {
+	if m == nil || isNilPointer(m) {
 		return ""
 	}
 	return m.id()
+}
+
+// isNilPointer reports whether m is a nil pointer, such as (*Track)(nil),
+// on which Message's value methods would panic. The six message values, the
+// usual case, are told apart without reflection.
+func isNilPointer(m Message) bool {
+	switch m.(type) {
+	case Track, Identify, Page, Screen, Group, Alias:
+		return false
+	}
+	v := reflect.ValueOf(m)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func (m Track) id() string    { return m.MessageId }

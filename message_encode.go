@@ -28,6 +28,9 @@ type namedMap struct {
 }
 
 func fieldError(typ, field string, err error) error {
+	if err == errStop {
+		return err // too large, not invalid
+	}
 	name := field
 	if ve, ok := err.(*valueError); ok {
 		name, err = field+ve.path, ve.err

@@ -1,0 +1,171 @@
+package analytics
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// refuseBudget is how many bytes refusing an oversized message may
+// allocate: a few times MaxMessageBytes, whatever the size of the input.
+const refuseBudget = 8 * MaxMessageBytes
+
+// oversized are messages far over MaxMessageBytes, one for each way the
+// encoder could be made to walk them whole: many map members, many slice
+// elements, one huge string, each where the encoder meets it.
+func oversized() []struct {
+	name string
+	msg  Message
+} {
+	// One map of 10^6 members serves every field that takes a map.
+	many := make(map[string]any, 1_000_000)
+	ints := make(map[string]int, 1_000_000)
+	for i := range 1_000_000 {
+		many[strconv.Itoa(i)] = i
+		ints[strconv.Itoa(i)] = i
+	}
+	huge := strings.Repeat("x", 50<<20)
+	type label string
+	// Many values that each fit but together do not: encoding stops at
+	// the limit, not at the end.
+	medium := make(Properties, 500)
+	for i := range 500 {
+		medium["k"+strconv.Itoa(i)] = strings.Repeat("v", 2000)
+	}
+	return []struct {
+		name string
+		msg  Message
+	}{
+		{"10^6 properties", Track{UserId: "u", Event: "E", Properties: many}},
+		{"10^6 traits", Identify{UserId: "u", Traits: many}},
+		{"10^6 integrations", Alias{UserId: "u", PreviousId: "p", Integrations: many}},
+		{"10^6 members nested", Track{UserId: "u", Event: "E", Properties: Properties{"m": many}}},
+		{"10^6 elements", Track{UserId: "u", Event: "E", Properties: Properties{"l": make([]any, 1_000_000)}}},
+		{"10^6 strings", Track{UserId: "u", Event: "E", Properties: Properties{"l": make([]string, 1_000_000)}}},
+		{"10^6 context traits", Track{UserId: "u", Event: "E", Context: &Context{Traits: many}}},
+		{"10^6 context extra", Track{UserId: "u", Event: "E", Context: &Context{Extra: many}}},
+		{"50 MiB property", Track{UserId: "u", Event: "E", Properties: Properties{"s": huge}}},
+		{"50 MiB key", Track{UserId: "u", Event: "E", Properties: Properties{huge: 1}}},
+		{"50 MiB userId", Track{UserId: huge, Event: "E"}},
+		{"50 MiB context extra", Track{UserId: "u", Event: "E", Context: &Context{Extra: map[string]any{"s": huge}}}},
+		{"500 values of 2 KB", Page{UserId: "u", Properties: medium}},
+		// Types encoding/json writes: refused from their length too.
+		{"10^6 map[string]int", Track{UserId: "u", Event: "E", Properties: Properties{"m": ints}}},
+		{"10^6 []int", Track{UserId: "u", Event: "E", Properties: Properties{"l": make([]int, 1_000_000)}}},
+		{"10 MiB []byte", Track{UserId: "u", Event: "E", Properties: Properties{"b": []byte(huge[:10<<20])}}},
+		{"50 MiB named string", Track{UserId: "u", Event: "E", Properties: Properties{"s": label(huge)}}},
+	}
+}
+
+// TestOversizedRefusedAtTheLimit: refusing a message over MaxMessageBytes
+// costs in proportion to the limit, not to the message. It counts the bytes
+// one Enqueue allocates; the inputs would take megabytes to encode whole.
+func TestOversizedRefusedAtTheLimit(t *testing.T) {
+	tests := oversized()
+	e := newEnv(t, newAPI())
+	for _, tt := range tests {
+		var err error
+		allocated := allocatedBy(func() { err = e.client.Enqueue(tt.msg) })
+		if !errors.Is(err, ErrMessageTooLarge) {
+			t.Errorf("%s: Enqueue = %v, want ErrMessageTooLarge", tt.name, err)
+		}
+		if allocated > refuseBudget {
+			t.Errorf("%s: refusing it allocated %d bytes, want at most %d", tt.name, allocated, refuseBudget)
+		}
+	}
+	e.close()
+	st := e.client.Stats()
+	if st.Rejected.TooLarge != int64(len(tests)) || st.Rejected.Invalid != 0 || st.Delivered != 0 {
+		t.Fatalf("stats %+v, want %d rejected as too large", st, len(tests))
+	}
+	if ok, failed := e.out.counts(); ok+failed != 0 {
+		t.Fatalf("%d callbacks for refused messages", ok+failed)
+	}
+}
+
+// allocatedBy returns the bytes the program allocated while f ran.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestLimitBoundsRefuseNothingThatFits: the lower bounds that refuse early
+// never refuse a message of exactly MaxMessageBytes, even when the bounded
+// value is its last member and only closing braces follow: a slice of
+// zeros (2 bytes an element, as the bound counts), a string (its length
+// plus quotes), a map, a slice encoding/json writes.
+func TestLimitBoundsRefuseNothingThatFits(t *testing.T) {
+	zeros := make([]any, 5_000)
+	for i := range zeros {
+		zeros[i] = 0
+	}
+	members := make(map[string]any, 1_000)
+	for i := range 1_000 {
+		members[strconv.Itoa(1000+i)] = 0
+	}
+	tests := []struct {
+		name string
+		last any // written last, after the padding
+	}{
+		{"[]any of zeros", zeros},
+		{"string", strings.Repeat("s", 5_000)},
+		{"map", members},
+		{"[]int", make([]int, 5_000)},
+	}
+	for _, tt := range tests {
+		// "a" sorts before "z": the padding is written first, and the
+		// bounded value meets a buffer already close to the limit.
+		msg := func(pad int) Message {
+			return Track{UserId: "u", Event: "E", MessageId: "m",
+				Properties: Properties{"a": strings.Repeat("x", pad), "z": tt.last}}
+		}
+		base, err := encodeMessage(msg(0), "", fixedTime)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		exact := MaxMessageBytes - len(base)
+		if b, err := encodeMessage(msg(exact), "", fixedTime); err != nil || len(b) != MaxMessageBytes {
+			t.Errorf("%s: message of exactly %d bytes: %d bytes, %v", tt.name, MaxMessageBytes, len(b), err)
+		}
+		_, err = encodeMessage(msg(exact+1), "", fixedTime)
+		if !errors.Is(err, ErrMessageTooLarge) {
+			t.Errorf("%s: message of %d bytes: %v, want ErrMessageTooLarge", tt.name, MaxMessageBytes+1, err)
+		}
+	}
+}
+
+// count is a long slice that writes itself as its length.
+type count []int
+
+func (c count) MarshalJSON() ([]byte, error) { return []byte(strconv.Itoa(len(c))), nil }
+
+// TestMarshalerLengthBoundsNothing: a value whose own method writes its
+// JSON is measured by what it writes, never refused for its length.
+func TestMarshalerLengthBoundsNothing(t *testing.T) {
+	b, err := encodeMessage(Track{UserId: "u", Event: "E", Properties: Properties{"n": make(count, 1_000_000)}}, "id", fixedTime)
+	if err != nil || !strings.Contains(string(b), `"n":1000000`) {
+		t.Fatalf("encoding = %s, %v; want the method's output", b, err)
+	}
+}
+
+// BenchmarkRefuseOversized is the cost of refusing each oversized message:
+// about the same for all, however large.
+func BenchmarkRefuseOversized(b *testing.B) {
+	for _, tt := range oversized() {
+		b.Run(strings.ReplaceAll(tt.name, " ", "_"), func(b *testing.B) {
+			c := quietClient(b)
+			defer c.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Enqueue(tt.msg); !errors.Is(err, ErrMessageTooLarge) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
