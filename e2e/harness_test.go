@@ -75,6 +75,7 @@ type result struct {
 	Delivered   int      `json:"delivered"`
 	Failed      int      `json:"failed"`
 	Errors      []string `json:"errors"`
+	Error       *string  `json:"error"` // null on success
 }
 
 // run is one CLI run: its parsed output, exit code, stderr and duration.
@@ -150,9 +151,6 @@ func runRaw(t *testing.T, in string) run {
 	} else if err != nil {
 		t.Fatalf("running the CLI: %v", err)
 	}
-	if r.code == 2 {
-		return r
-	}
 	out := stdout.String()
 	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
 		t.Fatalf("stdout is not exactly one line:\n%s\nstderr:\n%s", out, r.stderr)
@@ -162,6 +160,9 @@ func runRaw(t *testing.T, in string) run {
 	}
 	if (r.code == 0) != r.Success {
 		t.Fatalf("exit code %d with success %v", r.code, r.Success)
+	}
+	if (r.Error == nil) != r.Success {
+		t.Fatalf("error %s with success %v: want null exactly on success", out, r.Success)
 	}
 	if strings.Contains(out+r.stderr, writeKey) {
 		t.Fatalf("the write key appears in the CLI's output")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
@@ -185,8 +187,15 @@ func TestBadInputExitsTwoAndSendsNothing(t *testing.T) {
 	}
 	for name, in := range cases {
 		r := runRaw(t, in)
-		if r.code != 2 || strings.TrimSpace(r.stderr) == "" {
-			t.Errorf("%s: exit %d, stderr %q; want 2 and a reason", name, r.code, r.stderr)
+		assert.Equal(t, 2, r.code, "%s: exit code", name)
+		assert.NotEmpty(t, strings.TrimSpace(r.stderr), "%s: no reason on stderr", name)
+		// The same reason, as the error of a run that sent nothing.
+		assert.False(t, r.Success, name)
+		assert.Zero(t, r.SentBatches, name)
+		if assert.NotNil(t, r.Error, "%s: no error on stdout", name) {
+			assert.True(t, strings.HasPrefix(*r.Error, "bad input: "), "%s: error %q", name, *r.Error)
+			assert.Contains(t, r.stderr, *r.Error, "%s: stderr and stdout give different reasons", name)
+			assert.Equal(t, []string{*r.Error}, r.Errors, name)
 		}
 	}
 	if n := len(api.Requests()); n != 0 {

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	analytics "github.com/dualpath/analytics-go"
 )
 
@@ -102,19 +105,30 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// assertBadInput checks a bad-input run: exit 2, the reason (containing
+// want) on one line of stderr after "bad input: ", and the same line as
+// the error of the JSON line on stdout, which sent nothing.
 func assertBadInput(t *testing.T, r cliRun, want string) {
 	t.Helper()
-	if r.code != exitBadInput {
-		t.Errorf("exit code %d, want %d (stderr: %s)", r.code, exitBadInput, r.stderr)
-	}
-	if r.stdout != "" {
-		t.Errorf("stdout = %q, want nothing", r.stdout)
-	}
-	if !strings.HasPrefix(r.stderr, "bad input: ") || !strings.Contains(r.stderr, want) {
-		t.Errorf("stderr = %q, want %q after \"bad input: \"", r.stderr, want)
-	}
-	if strings.Count(r.stderr, "\n") != 1 {
-		t.Errorf("stderr has %d lines, want one: %q", strings.Count(r.stderr, "\n"), r.stderr)
+	assert.Equal(t, exitBadInput, r.code, "stderr: %s", r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "stderr has not one line: %q", r.stderr)
+	assert.True(t, strings.HasPrefix(r.stderr, "bad input: "), "stderr = %q", r.stderr)
+	assert.Contains(t, r.stderr, want)
+	assertBadInputOutput(t, r, strings.TrimSuffix(r.stderr, "\n"))
+}
+
+// assertBadInputOutput checks the stdout of a bad-input run: one JSON line
+// of a run that sent nothing, whose error and only errors entry is reason.
+func assertBadInputOutput(t *testing.T, r cliRun, reason string) {
+	t.Helper()
+	got := r.output(t)
+	assert.False(t, got.Success)
+	assert.Zero(t, got.SentBatches)
+	assert.Zero(t, got.Delivered)
+	assert.Zero(t, got.Failed)
+	assert.Equal(t, []string{reason}, got.Errors)
+	if assert.NotNil(t, got.Error) {
+		assert.Equal(t, reason, *got.Error)
 	}
 }
 
@@ -123,7 +137,7 @@ func TestBadArguments(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want string
+		want string // on stderr, and in the error on stdout
 	}{
 		{"no --input", nil, "bad input: --input is required"},
 		{"missing file", []string{"--input", "@" + filepath.Join(dir, "nope.json")}, "bad input: --input @" + filepath.Join(dir, "nope.json") + ": open "},
@@ -136,9 +150,15 @@ func TestBadArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runCLI(t, "", tt.args...)
-			if r.code != exitBadInput || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
-				t.Errorf("code %d, stdout %q, stderr %q; want code 2, no stdout, %q on stderr", r.code, r.stdout, r.stderr, tt.want)
-			}
+			assert.Equal(t, exitBadInput, r.code, "stderr: %s", r.stderr)
+			assert.Contains(t, r.stderr, tt.want)
+			got := r.output(t)
+			assert.False(t, got.Success)
+			assert.Zero(t, got.SentBatches)
+			require.NotNil(t, got.Error)
+			assert.True(t, strings.HasPrefix(*got.Error, "bad input: "), "error = %q", *got.Error)
+			assert.Contains(t, *got.Error, strings.TrimPrefix(tt.want, "bad input: "))
+			assert.Equal(t, []string{*got.Error}, got.Errors)
 		})
 	}
 }

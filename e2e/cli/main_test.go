@@ -51,9 +51,9 @@ func runInput(t *testing.T, doc any) cliRun {
 	return runCLI(t, "", "--input", string(b))
 }
 
-// output decodes the one line of a run's stdout, failing the test unless it
-// is exactly one line of JSON with the five keys of SPEC §9.
-func (r cliRun) output(t *testing.T) result {
+// keys decodes the one line of a run's stdout into its members, failing
+// the test unless stdout is exactly one line of JSON.
+func (r cliRun) keys(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
 	if strings.Count(r.stdout, "\n") != 1 || !strings.HasSuffix(r.stdout, "\n") {
 		t.Fatalf("stdout is not exactly one line: %q (stderr: %s)", r.stdout, r.stderr)
@@ -62,7 +62,16 @@ func (r cliRun) output(t *testing.T) result {
 	if err := json.Unmarshal([]byte(r.stdout), &keys); err != nil {
 		t.Fatalf("stdout is not a JSON object: %v: %q", err, r.stdout)
 	}
-	want := []string{"success", "sentBatches", "delivered", "failed", "errors"}
+	return keys
+}
+
+// output decodes the one line of a run's stdout, failing the test unless
+// it is exactly one line of JSON with the six keys of docs/SPEC.md §9 and
+// the CLI's doc comment.
+func (r cliRun) output(t *testing.T) result {
+	t.Helper()
+	keys := r.keys(t)
+	want := []string{"success", "sentBatches", "delivered", "failed", "errors", "error"}
 	if len(keys) != len(want) {
 		t.Errorf("stdout has keys %v, want exactly %v", keys, want)
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	analytics "github.com/dualpath/analytics-go"
 )
 
@@ -231,7 +234,7 @@ func TestOutputFormat(t *testing.T) {
 	api := newTrackingAPI(t)
 	r := runInput(t, api.doc(map[string]any{"flushAt": 2},
 		seq(0, track("m-1"), track("m-2"), track("m-3"), track("m-4"), track("m-5"))))
-	const want = `{"success":true,"sentBatches":3,"delivered":5,"failed":0,"errors":[]}` + "\n"
+	const want = `{"success":true,"sentBatches":3,"delivered":5,"failed":0,"errors":[],"error":null}` + "\n"
 	if r.code != exitSuccess || r.stdout != want {
 		t.Errorf("exit %d, stdout %q; want 0, %q (stderr: %s)", r.code, r.stdout, want, r.stderr)
 	}
@@ -284,5 +287,82 @@ func TestHelp(t *testing.T) {
 	r := runCLI(t, "", "-h")
 	if r.code != exitSuccess || r.stdout != "" || !strings.Contains(r.stderr, "usage: e2e-cli") {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestSuccessOutputHasNoError: a run that delivered every event prints
+// error as null, and errors as an empty array.
+func TestSuccessOutputHasNoError(t *testing.T) {
+	api := newTrackingAPI(t)
+	r := runInput(t, api.doc(nil, seq(0, track("m-1"), track("m-2"))))
+	require.Equal(t, exitSuccess, r.code, "stderr: %s", r.stderr)
+	keys := r.keys(t)
+	assert.Equal(t, "null", string(keys["error"]))
+	assert.Equal(t, "[]", string(keys["errors"]))
+	got := r.output(t)
+	assert.True(t, got.Success)
+	assert.Nil(t, got.Error)
+}
+
+// TestFailureOutputHasErrorAndErrors: a run that did not deliver every
+// event prints errors as an array of each distinct error, and error as one
+// string: the count and the first of errors, then how many others there
+// are.
+func TestFailureOutputHasErrorAndErrors(t *testing.T) {
+	api := newTrackingAPI(t)
+	api.status.Store(http.StatusBadRequest)
+	noEvent := map[string]any{"type": "track", "userId": "u1"}
+	r := runInput(t, api.doc(nil, seq(0, track("m-1"), noEvent, track("m-2"))))
+	require.Equal(t, exitFailure, r.code, "stderr: %s", r.stderr)
+
+	keys := r.keys(t)
+	require.Contains(t, keys, "error")
+	require.Contains(t, keys, "errors")
+	assert.True(t, strings.HasPrefix(string(keys["error"]), `"`), "error is not a JSON string: %s", keys["error"])
+	assert.True(t, strings.HasPrefix(string(keys["errors"]), `[`), "errors is not a JSON array: %s", keys["errors"])
+
+	got := r.output(t)
+	assert.False(t, got.Success)
+	assert.Equal(t, int64(3), got.Failed)
+	// The refused event's error is seen first, at Enqueue; the batch's 400
+	// comes at Close.
+	require.Len(t, got.Errors, 2)
+	assert.Contains(t, got.Errors[0], analytics.Track{UserId: "u1"}.Validate().Error())
+	assert.Contains(t, got.Errors[1], "HTTP 400")
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "3 of 3 events failed: "+got.Errors[0]+" (and 1 other distinct error, listed in errors)", *got.Error)
+}
+
+// TestOneErrorSummary: when every event failed alike, error is the count
+// and that one error.
+func TestOneErrorSummary(t *testing.T) {
+	api := newTrackingAPI(t)
+	api.status.Store(http.StatusBadRequest)
+	r := runInput(t, api.doc(nil, seq(0, track("m-1"))))
+	require.Equal(t, exitFailure, r.code, "stderr: %s", r.stderr)
+	got := r.output(t)
+	require.Len(t, got.Errors, 1)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "1 of 1 event failed: "+got.Errors[0], *got.Error)
+}
+
+func TestSummary(t *testing.T) {
+	tests := []struct {
+		name                     string
+		total, delivered, failed int64
+		errs                     []string
+		want                     string
+	}{
+		{"one event", 1, 0, 1, []string{"E1"}, "1 of 1 event failed: E1"},
+		{"one error", 5, 2, 3, []string{"E1"}, "3 of 5 events failed: E1"},
+		{"two errors", 5, 0, 5, []string{"E1", "E2"}, "5 of 5 events failed: E1 (and 1 other distinct error, listed in errors)"},
+		{"three errors", 4, 1, 3, []string{"E1", "E2", "E3"}, "3 of 4 events failed: E1 (and 2 other distinct errors, listed in errors)"},
+		{"none reported", 4, 1, 0, nil, "3 of 4 events were not delivered"},
+		{"none reported of one", 1, 0, 0, nil, "1 of 1 event was not delivered"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, summary(tt.total, tt.delivered, tt.failed, tt.errs))
+		})
 	}
 }
