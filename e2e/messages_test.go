@@ -207,11 +207,24 @@ func TestSequencesWithDelays(t *testing.T) {
 	t.Parallel()
 	api := mockapi.New()
 	url := startMock(t, api)
+	launched := time.Now() // before the CLI starts, on the mock's clock
 	r := runInput(t, input{WriteKey: writeKey, APIHost: url, Config: fast("flushAt", 2),
 		Sequences: []sequence{{Events: tracks("a", 2)}, {DelayMs: 300, Events: tracks("b", 2)}}})
 	r.expect(t, true, 4, 0)
 	reqs := requests(t, api, 2)
-	// The first request also paid for the dial, so allow a few ms under the
-	// 300 ms the CLI waits between enqueueing the two sequences.
-	within(t, "the second sequence", gap(reqs[0], reqs[1]), 250*time.Millisecond, 10*time.Second)
+	// Each sequence is a batch of its own (flushAt 2); under load they may
+	// arrive in either order.
+	first, second := batchOf(t, reqs, "a-0", "a-1"), batchOf(t, reqs, "b-0", "b-1")
+	// The client's own record: the SDK stamps an event when it is
+	// enqueued, so the second sequence's stamps are 300 ms after the
+	// first's, less 1 ms for stamps truncated to the millisecond on a wall
+	// clock that NTP may slew. (The gap between the two arrivals is not
+	// the wait: the first request may be stamped late, after the client
+	// started waiting.)
+	enqueued := clientStamp(t, second.Events[0]).Sub(clientStamp(t, first.Events[1]))
+	assert.GreaterOrEqual(t, enqueued, 299*time.Millisecond, "the second sequence was enqueued too soon after the first")
+	// And on the mock's clock: the CLI started after launched and waited
+	// 300 ms before it enqueued the second sequence, whose batch arrived
+	// after that.
+	assert.GreaterOrEqual(t, second.At.Sub(launched), 300*time.Millisecond, "the second sequence's batch arrived too soon")
 }

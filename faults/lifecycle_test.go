@@ -164,23 +164,26 @@ func TestEnqueueWhileClosing(t *testing.T) {
 // context ends: every accepted event fails, once, with an error wrapping
 // the context's; Shutdown returns that error; Close, racing it, returns
 // once the cut-short shutdown has ended.
+//
+// The server holds every request until the client hangs up, and the
+// request timeout is a week, the most New allows: nothing but Shutdown's
+// context can end the attempts, so Shutdown returning at all shows that it
+// cut them short. (A Shutdown that waited for them would hang the test
+// until go test's -timeout, with every goroutine's stack.) No clock is
+// read: how long the cut takes on a loaded machine does not matter.
 func TestShutdownCutShortWhileEnqueuing(t *testing.T) {
 	leakCheck(t)
 	s := newServer(t).Default(Answer{Action: Stall})
-	e := newEnv(t, s.URL, s.HTTPClient(t, 0), analytics.WithFlushAt(25), analytics.WithRequestTimeout(time.Minute))
+	e := newEnv(t, s.URL, s.HTTPClient(t, 0), analytics.WithFlushAt(25), analytics.WithRequestTimeout(7*24*time.Hour))
 	q := startEnqueuers(e.client, 6)
 	q.warm.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	errs := closers(t, e,
 		func() error { return e.client.Shutdown(ctx) },
 		func() error { return e.client.Shutdown(ctx) },
 		e.client.Close)
 	q.wg.Wait()
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("the shutdown took %v, with a context of 150ms", d)
-	}
 	for i, err := range errs[:2] {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Shutdown %d = %v, want DeadlineExceeded", i, err)

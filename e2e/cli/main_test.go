@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -189,4 +192,25 @@ func track(id string) map[string]any {
 
 func basicAuth(key string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(key+":"))
+}
+
+// retryRecord is one "will retry" record of the SDK's log: the path and
+// the wait it chose after a failed attempt.
+type retryRecord struct {
+	path string
+	wait time.Duration
+}
+
+var retryLine = regexp.MustCompile(`msg="analytics: upload attempt failed, will retry" attempt=\d+ events=\d+ path=(\S+) wait=(\S+) `)
+
+// retryRecords returns the "will retry" records in stderr, in order.
+func retryRecords(t *testing.T, stderr string) []retryRecord {
+	t.Helper()
+	var out []retryRecord
+	for _, m := range retryLine.FindAllStringSubmatch(stderr, -1) {
+		wait, err := time.ParseDuration(m[2])
+		require.NoError(t, err, "wait in %q", m[0])
+		out = append(out, retryRecord{path: m[1], wait: wait})
+	}
+	return out
 }

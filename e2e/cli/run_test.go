@@ -206,9 +206,7 @@ func TestMaxRetriesZero(t *testing.T) {
 func TestRetryConfig(t *testing.T) {
 	api := newTrackingAPI(t)
 	api.status.Store(http.StatusInternalServerError)
-	start := time.Now()
 	r := runInput(t, api.doc(map[string]any{"maxRetries": 2, "backoffBase": 1, "backoffCap": 2, "gzip": false}, seq(0, track("m-1"))))
-	elapsed := time.Since(start)
 	if got := r.output(t); r.code != exitFailure || got.Failed != 1 {
 		t.Fatalf("exit %d, output %+v", r.code, got)
 	}
@@ -221,13 +219,20 @@ func TestRetryConfig(t *testing.T) {
 			t.Errorf("request %d: Content-Encoding %q with gzip false", i, enc)
 		}
 	}
-	if elapsed > 900*time.Millisecond {
-		t.Errorf("the run took %v: backoffBase 1 and backoffCap 2 are milliseconds", elapsed)
+	// The SDK's retry warnings go to stderr, with the waits it chose:
+	// retry n waits [d/2, d) with d = min(backoffCap, backoffBase·2^(n-1)),
+	// so 0.5-1 ms then 1-2 ms if backoffBase 1 and backoffCap 2 are
+	// milliseconds (as seconds, they would be 0.5-1 s then 1-2 s).
+	assert.Contains(t, r.stderr, "level=WARN")
+	retries := retryRecords(t, r.stderr)
+	require.Len(t, retries, 2)
+	for i, rec := range retries {
+		assert.Equal(t, "backoff", rec.path, "retry %d", i+1)
 	}
-	// The SDK's retry warnings go to stderr.
-	if !strings.Contains(r.stderr, "level=WARN") {
-		t.Errorf("no SDK warning on stderr: %s", r.stderr)
-	}
+	assert.GreaterOrEqual(t, retries[0].wait, 500*time.Microsecond)
+	assert.Less(t, retries[0].wait, time.Millisecond)
+	assert.GreaterOrEqual(t, retries[1].wait, time.Millisecond)
+	assert.Less(t, retries[1].wait, 2*time.Millisecond)
 }
 
 func TestOutputFormat(t *testing.T) {
@@ -255,6 +260,8 @@ func TestSequenceDelays(t *testing.T) {
 	if r.code != exitSuccess {
 		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
 	}
+	// A sound lower bound: start and elapsed bracket the whole run, and
+	// the run slept both delays on its own clock.
 	if elapsed < 250*time.Millisecond {
 		t.Errorf("the run took %v, less than the 250.5ms of delays", elapsed)
 	}
