@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -172,9 +170,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		seq(0, track("m-3"), map[string]any{"type": "track", "userId": 5}))
 	r := runInput(t, d)
 	assertBadInput(t, r, "sequences[1].events[1].userId: want a string, got number")
-	if n := len(api.received()); n != 0 {
-		t.Errorf("the API received %d requests, want 0", n)
-	}
+	assert.Empty(t, api.received(), "requests for bad input")
 }
 
 func TestConfigConversions(t *testing.T) {
@@ -211,15 +207,9 @@ func TestConfigConversions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.config, func(t *testing.T) {
 			in, _, err := decodeInput([]byte(withConfig(tt.config)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(in.config, tt.want) {
-				t.Errorf("settings = %#v, want %#v", in.config, tt.want)
-			}
-			if n := len(in.config.options()); n != len(tt.want) {
-				t.Errorf("%d options, want %d", n, len(tt.want))
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, in.config)
+			assert.Len(t, in.config.options(), len(tt.want), "options")
 		})
 	}
 }
@@ -227,15 +217,13 @@ func TestConfigConversions(t *testing.T) {
 func TestDelayMs(t *testing.T) {
 	doc := `{"writeKey": "k", "sequences": [{"events": []}, {"delayMs": 0, "events": []}, {"delayMs": 1.5, "events": []}, {"delayMs": 250, "events": []}, {"delayMs": null, "events": []}]}`
 	in, _, err := decodeInput([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []time.Duration{0, 0, 1500 * time.Microsecond, 250 * time.Millisecond, 0}
-	for i, s := range in.sequences {
-		if s.delay != want[i] {
-			t.Errorf("sequences[%d].delay = %v, want %v", i, s.delay, want[i])
-		}
+	var got []time.Duration
+	for _, s := range in.sequences {
+		got = append(got, s.delay)
 	}
+	assert.Equal(t, want, got, "the sequences' delays")
 }
 
 func TestWarnings(t *testing.T) {
@@ -244,9 +232,7 @@ func TestWarnings(t *testing.T) {
 		            {"type": "track", "userId": "u", "event": "E", "foo": 2}], "repeat": 2}],
 		"config": {"flushAt": 1, "compressionLevel": 9}}`
 	in, warns, err := decodeInput([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []string{
 		`ignoring unknown top-level key "extra"`,
 		`ignoring unknown sequence key "repeat" (first in sequences[0])`,
@@ -254,37 +240,28 @@ func TestWarnings(t *testing.T) {
 		`ignoring unknown event field "sentAt" (first in sequences[0].events[0])`,
 		`ignoring unknown config key "compressionLevel" (first in config)`,
 	}
-	if !reflect.DeepEqual(warns, want) {
-		t.Errorf("warnings:\n%q\nwant\n%q", warns, want)
-	}
-	if in.total() != 2 || in.config["flushAt"] != 1 {
-		t.Errorf("decoded %d events, config %v", in.total(), in.config)
-	}
+	assert.Equal(t, want, warns)
+	assert.Equal(t, 2, in.total(), "events decoded")
+	assert.Equal(t, 1, in.config["flushAt"])
 }
 
 func TestEmptySequences(t *testing.T) {
 	api := newTrackingAPI(t)
 	r := runInput(t, api.doc(nil))
-	if r.code != exitSuccess {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
-	}
-	if got := r.output(t); !reflect.DeepEqual(got, result{Success: true, Errors: []string{}}) {
-		t.Errorf("output %+v", got)
-	}
+	require.Equal(t, exitSuccess, r.code, "stderr %s", r.stderr)
+	assert.Equal(t, result{Success: true, Errors: []string{}}, r.output(t))
 }
 
 // TestMessageIDAndTimestampKept checks the decoded message itself; the
 // TestEventTypes run checks what arrives.
 func TestMessageIDAndTimestampKept(t *testing.T) {
 	in, _, err := decodeInput([]byte(wrap(`{"type": "track", "userId": "u", "event": "E", "messageId": "m-42", "timestamp": "2024-05-06T07:08:09.123456789+02:00"}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.IsType(t, analytics.Track{}, in.sequences[0].events[0].msg)
 	m := in.sequences[0].events[0].msg.(analytics.Track)
+	assert.Equal(t, "m-42", m.MessageId)
 	want := time.Date(2024, 5, 6, 5, 8, 9, 123456789, time.UTC)
-	if m.MessageId != "m-42" || !m.Timestamp.Equal(want) {
-		t.Errorf("messageId %q, timestamp %v; want m-42, %v", m.MessageId, m.Timestamp, want)
-	}
+	assert.True(t, m.Timestamp.Equal(want), "timestamp %v, want %v", m.Timestamp, want)
 }
 
 func TestParseDecimal(t *testing.T) {
@@ -310,44 +287,38 @@ func TestParseDecimal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d, ok := parseDecimal(tt.in)
-		if !ok {
-			t.Errorf("parseDecimal(%q) failed", tt.in)
+		if !assert.True(t, ok, "parseDecimal(%q) failed", tt.in) {
 			continue
 		}
 		got, err := d.scaled(tt.scale)
-		if got != tt.want || !errors.Is(err, tt.err) {
-			t.Errorf("%q scaled by 10^%d = %d, %v; want %d, %v", tt.in, tt.scale, got, err, tt.want, tt.err)
+		assert.Equal(t, tt.want, got, "%q scaled by 10^%d", tt.in, tt.scale)
+		if tt.err == nil {
+			assert.NoError(t, err, "%q scaled by 10^%d", tt.in, tt.scale)
+		} else {
+			assert.ErrorIs(t, err, tt.err, "%q scaled by 10^%d", tt.in, tt.scale)
 		}
 	}
 	for _, bad := range []string{"", "-", ".5", "1.", "1e", "1e+", "0x10", "1_000", "+1", "1.2.3"} {
-		if _, ok := parseDecimal(bad); ok {
-			t.Errorf("parseDecimal(%q) accepted it", bad)
-		}
+		_, ok := parseDecimal(bad)
+		assert.False(t, ok, "parseDecimal(%q) accepted it", bad)
 	}
 }
 
 func TestInputFromFileAndStdin(t *testing.T) {
 	api := newTrackingAPI(t)
 	b, err := json.Marshal(api.doc(nil, seq(0, track("m-file"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "input.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, b, 0o600))
 	fromFile := runCLI(t, "", "--input", "@"+path)
 	fromStdin := runCLI(t, string(b), "--input", "-")
 	for name, r := range map[string]cliRun{"@file": fromFile, "-": fromStdin} {
-		if r.code != exitSuccess {
-			t.Errorf("%s: exit %d, stderr %s", name, r.code, r.stderr)
+		if !assert.Equal(t, exitSuccess, r.code, "%s: stderr %s", name, r.stderr) {
 			continue
 		}
-		if got := r.output(t); got.Delivered != 1 || !got.Success {
-			t.Errorf("%s: output %+v", name, got)
-		}
+		got := r.output(t)
+		assert.Equal(t, int64(1), got.Delivered, name)
+		assert.True(t, got.Success, name)
 	}
-	if n := len(api.events()); n != 2 {
-		t.Errorf("the API received %d events, want 2", n)
-	}
+	assert.Len(t, api.events(), 2, "events the API received")
 }

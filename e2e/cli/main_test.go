@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -38,9 +39,8 @@ func runCLI(t *testing.T, stdin string, args ...string) cliRun {
 	var stdout, stderr bytes.Buffer
 	code := run(args, strings.NewReader(stdin), &stdout, &stderr)
 	r := cliRun{code: code, stdout: stdout.String(), stderr: stderr.String()}
-	if strings.Contains(r.stdout+r.stderr, testWriteKey) {
-		t.Errorf("the write key appears in the output:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
-	}
+	assert.NotContains(t, r.stdout, testWriteKey, "the write key appears on stdout")
+	assert.NotContains(t, r.stderr, testWriteKey, "the write key appears on stderr")
 	return r
 }
 
@@ -48,9 +48,7 @@ func runCLI(t *testing.T, stdin string, args ...string) cliRun {
 func runInput(t *testing.T, doc any) cliRun {
 	t.Helper()
 	b, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return runCLI(t, "", "--input", string(b))
 }
 
@@ -58,13 +56,10 @@ func runInput(t *testing.T, doc any) cliRun {
 // the test unless stdout is exactly one line of JSON.
 func (r cliRun) keys(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
-	if strings.Count(r.stdout, "\n") != 1 || !strings.HasSuffix(r.stdout, "\n") {
-		t.Fatalf("stdout is not exactly one line: %q (stderr: %s)", r.stdout, r.stderr)
-	}
+	require.Equal(t, 1, strings.Count(r.stdout, "\n"), "stdout is not one line: %q (stderr: %s)", r.stdout, r.stderr)
+	require.True(t, strings.HasSuffix(r.stdout, "\n"), "stdout does not end its line: %q", r.stdout)
 	var keys map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(r.stdout), &keys); err != nil {
-		t.Fatalf("stdout is not a JSON object: %v: %q", err, r.stdout)
-	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &keys), "stdout is not a JSON object: %q", r.stdout)
 	return keys
 }
 
@@ -74,24 +69,16 @@ func (r cliRun) keys(t *testing.T) map[string]json.RawMessage {
 func (r cliRun) output(t *testing.T) result {
 	t.Helper()
 	keys := r.keys(t)
-	want := []string{"success", "sentBatches", "delivered", "failed", "errors", "error"}
-	if len(keys) != len(want) {
-		t.Errorf("stdout has keys %v, want exactly %v", keys, want)
+	var got []string
+	for k := range keys {
+		got = append(got, k)
 	}
-	for _, k := range want {
-		if _, ok := keys[k]; !ok {
-			t.Errorf("stdout lacks %q: %s", k, r.stdout)
-		}
-	}
-	if string(keys["errors"]) == "null" {
-		t.Errorf("errors is null, want an array: %s", r.stdout)
-	}
+	assert.ElementsMatch(t, []string{"success", "sentBatches", "delivered", "failed", "errors", "error"}, got, "the keys of stdout")
+	assert.NotEqual(t, "null", string(keys["errors"]), "errors is null, want an array")
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()
 	var res result
-	if err := dec.Decode(&res); err != nil {
-		t.Fatalf("stdout: %v: %s", err, r.stdout)
-	}
+	require.NoError(t, dec.Decode(&res), "stdout: %s", r.stdout)
 	return res
 }
 
