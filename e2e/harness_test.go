@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -124,9 +125,7 @@ func tracks(prefix string, n int) []event {
 func startMock(t *testing.T, api *mockapi.Server) string {
 	t.Helper()
 	l, err := api.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	return l.URL
 }
@@ -141,9 +140,7 @@ func runCLI(t *testing.T, url string, cfg map[string]any, events ...event) run {
 func runInput(t *testing.T, in input) run {
 	t.Helper()
 	raw, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return runRaw(t, string(raw))
 }
 
@@ -158,51 +155,37 @@ func runRaw(t *testing.T, in string) run {
 	start := time.Now()
 	err := cmd.Run()
 	r := run{stderr: stderr.String(), elapsed: time.Since(start)}
-	if ctx.Err() != nil {
-		t.Fatalf("the CLI did not end within 60s; stderr:\n%s", r.stderr)
-	}
-	if exit, ok := err.(*exec.ExitError); ok {
+	require.NoError(t, ctx.Err(), "the CLI did not end within 60s; stderr:\n%s", r.stderr)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
 		r.code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running the CLI: %v", err)
+	} else {
+		require.NoError(t, err, "running the CLI")
 	}
 	out := stdout.String()
-	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
-		t.Fatalf("stdout is not exactly one line:\n%s\nstderr:\n%s", out, r.stderr)
-	}
-	if err := json.Unmarshal([]byte(out), &r.result); err != nil {
-		t.Fatalf("stdout is not the result JSON: %v\n%s", err, out)
-	}
-	if (r.code == 0) != r.Success {
-		t.Fatalf("exit code %d with success %v", r.code, r.Success)
-	}
-	if (r.Error == nil) != r.Success {
-		t.Fatalf("error %s with success %v: want null exactly on success", out, r.Success)
-	}
-	if strings.Contains(out+r.stderr, writeKey) {
-		t.Fatalf("the write key appears in the CLI's output")
-	}
+	require.Equal(t, 1, strings.Count(out, "\n"), "stdout is not one line:\n%s\nstderr:\n%s", out, r.stderr)
+	require.True(t, strings.HasSuffix(out, "\n"), "stdout does not end its line:\n%s", out)
+	require.NoError(t, json.Unmarshal([]byte(out), &r.result), "stdout is not the result JSON:\n%s", out)
+	require.Equal(t, r.code == 0, r.Success, "exit code %d with success %v", r.code, r.Success)
+	require.Equal(t, r.Success, r.Error == nil, "error %s with success %v: want null exactly on success", out, r.Success)
+	require.NotContains(t, out, writeKey, "the write key appears on the CLI's stdout")
+	require.NotContains(t, r.stderr, writeKey, "the write key appears on the CLI's stderr")
 	return r
 }
 
 // expect checks the CLI's verdict and counts.
 func (r run) expect(t *testing.T, success bool, delivered, failed int) {
 	t.Helper()
-	if r.Success != success || r.Delivered != delivered || r.Failed != failed {
-		t.Fatalf("result %+v (exit %d), want success %v, %d delivered, %d failed; stderr:\n%s",
-			r.result, r.code, success, delivered, failed, r.stderr)
-	}
+	require.Equal(t, success, r.Success, "success; errors %q; stderr:\n%s", r.Errors, r.stderr)
+	require.Equal(t, delivered, r.Delivered, "events delivered; errors %q; stderr:\n%s", r.Errors, r.stderr)
+	require.Equal(t, failed, r.Failed, "events failed; errors %q; stderr:\n%s", r.Errors, r.stderr)
 }
 
 // expectError checks that one of the reported errors contains want.
 func (r run) expectError(t *testing.T, want string) {
 	t.Helper()
-	for _, e := range r.Errors {
-		if strings.Contains(e, want) {
-			return
-		}
-	}
-	t.Fatalf("errors %q do not mention %q", r.Errors, want)
+	mentions := func(e string) bool { return strings.Contains(e, want) }
+	require.True(t, slices.ContainsFunc(r.Errors, mentions), "errors %q do not mention %q", r.Errors, want)
 }
 
 // requests returns what the mock received, failing the test unless there
@@ -210,13 +193,12 @@ func (r run) expectError(t *testing.T, want string) {
 func requests(t *testing.T, api *mockapi.Server, n int) []mockapi.Request {
 	t.Helper()
 	reqs := api.Requests()
-	if len(reqs) != n {
-		var statuses []int
-		for _, r := range reqs {
-			statuses = append(statuses, r.Status)
-		}
-		t.Fatalf("%d requests (statuses %v), want %d", len(reqs), statuses, n)
+	var statuses []int
+	for _, r := range reqs {
+		statuses = append(statuses, r.Status)
 	}
+	// The number, not Len: a failure would print every body.
+	require.Equal(t, n, len(reqs), "requests (statuses %v)", statuses)
 	return reqs
 }
 
@@ -323,9 +305,7 @@ func batchOf(t *testing.T, reqs []mockapi.Request, ids ...string) mockapi.Reques
 func closedPort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
 	return "http://" + addr

@@ -27,16 +27,10 @@ func TestConnectionFaultsAreRetried(t *testing.T) {
 			runCLI(t, url, fast("timeout", 0.5), tracks("m", 4)...).expect(t, true, 4, 0)
 			reqs := requests(t, api, 3)
 			for i, r := range reqs[:2] {
-				if r.Status != 0 {
-					t.Errorf("fault %d was answered %d", i+1, r.Status)
-				}
+				assert.Zero(t, r.Status, "fault %d was answered", i+1)
 			}
-			if reqs[2].Header.Get("X-Retry-Count") != "2" {
-				t.Errorf("the delivering attempt has X-Retry-Count %q, want 2", reqs[2].Header.Get("X-Retry-Count"))
-			}
-			if n := api.Delivered()["m-3"]; n != 1 {
-				t.Errorf("m-3 delivered %d times", n)
-			}
+			assert.Equal(t, "2", reqs[2].Header.Get("X-Retry-Count"), "the delivering attempt")
+			assert.Equal(t, 1, api.Delivered()["m-3"], "m-3 delivered")
 		})
 	}
 }
