@@ -189,10 +189,16 @@ func (r run) expectError(t *testing.T, want string) {
 }
 
 // requests returns what the mock received, failing the test unless there
-// were exactly n.
+// were exactly n, in the client's order: by X-Retry-Count (a stable sort,
+// so batches keep the mock's order otherwise). The mock's own order is not
+// the client's: it records a request whose client gave up (a timeout) only
+// once it notices, which on a loaded machine may be after the retry.
 func requests(t *testing.T, api *mockapi.Server, n int) []mockapi.Request {
 	t.Helper()
 	reqs := api.Requests()
+	slices.SortStableFunc(reqs, func(a, b mockapi.Request) int {
+		return retryCount(t, a) - retryCount(t, b)
+	})
 	var statuses []int
 	for _, r := range reqs {
 		statuses = append(statuses, r.Status)
@@ -200,6 +206,19 @@ func requests(t *testing.T, api *mockapi.Server, n int) []mockapi.Request {
 	// The number, not Len: a failure would print every body.
 	require.Equal(t, n, len(reqs), "requests (statuses %v)", statuses)
 	return reqs
+}
+
+// retryCount is the X-Retry-Count of r: 0 on a first attempt, which has
+// none.
+func retryCount(t *testing.T, r mockapi.Request) int {
+	t.Helper()
+	h := r.Header.Get("X-Retry-Count")
+	if h == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(h)
+	require.NoError(t, err, "X-Retry-Count %q", h)
+	return n
 }
 
 // retryRecord is one "will retry" record that the SDK logged on the CLI's

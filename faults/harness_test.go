@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -311,7 +312,7 @@ func renderError(err error) string {
 }
 
 // batchAttempts returns the requests the server received for the batch of
-// exactly these events, in arrival order.
+// exactly these events, in the client's order (see inClientOrder).
 func batchAttempts(s *Server, want []string) []Received {
 	var out []Received
 	for _, r := range s.Received() {
@@ -319,7 +320,31 @@ func batchAttempts(s *Server, want []string) []Received {
 			out = append(out, r)
 		}
 	}
-	return out
+	return inClientOrder(out)
+}
+
+// inClientOrder sorts the attempts of one batch by X-Retry-Count, the
+// client's own numbering (stable, so repeated counts stay in the server's
+// order and show). The server's order is not the client's: a request whose
+// client gave up (a timeout) may be recorded after the retry that followed
+// it, when a loaded machine runs the server's handler late.
+func inClientOrder(reqs []Received) []Received {
+	slices.SortStableFunc(reqs, func(a, b Received) int { return retryCount(a) - retryCount(b) })
+	return reqs
+}
+
+// retryCount is r's X-Retry-Count: 0 on a first attempt, which has none,
+// and -1 when it is not a number (a check of the header then fails).
+func retryCount(r Received) int {
+	h := r.Header.Get("X-Retry-Count")
+	if h == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(h)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // checkAttempts checks the requests of one batch: their X-Retry-Count
