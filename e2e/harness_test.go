@@ -8,12 +8,15 @@
 // first arrival may be stamped late, after the client started its clock.
 // What the client did is checked instead: the path and the wait of each
 // retry as the SDK logs them on the CLI's stderr, the timestamps it gives
-// events at Enqueue, X-Retry-Count, the counts. A wait is checked as honoured only from a moment certainly before
-// the client started it to one certainly after it ended: from the mock
-// beginning to write the answer that asked for it to the retry's arrival
-// (one process, one monotonic clock), or from before the CLI starts to
-// after it exits. There are no upper bounds on time but the CLI's 60 s
-// limit against a hang.
+// events at Enqueue, X-Retry-Count, the counts. A wait is checked as
+// honoured only from a moment certainly before the client started it to
+// one certainly after it ended: from the mock beginning to write the answer
+// that asked for it to the retry's arrival (one process, one monotonic
+// clock), or from before the CLI starts to after it exits. Nor is the
+// order in which the mock recorded requests taken for the client's: a
+// batch's attempts are read by X-Retry-Count, and a test waits for the mock
+// to record a request whose client hung up. There are no upper bounds on
+// time but the 60 s limits that end a hang.
 package e2e
 
 import (
@@ -245,13 +248,17 @@ func (r run) retries(t *testing.T) []retryRecord {
 	return out
 }
 
-// answerClock keeps, for each request, the moment on the mock's own clock
-// when it was about to write the answer (OnRequest runs just before). The
-// client cannot have had the answer, and so cannot have started the wait
-// it asks for, before that moment.
-type answerClock struct {
-	mu     sync.Mutex
-	stamps []answerStamp
+// watcher follows the mock as it records requests. It keeps, for each,
+// the moment on the mock's own clock when it was about to write the answer
+// (OnRequest runs just before): the client cannot have had the answer, and
+// so cannot have started the wait it asks for, before that moment. And it
+// lets a test wait for a request that the mock records only once it notices
+// that the client hung up (an Answer with a Delay), which may be after the
+// CLI has exited.
+type watcher struct {
+	mu      sync.Mutex
+	stamps  []answerStamp
+	changed chan struct{} // closed and replaced on each record
 }
 
 type answerStamp struct {
@@ -259,24 +266,26 @@ type answerStamp struct {
 	answering time.Time
 }
 
-// stampAnswers starts an answerClock on api; call it before the CLI runs.
-func stampAnswers(api *mockapi.Server) *answerClock {
-	c := &answerClock{}
+// watchMock starts a watcher on api; call it before the CLI runs.
+func watchMock(api *mockapi.Server) *watcher {
+	w := &watcher{changed: make(chan struct{})}
 	api.OnRequest(func(r mockapi.Request) {
 		now := time.Now()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.stamps = append(c.stamps, answerStamp{arrived: r.At, answering: now})
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.stamps = append(w.stamps, answerStamp{arrived: r.At, answering: now})
+		close(w.changed)
+		w.changed = make(chan struct{})
 	})
-	return c
+	return w
 }
 
 // answering returns when the mock was about to answer req.
-func (c *answerClock) answering(t *testing.T, req mockapi.Request) time.Time {
+func (w *watcher) answering(t *testing.T, req mockapi.Request) time.Time {
 	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range c.stamps {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.stamps {
 		if s.arrived.Equal(req.At) {
 			return s.answering
 		}
@@ -285,14 +294,35 @@ func (c *answerClock) answering(t *testing.T, req mockapi.Request) time.Time {
 	return time.Time{}
 }
 
+// waitRecorded returns once the mock has recorded n requests. It waits for
+// the mock, not for time; the 60 s limit only ends a hang.
+func (w *watcher) waitRecorded(t *testing.T, n int) {
+	t.Helper()
+	guard := time.NewTimer(60 * time.Second)
+	defer guard.Stop()
+	for {
+		w.mu.Lock()
+		got, changed := len(w.stamps), w.changed
+		w.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-guard.C:
+			require.Failf(t, "the mock did not record the requests", "%d recorded within 60s, want %d", got, n)
+		}
+	}
+}
+
 // honoured checks that retry did not arrive before the mock's own clock
 // allowed it: wait after the mock began to answer prev. Both moments are
 // the mock's (one process, one monotonic clock), the first certainly before
 // the client started waiting and the second certainly after it finished,
 // so load can only make the gap longer.
-func honoured(t *testing.T, what string, c *answerClock, prev, retry mockapi.Request, wait time.Duration) {
+func honoured(t *testing.T, what string, w *watcher, prev, retry mockapi.Request, wait time.Duration) {
 	t.Helper()
-	got := retry.At.Sub(c.answering(t, prev))
+	got := retry.At.Sub(w.answering(t, prev))
 	assert.GreaterOrEqual(t, got, wait, "%s: the retry arrived %v after the answer that asked for a wait of %v", what, got, wait)
 }
 

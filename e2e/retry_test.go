@@ -81,7 +81,7 @@ func TestRetryAfterDeltaSecondsIsHonoured(t *testing.T) {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			t.Parallel()
 			api := mockapi.New().Script(mockapi.RetryAfter(status, "2"))
-			clock := stampAnswers(api)
+			watch := watchMock(api)
 			url := startMock(t, api)
 			// maxRetries 0: only the uncounted rate-limit path can retry.
 			r := runCLI(t, url, fast("maxRetries", 0), tracks("m", 2)...)
@@ -89,7 +89,7 @@ func TestRetryAfterDeltaSecondsIsHonoured(t *testing.T) {
 			reqs := requests(t, api, 2)
 			assert.Equal(t, "1", reqs[1].Header.Get("X-Retry-Count"))
 			assert.Equal(t, []retryRecord{{Attempt: 1, Path: "rate-limit", Wait: 2 * time.Second}}, r.retries(t))
-			honoured(t, "Retry-After: 2", clock, reqs[0], reqs[1], 2*time.Second)
+			honoured(t, "Retry-After: 2", watch, reqs[0], reqs[1], 2*time.Second)
 		})
 	}
 }
@@ -125,14 +125,14 @@ func TestRetryAfterHTTPDateIsHonoured(t *testing.T) {
 					"Retry-After": {httpDate(form, now.Add(3*time.Second))},
 				}}
 			})
-			clock := stampAnswers(api)
+			watch := watchMock(api)
 			url := startMock(t, api)
 			r := runCLI(t, url, fast("maxRetries", 0), tracks("m", 1)...)
 			r.expect(t, true, 1, 0)
 			reqs := requests(t, api, 2)
 			assert.Equal(t, "1", reqs[1].Header.Get("X-Retry-Count"))
 			assert.Equal(t, []retryRecord{{Attempt: 1, Path: "rate-limit", Wait: 3 * time.Second}}, r.retries(t))
-			honoured(t, "a Retry-After date 3s after Date", clock, reqs[0], reqs[1], 3*time.Second)
+			honoured(t, "a Retry-After date 3s after Date", watch, reqs[0], reqs[1], 3*time.Second)
 		})
 	}
 }
@@ -140,14 +140,14 @@ func TestRetryAfterHTTPDateIsHonoured(t *testing.T) {
 func TestRetryAfterIsCapped(t *testing.T) {
 	t.Parallel()
 	api := mockapi.New().Script(mockapi.RetryAfter(429, "3600"))
-	clock := stampAnswers(api)
+	watch := watchMock(api)
 	url := startMock(t, api)
 	r := runCLI(t, url, fast("maxRetries", 0, "rateLimitRetryAfterCap", 1), tracks("m", 1)...)
 	r.expect(t, true, 1, 0)
 	reqs := requests(t, api, 2)
 	assert.Equal(t, "1", reqs[1].Header.Get("X-Retry-Count"))
 	assert.Equal(t, []retryRecord{{Attempt: 1, Path: "rate-limit", Wait: time.Second}}, r.retries(t), "a Retry-After of an hour capped at 1s")
-	honoured(t, "a Retry-After of an hour capped at 1s", clock, reqs[0], reqs[1], time.Second)
+	honoured(t, "a Retry-After of an hour capped at 1s", watch, reqs[0], reqs[1], time.Second)
 }
 
 func TestInvalidRetryAfterTakesTheCountedPath(t *testing.T) {
@@ -218,7 +218,7 @@ func TestBackoffBudgetEndsTheBatch(t *testing.T) {
 func TestRateLimitBudgetEndsTheBatch(t *testing.T) {
 	t.Parallel()
 	api := mockapi.New().Default(mockapi.RetryAfter(429, "1"))
-	clock := stampAnswers(api)
+	watch := watchMock(api)
 	url := startMock(t, api)
 	// The first 1s wait fits in the 1.5s budget; the second does not.
 	r := runCLI(t, url, fast("maxRateLimitDuration", 1.5), tracks("m", 1)...)
@@ -227,7 +227,7 @@ func TestRateLimitBudgetEndsTheBatch(t *testing.T) {
 	reqs := requests(t, api, 2)
 	assert.Equal(t, "1", reqs[1].Header.Get("X-Retry-Count"))
 	assert.Equal(t, []retryRecord{{Attempt: 1, Path: "rate-limit", Wait: time.Second}}, r.retries(t), "the one rate-limit wait")
-	honoured(t, "the one rate-limit wait", clock, reqs[0], reqs[1], time.Second)
+	honoured(t, "the one rate-limit wait", watch, reqs[0], reqs[1], time.Second)
 }
 
 func TestXRetryCountAndMessageIDsAcrossBothPaths(t *testing.T) {
@@ -271,7 +271,7 @@ func TestTooLargeSplitsUntilDelivered(t *testing.T) {
 func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 	t.Parallel()
 	api := mockapi.New().Script(mockapi.Status(503), mockapi.RetryAfter(503, "1"))
-	clock := stampAnswers(api)
+	watch := watchMock(api)
 	url := startMock(t, api)
 	// Default backoff: the first retry waits 250-500 ms; then 1 s.
 	r := runCLI(t, url, map[string]any{}, tracks("m", 2)...)
@@ -286,6 +286,6 @@ func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 	assert.GreaterOrEqual(t, retries[0].Wait, 250*time.Millisecond, "the backoff wait")
 	assert.Less(t, retries[0].Wait, 500*time.Millisecond, "the backoff wait")
 	assert.Equal(t, retryRecord{Attempt: 2, Path: "rate-limit", Wait: time.Second}, retries[1], "the Retry-After wait")
-	honoured(t, "the backoff wait", clock, reqs[0], reqs[1], retries[0].Wait)
-	honoured(t, "the Retry-After wait", clock, reqs[1], reqs[2], time.Second)
+	honoured(t, "the backoff wait", watch, reqs[0], reqs[1], retries[0].Wait)
+	honoured(t, "the Retry-After wait", watch, reqs[1], reqs[2], time.Second)
 }

@@ -23,8 +23,12 @@ func TestConnectionFaultsAreRetried(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			api := mockapi.New().Script(fault, fault)
+			watch := watchMock(api)
 			url := startMock(t, api)
 			runCLI(t, url, fast("timeout", 0.5), tracks("m", 4)...).expect(t, true, 4, 0)
+			// A delayed fault is recorded once the mock notices that the
+			// client hung up.
+			watch.waitRecorded(t, 3)
 			reqs := requests(t, api, 3)
 			for i, r := range reqs[:2] {
 				assert.Zero(t, r.Status, "fault %d was answered", i+1)
@@ -48,12 +52,16 @@ func TestPerRequestTimeoutIsHonoured(t *testing.T) {
 	// The mock would answer 200 after 10 s: the failure itself shows that
 	// each attempt gave up sooner.
 	api := mockapi.New().Default(mockapi.Answer{Delay: 10 * time.Second})
+	watch := watchMock(api)
 	url := startMock(t, api)
 	r := runCLI(t, url, fast("timeout", 0.3, "maxRetries", 1), tracks("m", 1)...)
 	r.expect(t, false, 0, 1)
 	r.expectError(t, "retries exhausted after 2 attempts")
 	r.expectError(t, "request written, no response")
 	r.expectError(t, context.DeadlineExceeded.Error())
+	// The mock records each request once it notices that the client hung
+	// up, which may be after the CLI has exited.
+	watch.waitRecorded(t, 2)
 	reqs := requests(t, api, 2)
 	for i, req := range reqs {
 		assert.Zero(t, req.Status, "request %d was answered: the client did not hang up first", i+1)
