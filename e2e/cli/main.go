@@ -1,7 +1,7 @@
 // Command e2e-cli drives the SDK for the cross-SDK conformance harness
-// (docs/SPEC.md §9): it reads one JSON document describing a write key, an API
-// host, SDK settings and sequences of events, sends the events through an
-// analytics.Client, closes it, and prints the outcome.
+// (docs/SPEC.md §9): it reads one JSON document describing a write key, an
+// API host, SDK settings and sequences of events, sends the events through
+// an analytics.Client, closes it, and prints the outcome.
 //
 // Usage:
 //

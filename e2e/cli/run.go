@@ -18,8 +18,8 @@ type result struct {
 	Delivered   int64    `json:"delivered"`
 	Failed      int64    `json:"failed"`
 	Errors      []string `json:"errors"`
-	// Error is the one string of a harness that reads no array: nil (null)
-	// on success, else what summary says.
+	// Error is the outcome as one string, for a harness that reads one:
+	// nil (null) on success, else summary's text.
 	Error *string `json:"error"`
 }
 
