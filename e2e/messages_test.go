@@ -3,10 +3,12 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
@@ -25,27 +27,23 @@ func TestEveryMessageTypeWithItsFields(t *testing.T) {
 	}
 	r := runCLI(t, url, fast(), events...)
 	r.expect(t, true, 6, 0)
-	if r.SentBatches != 1 {
-		t.Fatalf("sentBatches %d, want 1", r.SentBatches)
-	}
+	require.Equal(t, 1, r.SentBatches)
 	got := map[string]map[string]any{}
 	for _, e := range requests(t, api, 1)[0].Events {
-		got[e["messageId"].(string)] = e
+		id, ok := e["messageId"].(string)
+		require.True(t, ok, "an event without a messageId: %v", e)
+		got[id] = e
 	}
 	for _, want := range events {
-		e := got[want["messageId"].(string)]
-		if e == nil {
-			t.Fatalf("event %v not received", want["messageId"])
-		}
+		id := want["messageId"].(string)
+		e := got[id]
+		require.NotNil(t, e, "event %s not received", id)
 		for k, v := range want {
-			if !reflect.DeepEqual(e[k], v) {
-				t.Errorf("%s: %s = %#v, want %#v", want["messageId"], k, e[k], v)
-			}
+			assert.Equal(t, v, e[k], "%s: %s", id, k)
 		}
 		lib, _ := e["context"].(map[string]any)["library"].(map[string]any)
-		if lib["name"] != "analytics-go" || e["timestamp"] == nil {
-			t.Errorf("%s: no library or timestamp: %v", want["messageId"], e)
-		}
+		assert.Equal(t, "analytics-go", lib["name"], "%s: context.library.name", id)
+		assert.NotNil(t, e["timestamp"], "%s: no timestamp", id)
 	}
 }
 
@@ -72,16 +70,12 @@ func TestRequiredFieldsAreEnforced(t *testing.T) {
 	}
 	r := runCLI(t, url, fast(), events...)
 	r.expect(t, false, 2, len(missing))
-	if r.code != 1 {
-		t.Fatalf("exit code %d, want 1", r.code)
-	}
+	require.Equal(t, 1, r.code, "exit code")
 	for _, m := range missing {
 		r.expectError(t, m.field)
 	}
 	// Only the valid events were sent.
-	if ids := requests(t, api, 1)[0].MessageIDs(); fmt.Sprint(ids) != "[ok-0 ok-1]" {
-		t.Fatalf("sent %v, want only the two valid events", ids)
-	}
+	assert.Equal(t, []string{"ok-0", "ok-1"}, requests(t, api, 1)[0].MessageIDs(), "only the two valid events are sent")
 }
 
 func TestMessageIDAndTimestampKept(t *testing.T) {
@@ -93,12 +87,12 @@ func TestMessageIDAndTimestampKept(t *testing.T) {
 		event{"type": "track", "userId": "u", "event": "E"})
 	r.expect(t, true, 2, 0)
 	evs := requests(t, api, 1)[0].Events
-	if evs[0]["messageId"] != "given-id" || evs[0]["timestamp"] != "2024-05-06T07:08:09.123Z" {
-		t.Fatalf("given messageId/timestamp not kept: %v", evs[0])
-	}
-	if id, _ := evs[1]["messageId"].(string); len(id) != 36 || evs[1]["timestamp"] == nil {
-		t.Fatalf("defaults not filled: %v", evs[1])
-	}
+	require.Len(t, evs, 2)
+	assert.Equal(t, "given-id", evs[0]["messageId"], "the given messageId is kept")
+	assert.Equal(t, "2024-05-06T07:08:09.123Z", evs[0]["timestamp"], "the given timestamp is kept")
+	id, _ := evs[1]["messageId"].(string)
+	assert.Len(t, id, 36, "a filled messageId is a UUID")
+	assert.NotNil(t, evs[1]["timestamp"], "the timestamp is filled")
 }
 
 func TestAuthContentTypeAndGzip(t *testing.T) {
@@ -111,18 +105,12 @@ func TestAuthContentTypeAndGzip(t *testing.T) {
 			runCLI(t, url, fast("gzip", gzip), tracks("m", 3)...).expect(t, true, 3, 0)
 			req := requests(t, api, 1)[0]
 			h := req.Header
-			if h.Get("Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte(writeKey+":")) {
-				t.Errorf("Authorization %q", h.Get("Authorization"))
-			}
-			if h.Get("Content-Type") != "application/json" || !strings.HasPrefix(h.Get("User-Agent"), "analytics-go/") {
-				t.Errorf("headers %v", h)
-			}
-			if (h.Get("Content-Encoding") == "gzip") != gzip {
-				t.Errorf("Content-Encoding %q with gzip %v", h.Get("Content-Encoding"), gzip)
-			}
-			if req.Err != nil || len(req.Events) != 3 {
-				t.Errorf("body not decoded: %v", req.Err)
-			}
+			assert.Equal(t, "Basic "+base64.StdEncoding.EncodeToString([]byte(writeKey+":")), h.Get("Authorization"))
+			assert.Equal(t, "application/json", h.Get("Content-Type"))
+			assert.True(t, strings.HasPrefix(h.Get("User-Agent"), "analytics-go/"), "User-Agent %q", h.Get("User-Agent"))
+			assert.Equal(t, gzip, h.Get("Content-Encoding") == "gzip", "Content-Encoding %q with gzip %v", h.Get("Content-Encoding"), gzip)
+			assert.NoError(t, req.Err, "body not decoded")
+			assert.Len(t, req.Events, 3, "events decoded from the body")
 		})
 	}
 }
@@ -140,9 +128,7 @@ func TestInvalidAndOversizedEventsRejectedOthersDelivered(t *testing.T) {
 	r.expect(t, false, 5, 2)
 	r.expectError(t, "too large")
 	r.expectError(t, "Event")
-	if n := len(api.Delivered()); n != 5 {
-		t.Fatalf("%d events delivered to the server, want 5", n)
-	}
+	assert.Len(t, api.Delivered(), 5, "events delivered to the server")
 }
 
 func TestNoBodyOverTheBatchLimit(t *testing.T) {
@@ -156,17 +142,11 @@ func TestNoBodyOverTheBatchLimit(t *testing.T) {
 	}
 	runCLI(t, url, fast("gzip", false), events...).expect(t, true, 80, 0)
 	reqs := api.Requests()
-	if len(reqs) < 5 {
-		t.Fatalf("%d requests for 2 MB of events", len(reqs))
+	require.GreaterOrEqual(t, len(reqs), 5, "requests for 2 MB of events")
+	for i, r := range reqs {
+		assert.LessOrEqual(t, len(r.Body), 500_000, "the body of request %d", i+1)
 	}
-	for _, r := range reqs {
-		if len(r.Body) > 500_000 {
-			t.Fatalf("a body of %d bytes was sent", len(r.Body))
-		}
-	}
-	if n := len(api.Delivered()); n != 80 {
-		t.Fatalf("%d distinct events delivered, want 80", n)
-	}
+	assert.Len(t, api.Delivered(), 80, "distinct events delivered")
 }
 
 func TestBadInputExitsTwoAndSendsNothing(t *testing.T) {
@@ -185,24 +165,42 @@ func TestBadInputExitsTwoAndSendsNothing(t *testing.T) {
 	}
 	for name, in := range cases {
 		r := runRaw(t, in)
-		if r.code != 2 || strings.TrimSpace(r.stderr) == "" {
-			t.Errorf("%s: exit %d, stderr %q; want 2 and a reason", name, r.code, r.stderr)
+		assert.Equal(t, 2, r.code, "%s: exit code", name)
+		assert.NotEmpty(t, strings.TrimSpace(r.stderr), "%s: no reason on stderr", name)
+		// The same reason, as the error of a run that sent nothing.
+		assert.False(t, r.Success, name)
+		assert.Zero(t, r.SentBatches, name)
+		if assert.NotNil(t, r.Error, "%s: no error on stdout", name) {
+			assert.True(t, strings.HasPrefix(*r.Error, "bad input: "), "%s: error %q", name, *r.Error)
+			assert.Contains(t, r.stderr, *r.Error, "%s: stderr and stdout give different reasons", name)
+			assert.Equal(t, []string{*r.Error}, r.Errors, name)
 		}
 	}
-	if n := len(api.Requests()); n != 0 {
-		t.Fatalf("bad input sent %d requests", n)
-	}
+	assert.Equal(t, 0, len(api.Requests()), "requests sent for bad input")
 }
 
 func TestSequencesWithDelays(t *testing.T) {
 	t.Parallel()
 	api := mockapi.New()
 	url := startMock(t, api)
+	launched := time.Now() // before the CLI starts, on the mock's clock
 	r := runInput(t, input{WriteKey: writeKey, APIHost: url, Config: fast("flushAt", 2),
 		Sequences: []sequence{{Events: tracks("a", 2)}, {DelayMs: 300, Events: tracks("b", 2)}}})
 	r.expect(t, true, 4, 0)
 	reqs := requests(t, api, 2)
-	// The first request also paid for the dial, so allow a few ms under the
-	// 300 ms the CLI waits between enqueueing the two sequences.
-	within(t, "the second sequence", gap(reqs[0], reqs[1]), 250*time.Millisecond, 10*time.Second)
+	// Each sequence is a batch of its own (flushAt 2); under load they may
+	// arrive in either order.
+	first, second := batchOf(t, reqs, "a-0", "a-1"), batchOf(t, reqs, "b-0", "b-1")
+	// The client's own record: the SDK stamps an event when it is
+	// enqueued, so the second sequence's stamps are 300 ms after the
+	// first's, less 1 ms for stamps truncated to the millisecond on a wall
+	// clock that NTP may slew. (The gap between the two arrivals is not
+	// the wait: the first request may be stamped late, after the client
+	// started waiting.)
+	enqueued := clientStamp(t, second.Events[0]).Sub(clientStamp(t, first.Events[1]))
+	assert.GreaterOrEqual(t, enqueued, 299*time.Millisecond, "the second sequence was enqueued too soon after the first")
+	// And on the mock's clock: the CLI started after launched and waited
+	// 300 ms before it enqueued the second sequence, whose batch arrived
+	// after that.
+	assert.GreaterOrEqual(t, second.At.Sub(launched), 300*time.Millisecond, "the second sequence's batch arrived too soon")
 }

@@ -16,6 +16,10 @@
 // server received (requests, bodies, messageIds, X-Retry-Count) and checks
 // the final outcome of every event and the failure phase; none matches an
 // error's text, whose spelling differs across Go versions and platforms.
+// None reads a clock to judge the client either, or takes the order in
+// which the server recorded requests for the order the client sent them
+// (on a loaded machine a handler may run late): a batch's attempts are put
+// in order by their X-Retry-Count.
 //
 // Besides the fault cases: concurrency and lifecycle properties of Enqueue,
 // Close and Shutdown, recovered callback panics, a randomized test of

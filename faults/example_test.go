@@ -18,6 +18,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	analytics "github.com/dualpath/analytics-go"
 )
 
@@ -126,24 +129,17 @@ func TestCustomCAAndProxy(t *testing.T) {
 	s := newServer(t)
 	proxy := startConnectProxy(t)
 	proxyURL, err := url.Parse(proxy.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	hc, err := newHTTPClient(s.CAPEM, proxyURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(hc.CloseIdleConnections)
 	e := newEnv(t, s.URL, hc, analytics.WithFlushAt(10))
 	msgs := tracks("m", 30)
 	e.enqueue(msgs...)
 	e.close()
 	checkDeliveredOnce(t, s, e.out, ids(msgs))
-	if n := proxy.tunnels.Load(); n < 1 {
-		t.Errorf("%d CONNECT tunnels: the client did not go through the proxy", n)
-	}
+	assert.Positive(t, proxy.tunnels.Load(), "CONNECT tunnels: the client did not go through the proxy")
 
-	if _, err := newHTTPClient([]byte("not a certificate"), nil); err == nil {
-		t.Error("newHTTPClient accepted a CA file without a certificate")
-	}
+	_, err = newHTTPClient([]byte("not a certificate"), nil)
+	assert.Error(t, err, "newHTTPClient accepted a CA file without a certificate")
 }

@@ -2,16 +2,18 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	analytics "github.com/dualpath/analytics-go"
@@ -60,9 +62,7 @@ func newEnv(t *testing.T, endpoint string, hc *http.Client, opts ...analytics.Op
 		base = append(base, analytics.WithHTTPClient(hc))
 	}
 	c, err := analytics.New(testWriteKey, append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	e.client = c
 	t.Cleanup(func() { _ = c.Close() })
 	return e
@@ -72,26 +72,20 @@ func newEnv(t *testing.T, endpoint string, hc *http.Client, opts ...analytics.Op
 func (e *env) enqueue(msgs ...analytics.Track) {
 	e.t.Helper()
 	for _, m := range msgs {
-		if err := e.client.Enqueue(m); err != nil {
-			e.t.Fatalf("Enqueue(%s) = %v", m.MessageId, err)
-		}
+		require.NoError(e.t, e.client.Enqueue(m), "Enqueue(%s)", m.MessageId)
 	}
 }
 
 func (e *env) close() {
 	e.t.Helper()
-	if err := e.client.Close(); err != nil {
-		e.t.Fatalf("Close() = %v", err)
-	}
+	require.NoError(e.t, e.client.Close(), "Close()")
 }
 
 func (e *env) flush() {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := e.client.Flush(ctx); err != nil {
-		e.t.Fatalf("Flush() = %v", err)
-	}
+	require.NoError(e.t, e.client.Flush(ctx), "Flush()")
 }
 
 // tracks returns n Track events with messageIds prefix-0 ... prefix-(n-1).
@@ -191,24 +185,20 @@ func (o *outcomes) split(t *testing.T, want []string) (delivered []string, faile
 	for _, id := range want {
 		wanted[id] = true
 		n := o.successes[id] + len(o.failures[id])
-		switch {
-		case n != 1:
-			t.Errorf("event %s: %d callbacks (%d Success, %d Failure), want exactly 1", id, n, o.successes[id], len(o.failures[id]))
-		case o.successes[id] == 1:
+		if !assert.Equal(t, 1, n, "event %s: callbacks (%d Success, %d Failure)", id, o.successes[id], len(o.failures[id])) {
+			continue
+		}
+		if o.successes[id] == 1 {
 			delivered = append(delivered, id)
-		default:
+		} else {
 			failed[id] = o.failures[id][0]
 		}
 	}
 	for id, n := range o.successes {
-		if !wanted[id] {
-			t.Errorf("Success for %s (%d times), an event that was never accepted", id, n)
-		}
+		assert.True(t, wanted[id], "Success for %s (%d times), an event that was never accepted", id, n)
 	}
 	for id := range o.failures {
-		if !wanted[id] {
-			t.Errorf("Failure for %s, an event that was never accepted", id)
-		}
+		assert.True(t, wanted[id], "Failure for %s, an event that was never accepted", id)
 	}
 	return delivered, failed
 }
@@ -322,7 +312,7 @@ func renderError(err error) string {
 }
 
 // batchAttempts returns the requests the server received for the batch of
-// exactly these events, in arrival order.
+// exactly these events, in the client's order (see inClientOrder).
 func batchAttempts(s *Server, want []string) []Received {
 	var out []Received
 	for _, r := range s.Received() {
@@ -330,7 +320,31 @@ func batchAttempts(s *Server, want []string) []Received {
 			out = append(out, r)
 		}
 	}
-	return out
+	return inClientOrder(out)
+}
+
+// inClientOrder sorts the attempts of one batch by X-Retry-Count, the
+// client's own numbering (stable, so repeated counts stay in the server's
+// order and show). The server's order is not the client's: a request whose
+// client gave up (a timeout) may be recorded after the retry that followed
+// it, when a loaded machine runs the server's handler late.
+func inClientOrder(reqs []Received) []Received {
+	slices.SortStableFunc(reqs, func(a, b Received) int { return retryCount(a) - retryCount(b) })
+	return reqs
+}
+
+// retryCount is r's X-Retry-Count: 0 on a first attempt, which has none,
+// and -1 when it is not a number (a check of the header then fails).
+func retryCount(r Received) int {
+	h := r.Header.Get("X-Retry-Count")
+	if h == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(h)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // checkAttempts checks the requests of one batch: their X-Retry-Count
@@ -343,25 +357,19 @@ func checkAttempts(t *testing.T, reqs []Received, retryCounts []string, delivere
 	for _, r := range reqs {
 		got = append(got, r.Header.Get("X-Retry-Count"))
 	}
-	if !slices.Equal(got, retryCounts) {
-		t.Fatalf("the server saw %d requests of the batch with X-Retry-Count %q, want %q", len(reqs), got, retryCounts)
-	}
+	require.Equal(t, retryCounts, got, "X-Retry-Count of each request the server saw of the batch")
 	for i, r := range reqs {
-		if r.Err != nil {
-			t.Errorf("request %d: %v", i, r.Err)
-		}
-		if r.withoutSentAt() != reqs[0].withoutSentAt() {
-			t.Errorf("request %d: body differs from the first attempt's beyond sentAt:\n%s\n%s", i, r.Body, reqs[0].Body)
-		}
-		if h := r.Header; h.Get("Authorization") == "" || h.Get("Content-Encoding") != reqs[0].Header.Get("Content-Encoding") ||
-			h.Get("Content-Type") != "application/json" || !strings.HasPrefix(h.Get("User-Agent"), "analytics-go/") ||
-			h.Get("Idempotency-Key") != "" || h.Get("X-Idempotency-Key") != "" {
-			t.Errorf("request %d: headers %v", i, h)
-		}
+		assert.NoError(t, r.Err, "request %d: reading the body", i)
+		assert.Equal(t, reqs[0].withoutSentAt(), r.withoutSentAt(), "request %d: the body beyond sentAt, against the first attempt's", i)
+		h := r.Header
+		assert.NotEmpty(t, h.Get("Authorization"), "request %d: Authorization", i)
+		assert.Equal(t, reqs[0].Header.Get("Content-Encoding"), h.Get("Content-Encoding"), "request %d: Content-Encoding, against the first attempt's", i)
+		assert.Equal(t, "application/json", h.Get("Content-Type"), "request %d", i)
+		assert.True(t, strings.HasPrefix(h.Get("User-Agent"), "analytics-go/"), "request %d: User-Agent %q", i, h.Get("User-Agent"))
+		assert.Empty(t, h.Get("Idempotency-Key"), "request %d", i)
+		assert.Empty(t, h.Get("X-Idempotency-Key"), "request %d", i)
 		last := i == len(reqs)-1
-		if r.OK() != (delivered && last) {
-			t.Errorf("request %d of %d answered %d (delivered %v)", i+1, len(reqs), r.Status, delivered)
-		}
+		assert.Equal(t, delivered && last, r.OK(), "request %d of %d answered %d (delivered %v)", i+1, len(reqs), r.Status, delivered)
 	}
 }
 
@@ -371,16 +379,12 @@ func checkDeliveredOnce(t *testing.T, s *Server, out *outcomes, want []string) {
 	t.Helper()
 	delivered, failed := out.split(t, want)
 	for id, err := range failed {
-		t.Errorf("event %s failed: %v", id, err)
+		assert.NoError(t, err, "event %s failed", id)
 	}
-	if len(delivered) != len(want) {
-		t.Fatalf("%d of %d events delivered", len(delivered), len(want))
-	}
+	require.Equal(t, len(want), len(delivered), "events delivered")
 	got := s.DeliveredIDs()
 	for _, id := range want {
-		if got[id] != 1 {
-			t.Errorf("event %s arrived in %d requests answered 2xx, want 1", id, got[id])
-		}
+		assert.Equal(t, 1, got[id], "event %s: requests answered 2xx that carried it", id)
 	}
 }
 
@@ -388,8 +392,6 @@ func checkDeliveredOnce(t *testing.T, s *Server, out *outcomes, want []string) {
 func asBatchError(t *testing.T, err error) *analytics.BatchError {
 	t.Helper()
 	var be *analytics.BatchError
-	if !errors.As(err, &be) {
-		t.Fatalf("error %v (%T) is not a *BatchError", err, err)
-	}
+	require.ErrorAs(t, err, &be)
 	return be
 }

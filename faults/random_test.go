@@ -20,11 +20,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
 )
@@ -39,9 +41,8 @@ func TestRandomFaultScripts(t *testing.T) {
 	if seed == 0 {
 		if env := os.Getenv("FAULTS_SEED"); env != "" {
 			var err error
-			if seed, err = strconv.ParseUint(env, 10, 64); err != nil {
-				t.Fatalf("FAULTS_SEED=%q: %v", env, err)
-			}
+			seed, err = strconv.ParseUint(env, 10, 64)
+			require.NoError(t, err, "FAULTS_SEED=%q", env)
 		}
 	}
 	if seed == 0 {
@@ -50,9 +51,8 @@ func TestRandomFaultScripts(t *testing.T) {
 	t.Logf("seed %d (replay: go test -race -run TestRandomFaultScripts ./faults/ -faults.seed=%d)", seed, seed)
 	for i := range randomIterations {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		if !t.Run(strconv.Itoa(i), func(t *testing.T) { runRandomScript(t, rng) }) {
-			t.Fatalf("iteration %d failed; replay: go test -race -run TestRandomFaultScripts/%d ./faults/ -faults.seed=%d", i, i, seed)
-		}
+		passed := t.Run(strconv.Itoa(i), func(t *testing.T) { runRandomScript(t, rng) })
+		require.True(t, passed, "iteration %d failed; replay: go test -race -run TestRandomFaultScripts/%d ./faults/ -faults.seed=%d", i, i, seed)
 	}
 }
 
@@ -170,64 +170,56 @@ func runRandomScript(t *testing.T, rng *rand.Rand) {
 	st := e.client.Stats()
 	f := st.Failed
 	failedSum := f.RetriesExhausted + f.BackoffBudgetExceeded + f.RateLimitBudgetExceeded + f.FatalStatus + f.Redirect + f.Shutdown + f.Other
-	if st.Enqueued != int64(n) || st.Delivered != int64(len(delivered)) || failedSum != int64(len(failed)) ||
-		st.Delivered+failedSum != st.Enqueued || st.InFlight != 0 || st.QueueDepth != 0 {
-		t.Errorf("Stats %+v: %d enqueued, %d delivered, %d failed by callback", st, n, len(delivered), len(failed))
-	}
+	assert.Equal(t, int64(n), st.Enqueued, "Stats.Enqueued")
+	assert.Equal(t, int64(len(delivered)), st.Delivered, "Stats.Delivered, against Success callbacks")
+	assert.Equal(t, int64(len(failed)), failedSum, "Stats.Failed, all reasons, against Failure callbacks")
+	assert.Equal(t, st.Enqueued, st.Delivered+failedSum, "Stats: delivered and failed, against enqueued")
+	assert.Zero(t, st.InFlight, "Stats.InFlight")
+	assert.Zero(t, st.QueueDepth, "Stats.QueueDepth")
 	// Every attempt either ended its batch, split it, or led to a retry.
-	if st.Attempts != st.BatchesDelivered+st.BatchesFailed+st.Splits+st.Retries.Backoff+st.Retries.RateLimit {
-		t.Errorf("Stats %+v: attempts do not add up to batch outcomes, splits and retries", st)
-	}
+	assert.Equal(t, st.BatchesDelivered+st.BatchesFailed+st.Splits+st.Retries.Backoff+st.Retries.RateLimit, st.Attempts,
+		"Stats.Attempts, against batch outcomes, splits and retries")
 
 	// Every delivered event arrived in a 2xx request.
 	got := s.DeliveredIDs()
 	for _, id := range delivered {
-		if got[id] == 0 {
-			t.Errorf("%s reported delivered, but no request with it was answered 2xx", id)
-		}
+		assert.Positive(t, got[id], "%s reported delivered: requests answered 2xx that carried it", id)
 	}
 	for id, err := range failed {
 		checkRandomFailure(t, id, err, retries)
 	}
 
 	// What the server saw: never more requests than attempts, and each
-	// batch's attempts in order, with the same bytes.
+	// batch's attempts numbered once each, with the same bytes.
 	reqs := s.Received()
-	if int64(len(reqs)) > st.Attempts {
-		t.Errorf("the server received %d requests, the client counts %d attempts", len(reqs), st.Attempts)
-	}
+	assert.LessOrEqual(t, int64(len(reqs)), st.Attempts, "requests the server received, against the client's attempts")
 	byBatch := map[string][]Received{}
 	for _, r := range reqs {
 		if r.Raw == nil {
 			continue // killed unread
 		}
-		if r.Err != nil {
-			t.Errorf("request on conn %d: %v", r.Conn, r.Err)
+		if !assert.NoError(t, r.Err, "request on conn %d", r.Conn) {
 			continue
 		}
-		if (r.Header.Get("Content-Encoding") == "gzip") != gzipOn {
-			t.Errorf("Content-Encoding %q with gzip %v", r.Header.Get("Content-Encoding"), gzipOn)
-		}
+		assert.Equal(t, gzipOn, r.Header.Get("Content-Encoding") == "gzip", "Content-Encoding %q with gzip %v", r.Header.Get("Content-Encoding"), gzipOn)
 		key := strings.Join(r.IDs, ",")
 		byBatch[key] = append(byBatch[key], r)
 	}
 	for key, rs := range byBatch {
 		last := -1
-		for _, r := range rs {
+		for _, r := range inClientOrder(rs) {
 			rc := 0
 			if h := r.Header.Get("X-Retry-Count"); h != "" {
 				var err error
-				if rc, err = strconv.Atoi(h); err != nil || rc < 1 {
-					t.Errorf("X-Retry-Count %q", h)
-				}
+				rc, err = strconv.Atoi(h)
+				assert.NoError(t, err, "X-Retry-Count %q", h)
+				assert.GreaterOrEqual(t, rc, 1, "X-Retry-Count %q", h)
 			}
-			if rc <= last {
-				t.Errorf("batch %.40s...: X-Retry-Count %d after %d", key, rc, last)
-			}
+			assert.Greater(t, rc, last, "batch %.40s...: X-Retry-Count repeated", key)
 			last = rc
-			if r.withoutSentAt() != rs[0].withoutSentAt() {
-				t.Errorf("batch %.40s...: the body changed between attempts beyond sentAt", key)
-			}
+			// True rather than Equal: a diff of two bodies would be
+			// hundreds of kilobytes.
+			assert.True(t, r.withoutSentAt() == rs[0].withoutSentAt(), "batch %.40s...: the body changed between attempts beyond sentAt", key)
 		}
 	}
 }
@@ -236,32 +228,34 @@ func runRandomScript(t *testing.T, rng *rand.Rand) {
 func checkRandomFailure(t *testing.T, id string, err error, retries int) {
 	t.Helper()
 	var be *analytics.BatchError
-	if !errors.As(err, &be) || be.Attempts < 1 {
-		t.Errorf("%s: %v (%T) is not a *BatchError with attempts", id, err, err)
+	if !assert.ErrorAs(t, err, &be, id) {
 		return
 	}
+	assert.GreaterOrEqual(t, be.Attempts, 1, "%s: attempts", id)
 	var he *analytics.HTTPError
 	var te *analytics.TransportError
 	isHTTP, isTransport := errors.As(err, &he), errors.As(err, &te)
+	// The last attempt's error: a response or a transport error, not both.
+	lastErr := func() {
+		assert.NotEqual(t, isHTTP, isTransport, "%s: %v: an *HTTPError %v, a *TransportError %v", id, err, isHTTP, isTransport)
+	}
 	switch {
 	case errors.Is(err, analytics.ErrRetriesExhausted):
-		if be.Attempts < retries+1 || isHTTP == isTransport {
-			t.Errorf("%s: %v: retries exhausted after %d attempts with RetryCount %d", id, err, be.Attempts, retries)
-		}
+		assert.GreaterOrEqual(t, be.Attempts, retries+1, "%s: %v: attempts with RetryCount %d", id, err, retries)
+		lastErr()
 	case errors.Is(err, analytics.ErrBackoffBudgetExceeded):
-		if isHTTP == isTransport {
-			t.Errorf("%s: %v: no last attempt's error", id, err)
-		}
+		lastErr()
 	case errors.Is(err, analytics.ErrRateLimitBudgetExceeded):
-		if !isHTTP || he.RetryAfter <= 0 {
-			t.Errorf("%s: %v: rate-limit budget exceeded without a Retry-After", id, err)
+		if assert.True(t, isHTTP, "%s: %v: rate-limit budget exceeded without an HTTP answer", id, err) {
+			assert.Positive(t, he.RetryAfter, "%s: %v: rate-limit budget exceeded without a Retry-After", id, err)
 		}
 	case errors.Is(err, analytics.ErrFatalStatus):
-		fatal := []int{400, 401, 403, 404, 413, 422, 501, 505, 511}
-		if !isHTTP || !slices.Contains(fatal, he.StatusCode) || he.RetryAfter != 0 || be.Attempts < 1 {
-			t.Errorf("%s: %v: fatal without a fatal status", id, err)
+		if assert.True(t, isHTTP, "%s: %v: fatal without an HTTP answer", id, err) {
+			fatal := []int{400, 401, 403, 404, 413, 422, 501, 505, 511}
+			assert.Contains(t, fatal, he.StatusCode, "%s: %v: fatal without a fatal status", id, err)
+			assert.Zero(t, he.RetryAfter, "%s: %v: a fatal status with a Retry-After", id, err)
 		}
 	default:
-		t.Errorf("%s: %v: no sentinel a user can match", id, err)
+		assert.Fail(t, "no sentinel a user can match", "%s: %v", id, err)
 	}
 }

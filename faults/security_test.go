@@ -7,7 +7,6 @@ package faults
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
 )
@@ -94,12 +96,11 @@ func runScenario(t *testing.T, out *sink, endpoint string, hc *http.Client, shut
 	out.add("client", fmt.Sprintf("%v %+v %#v", e.client, e.client, e.client))
 	st := e.client.Stats()
 	out.add("Stats", fmt.Sprintf("%+v %#v", st, st))
-	for _, r := range e.logs.all() {
+	logs := e.logs.all()
+	for _, r := range logs {
 		out.add("log", r.Text)
 	}
-	if len(e.logs.all()) == 0 {
-		t.Errorf("no log records: the scenario did not exercise the logger")
-	}
+	assert.NotEmpty(t, logs, "no log records: the scenario did not exercise the logger")
 }
 
 func TestWriteKeyNeverLeaks(t *testing.T) {
@@ -107,9 +108,7 @@ func TestWriteKeyNeverLeaks(t *testing.T) {
 	authHeader := "Basic " + secrets[1]
 	refused := func() string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer ln.Close()
 		return "https://" + ln.Addr().String()
 	}()
@@ -161,10 +160,8 @@ func TestWriteKeyNeverLeaks(t *testing.T) {
 				analytics.WithRequestTimeout(150*time.Millisecond), analytics.WithRateLimitRetryAfterCap(2*time.Millisecond))
 			// The key did reach the server: the test looks for the right
 			// thing.
-			for _, r := range s.Received() {
-				if r.Header.Get("Authorization") != authHeader {
-					t.Fatalf("Authorization %q, want %q", r.Header.Get("Authorization"), authHeader)
-				}
+			for i, r := range s.Received() {
+				require.Equal(t, authHeader, r.Header.Get("Authorization"), "request %d", i)
 			}
 		})
 	}
@@ -175,18 +172,14 @@ func TestWriteKeyNeverLeaks(t *testing.T) {
 		analytics.WithRequestTimeout(-1), analytics.WithHTTPClient(nil),
 	} {
 		_, err := analytics.New(testWriteKey, opt)
-		if err == nil {
-			t.Errorf("New accepted an invalid option")
-		}
+		assert.Error(t, err, "New accepted an invalid option")
 		out.addErr("New", err)
 	}
 
 	for _, leak := range out.leaks() {
-		t.Errorf("the write key leaked: %.500s", leak)
+		assert.Fail(t, "the write key leaked", "%.500s", leak)
 	}
-	if n := len(out.texts); n < 100 {
-		t.Errorf("only %d texts collected: the scenarios did not run", n)
-	}
+	assert.GreaterOrEqual(t, len(out.texts), 100, "texts collected: the scenarios did not run")
 }
 
 // A server (or a proxy's error page) that echoes the request's
@@ -199,7 +192,7 @@ func TestWriteKeyEchoedByServer(t *testing.T) {
 	out := &sink{}
 	runScenario(t, out, s.URL, s.HTTPClient(t, 0), 20*time.Second)
 	if leaks := out.leaks(); len(leaks) > 0 {
-		t.Fatalf("%d texts leak the write key, e.g. %.300s", len(leaks), leaks[0])
+		assert.Fail(t, "the write key leaked", "%d texts leak it, e.g. %.300s", len(leaks), leaks[0])
 	}
 }
 
@@ -231,16 +224,10 @@ func TestNoRedirectToPlainHTTP(t *testing.T) {
 	mu.Lock()
 	got := slices.Clone(plainAuth)
 	mu.Unlock()
-	if len(got) > 0 {
-		t.Fatalf("the plain-HTTP server received %d requests with Authorization %q", len(got), got[0])
-	}
+	require.Empty(t, got, "the plain-HTTP server received requests; their Authorization headers")
 	_, failed := e.out.split(t, ids(msgs))
 	for id, err := range failed {
-		if !errors.Is(err, analytics.ErrRedirect) {
-			t.Errorf("%s: %v, want ErrRedirect", id, err)
-		}
+		assert.ErrorIs(t, err, analytics.ErrRedirect, id)
 	}
-	if len(failed) != len(msgs) {
-		t.Errorf("%d of %d events failed, want all (ErrRedirect)", len(failed), len(msgs))
-	}
+	assert.Equal(t, len(msgs), len(failed), "events failed: all, with ErrRedirect")
 }

@@ -10,12 +10,14 @@ package faults
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
 )
@@ -94,28 +96,27 @@ func TestFaultOnceThenDelivered(t *testing.T) {
 				want = []string{"1"} // the first attempt never reached it
 			}
 			checkAttempts(t, batchAttempts(s, ids(msgs)), want, true)
-			if n := len(s.Received()); n != len(want) {
-				t.Errorf("the server received %d requests, want %d", n, len(want))
-			}
+			assert.Equal(t, len(want), len(s.Received()), "requests the server received")
 
 			st := e.client.Stats()
-			if st.Attempts != 2 || st.Retries.Backoff != 1 || st.Retries.RateLimit != 0 ||
-				transportErrors(st, fc.phase) != 1 || st.TransportErrors.Written+st.TransportErrors.NotWritten != 1 ||
-				st.Delivered != 20 || st.BatchesDelivered != 1 || st.BatchesFailed != 0 {
-				t.Errorf("Stats %+v: want 2 attempts, 1 backoff retry, 1 transport error %s, 20 delivered", st, fc.phase)
-			}
+			assert.Equal(t, int64(2), st.Attempts, "Stats.Attempts")
+			assert.Equal(t, int64(1), st.Retries.Backoff, "Stats.Retries.Backoff")
+			assert.Zero(t, st.Retries.RateLimit, "Stats.Retries.RateLimit")
+			assert.Equal(t, int64(1), transportErrors(st, fc.phase), "Stats.TransportErrors of the phase %s", fc.phase)
+			assert.Equal(t, int64(1), st.TransportErrors.Written+st.TransportErrors.NotWritten, "Stats.TransportErrors, both phases")
+			assert.Equal(t, int64(20), st.Delivered, "Stats.Delivered")
+			assert.Equal(t, int64(1), st.BatchesDelivered, "Stats.BatchesDelivered")
+			assert.Zero(t, st.BatchesFailed, "Stats.BatchesFailed")
 			// The attempt that will be retried goes to the log, with its
 			// phase, not to Failure.
-			if n := e.logs.count("analytics: upload attempt failed, will retry"); n != 1 {
-				t.Errorf("%d 'will retry' log records, want 1", n)
-			}
+			assert.Equal(t, 1, e.logs.count("analytics: upload attempt failed, will retry"), "'will retry' log records")
 			var wantFaulted int64 // connections closed or reset before TLS
 			if !fc.seen {
 				wantFaulted = 1
 			}
-			if accepted, faulted := s.Accepted(); accepted != 2 || faulted != wantFaulted {
-				t.Errorf("the server accepted %d connections, %d of them faulted before TLS; want 2 and %d", accepted, faulted, wantFaulted)
-			}
+			accepted, faulted := s.Accepted()
+			assert.Equal(t, int64(2), accepted, "connections the server accepted")
+			assert.Equal(t, wantFaulted, faulted, "connections faulted before TLS")
 		})
 	}
 }
@@ -135,9 +136,7 @@ func TestFaultEveryAttemptRetriesExhausted(t *testing.T) {
 			if fc.cause != nil {
 				_, failed := e.out.split(t, ids(msgs))
 				for id, err := range failed {
-					if !errors.Is(err, fc.cause) {
-						t.Errorf("%s: %v does not wrap %v", id, err, fc.cause)
-					}
+					assert.ErrorIs(t, err, fc.cause, id)
 				}
 			}
 			var want []string
@@ -149,9 +148,9 @@ func TestFaultEveryAttemptRetriesExhausted(t *testing.T) {
 			if !fc.seen {
 				wantFaulted = 3
 			}
-			if accepted, faulted := s.Accepted(); accepted != 3 || faulted != wantFaulted {
-				t.Errorf("the server accepted %d connections, %d of them faulted before TLS; want 3 and %d", accepted, faulted, wantFaulted)
-			}
+			accepted, faulted := s.Accepted()
+			assert.Equal(t, int64(3), accepted, "connections the server accepted")
+			assert.Equal(t, wantFaulted, faulted, "connections faulted before TLS")
 		})
 	}
 }
@@ -162,41 +161,32 @@ func TestFaultEveryAttemptRetriesExhausted(t *testing.T) {
 func checkFailedTransport(t *testing.T, e *env, want []string, attempts int, p analytics.Phase) {
 	t.Helper()
 	delivered, failed := e.out.split(t, want)
-	if len(delivered) > 0 {
-		t.Fatalf("delivered %v, want none", delivered)
-	}
+	require.Empty(t, delivered, "events delivered")
 	for id, err := range failed {
-		if !errors.Is(err, analytics.ErrRetriesExhausted) {
-			t.Errorf("%s: error %v, want ErrRetriesExhausted", id, err)
-		}
-		if be := asBatchError(t, err); be.Attempts != attempts {
-			t.Errorf("%s: %d attempts, want %d", id, be.Attempts, attempts)
-		}
+		assert.ErrorIs(t, err, analytics.ErrRetriesExhausted, id)
+		assert.Equal(t, attempts, asBatchError(t, err).Attempts, "%s: attempts", id)
 		var te *analytics.TransportError
-		if !errors.As(err, &te) {
-			t.Fatalf("%s: error %v has no *TransportError", id, err)
-		}
-		if te.Phase != p || te.Written() != p.Written() {
-			t.Errorf("%s: phase %v (written %v), want %v", id, te.Phase, te.Written(), p)
-		}
+		require.ErrorAs(t, err, &te, id)
+		assert.Equal(t, p, te.Phase, "%s: phase", id)
+		assert.Equal(t, p.Written(), te.Written(), "%s: written", id)
 		// The phase is in the text a user reads in a log.
-		if !strings.Contains(err.Error(), p.String()) {
-			t.Errorf("%s: error %q does not say %q", id, err, p)
-		}
+		assert.Contains(t, err.Error(), p.String(), id)
 		var he *analytics.HTTPError
-		if errors.As(err, &he) {
-			t.Errorf("%s: an *HTTPError %v in a transport failure", id, he)
-		}
+		assert.NotErrorAs(t, err, &he, "%s: an *HTTPError in a transport failure", id)
 	}
 	st := e.client.Stats()
 	n := int64(len(want))
-	if st.Attempts != int64(attempts) || st.Retries.Backoff != int64(attempts-1) ||
-		transportErrors(st, p) != int64(attempts) || st.TransportErrors.Written+st.TransportErrors.NotWritten != int64(attempts) ||
-		st.Delivered != 0 || st.Failed.RetriesExhausted != n || st.BatchesFailed != 1 || st.InFlight != 0 || st.QueueDepth != 0 {
-		t.Errorf("Stats %+v: want %d attempts, all transport errors %s, %d failed (retries exhausted)", st, attempts, p, n)
-	}
-	if p.Written() && st.BytesSent == 0 {
-		t.Errorf("Stats.BytesSent 0 after %d written requests", attempts)
+	assert.Equal(t, int64(attempts), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(attempts-1), st.Retries.Backoff, "Stats.Retries.Backoff")
+	assert.Equal(t, int64(attempts), transportErrors(st, p), "Stats.TransportErrors of the phase %s", p)
+	assert.Equal(t, int64(attempts), st.TransportErrors.Written+st.TransportErrors.NotWritten, "Stats.TransportErrors, both phases")
+	assert.Zero(t, st.Delivered, "Stats.Delivered")
+	assert.Equal(t, n, st.Failed.RetriesExhausted, "Stats.Failed.RetriesExhausted")
+	assert.Equal(t, int64(1), st.BatchesFailed, "Stats.BatchesFailed")
+	assert.Zero(t, st.InFlight, "Stats.InFlight")
+	assert.Zero(t, st.QueueDepth, "Stats.QueueDepth")
+	if p.Written() {
+		assert.Positive(t, st.BytesSent, "Stats.BytesSent after %d written requests", attempts)
 	}
 }
 
@@ -204,9 +194,7 @@ func checkFailedTransport(t *testing.T, e *env, want []string, attempts int, p a
 func TestRefusedPortNotWritten(t *testing.T) {
 	leakCheck(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
@@ -216,9 +204,7 @@ func TestRefusedPortNotWritten(t *testing.T) {
 	e.enqueue(msgs...)
 	e.close()
 	checkFailedTransport(t, e, ids(msgs), 4, analytics.PhaseNotConnected)
-	if st := e.client.Stats(); st.BytesSent != 0 {
-		t.Errorf("Stats.BytesSent %d to a refused port", st.BytesSent)
-	}
+	assert.Zero(t, e.client.Stats().BytesSent, "Stats.BytesSent to a refused port")
 }
 
 // TLS verification is on by default: the SDK's own client does not trust
@@ -236,16 +222,11 @@ func TestTLSVerificationOnByDefault(t *testing.T) {
 	_, failed := e.out.split(t, ids(msgs))
 	for id, err := range failed {
 		var cve *tls.CertificateVerificationError
-		if !errors.As(err, &cve) {
-			t.Errorf("%s: %v has no *tls.CertificateVerificationError", id, err)
-		}
+		assert.ErrorAs(t, err, &cve, id)
 	}
-	if n := len(s.Received()); n != 0 {
-		t.Errorf("the server received %d requests from a client that must not trust it", n)
-	}
-	if accepted, _ := s.Accepted(); accepted != 3 {
-		t.Errorf("%d connections, want 3 (one handshake per attempt)", accepted)
-	}
+	assert.Equal(t, 0, len(s.Received()), "requests from a client that must not trust the server")
+	accepted, _ := s.Accepted()
+	assert.Equal(t, int64(3), accepted, "connections: one handshake per attempt")
 }
 
 // A pooled keep-alive connection that the server closed just as the next
@@ -270,19 +251,20 @@ func TestStalePooledConnection(t *testing.T) {
 	// The killed request was never read: the server knows it only by its
 	// headers, on the reused connection.
 	all := s.Received()
-	if len(all) != 3 {
-		t.Fatalf("the server received %d requests, want 3: the first batch, the killed one, the retry", len(all))
-	}
+	require.Equal(t, 3, len(all), "requests: the first batch, the killed one, the retry")
 	killed, retry := all[1], all[2]
-	if !killed.Reused || killed.Raw != nil || killed.Status != 0 || killed.Header.Get("X-Retry-Count") != "" ||
-		killed.Conn != all[0].Conn || retry.Reused || retry.Conn == killed.Conn {
-		t.Errorf("killed request %+v on conn %d, retry on conn %d (reused %v): want the first batch's connection killed unread, the retry on a new one",
-			killed, killed.Conn, retry.Conn, retry.Reused)
-	}
+	assert.True(t, killed.Reused, "the killed request came on a reused connection")
+	assert.Equal(t, all[0].Conn, killed.Conn, "the killed request came on the first batch's connection")
+	assert.Nil(t, killed.Raw, "the killed request was read")
+	assert.Zero(t, killed.Status, "the killed request was answered")
+	assert.Empty(t, killed.Header.Get("X-Retry-Count"), "the killed request is a first attempt")
+	assert.False(t, retry.Reused, "the retry came on a reused connection")
+	assert.NotEqual(t, killed.Conn, retry.Conn, "the retry came on the killed connection")
 	st := e.client.Stats()
-	if st.Attempts != 3 || st.Retries.Backoff != 1 || st.TransportErrors.Written != 1 || st.TransportErrors.NotWritten != 0 {
-		t.Errorf("Stats %+v: want 3 attempts, 1 backoff retry after 1 transport error, written", st)
-	}
+	assert.Equal(t, int64(3), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(1), st.Retries.Backoff, "Stats.Retries.Backoff")
+	assert.Equal(t, int64(1), st.TransportErrors.Written, "Stats.TransportErrors.Written")
+	assert.Zero(t, st.TransportErrors.NotWritten, "Stats.TransportErrors.NotWritten")
 }
 
 // The server closes its idle keep-alive connections (no close_notify)
@@ -299,13 +281,11 @@ func TestIdleConnectionClosedByServer(t *testing.T) {
 		msgs := tracks("round"+string(rune('a'+round)), 10)
 		e.enqueue(msgs...)
 		e.flush()
-		if n := s.CloseConns(); n != 1 {
-			t.Fatalf("round %d: %d connections open after the batch, want the 1 idle one", round, n)
-		}
+		require.Equal(t, 1, s.CloseConns(), "round %d: connections open after the batch: the 1 idle one", round)
 		reqs := batchAttempts(s, ids(msgs))
-		if len(reqs) != 1 || !reqs[0].OK() || reqs[0].Reused {
-			t.Fatalf("round %d: the server received %d requests of the batch (%+v), want 1 answered 2xx on a new connection", round, len(reqs), reqs)
-		}
+		require.Equal(t, 1, len(reqs), "round %d: requests of the batch", round)
+		require.True(t, reqs[0].OK(), "round %d: the batch was answered %d", round, reqs[0].Status)
+		require.False(t, reqs[0].Reused, "round %d: the batch came on a reused connection", round)
 	}
 	e.close()
 	var all []string
@@ -314,9 +294,9 @@ func TestIdleConnectionClosedByServer(t *testing.T) {
 	}
 	checkDeliveredOnce(t, s, e.out, all)
 	st := e.client.Stats()
-	if st.Attempts < 5 || st.Attempts > 10 || st.Failed != (analytics.FailedStats{}) {
-		t.Errorf("Stats %+v", st)
-	}
+	assert.GreaterOrEqual(t, st.Attempts, int64(5), "Stats.Attempts for 5 batches")
+	assert.LessOrEqual(t, st.Attempts, int64(10), "Stats.Attempts for 5 batches")
+	assert.Equal(t, analytics.FailedStats{}, st.Failed, "Stats.Failed")
 	t.Logf("%d attempts for 5 batches; transport errors: %d not written, %d written", st.Attempts, st.TransportErrors.NotWritten, st.TransportErrors.Written)
 }
 
@@ -340,13 +320,13 @@ func TestResetDuringWrite(t *testing.T) {
 
 	checkDeliveredOnce(t, s, e.out, ids(msgs))
 	all := s.Received()
-	if len(all) != 2 || all[0].Raw != nil || all[0].Header.Get("X-Retry-Count") != "" || all[1].Header.Get("X-Retry-Count") != "1" {
-		t.Fatalf("the server received %d requests (%+v), want the reset one (headers only) and its retry", len(all), all)
-	}
+	require.Equal(t, 2, len(all), "requests: the reset one and its retry")
+	assert.Nil(t, all[0].Raw, "the reset request's body was read")
+	assert.Empty(t, all[0].Header.Get("X-Retry-Count"), "the reset request is a first attempt")
+	assert.Equal(t, "1", all[1].Header.Get("X-Retry-Count"), "the retry")
 	st := e.client.Stats()
-	if st.Attempts != 2 || st.TransportErrors.NotWritten+st.TransportErrors.Written != 1 {
-		t.Errorf("Stats %+v: want 2 attempts after 1 transport error", st)
-	}
+	assert.Equal(t, int64(2), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(1), st.TransportErrors.NotWritten+st.TransportErrors.Written, "Stats.TransportErrors, both phases")
 	t.Logf("transport errors: %d not written, %d written", st.TransportErrors.NotWritten, st.TransportErrors.Written)
 }
 
@@ -366,14 +346,14 @@ func TestHTTP2StreamReset(t *testing.T) {
 	reqs := batchAttempts(s, ids(msgs))
 	checkAttempts(t, reqs, []string{"", "1", "2"}, true)
 	for i, r := range reqs {
-		if r.Proto != "HTTP/2.0" || r.Conn != reqs[0].Conn {
-			t.Errorf("request %d: %s on conn %d, want HTTP/2.0 on conn %d", i, r.Proto, r.Conn, reqs[0].Conn)
-		}
+		assert.Equal(t, "HTTP/2.0", r.Proto, "request %d", i)
+		assert.Equal(t, reqs[0].Conn, r.Conn, "request %d: the connection, against the first attempt's", i)
 	}
 	st := e.client.Stats()
-	if st.Attempts != 3 || st.Retries.Backoff != 2 || st.TransportErrors.Written != 1 || st.TransportErrors.NotWritten != 0 {
-		t.Errorf("Stats %+v: want 3 attempts, 2 backoff retries, 1 transport error written", st)
-	}
+	assert.Equal(t, int64(3), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(2), st.Retries.Backoff, "Stats.Retries.Backoff")
+	assert.Equal(t, int64(1), st.TransportErrors.Written, "Stats.TransportErrors.Written")
+	assert.Zero(t, st.TransportErrors.NotWritten, "Stats.TransportErrors.NotWritten")
 }
 
 // A proxy in front of the API with a smaller body limit answers 413 as
@@ -394,12 +374,14 @@ func TestEarly413FromProxy(t *testing.T) {
 
 	checkDeliveredOnce(t, s, e.out, ids(msgs))
 	all := s.Received()
-	if len(all) != 3 || all[0].Status != 413 || all[0].Raw != nil {
-		t.Fatalf("the server received %d requests, want the refused one and the two halves", len(all))
-	}
+	require.Equal(t, 3, len(all), "requests: the refused one and the two halves")
+	assert.Equal(t, 413, all[0].Status, "the first request")
+	assert.Nil(t, all[0].Raw, "the refused request's body was read")
 	checkAttempts(t, batchAttempts(s, ids(msgs[:30])), []string{""}, true)
 	checkAttempts(t, batchAttempts(s, ids(msgs[30:])), []string{""}, true)
-	if st := e.client.Stats(); st.Splits != 1 || st.Attempts != 3 || st.BatchesDelivered != 2 || st.Retries.Backoff != 0 {
-		t.Errorf("Stats %+v: want 1 split, 3 attempts, 2 batches delivered", st)
-	}
+	st := e.client.Stats()
+	assert.Equal(t, int64(1), st.Splits, "Stats.Splits")
+	assert.Equal(t, int64(3), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(2), st.BatchesDelivered, "Stats.BatchesDelivered")
+	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"errors"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // pathPattern is the grammar of the JSON paths InputError names: member
@@ -55,38 +56,27 @@ func FuzzInput(f *testing.F) {
 		in, warns, err := decodeInput(data)
 		if err != nil {
 			var ie *InputError
-			if !errors.As(err, &ie) {
-				t.Fatalf("error %T %v is not an *InputError", err, err)
+			require.ErrorAs(t, err, &ie)
+			require.NotEmpty(t, ie.Reason, "an error with no reason: %v", err)
+			if ie.Path != "" {
+				require.Regexp(t, pathPattern, ie.Path, "a malformed path in %v", err)
 			}
-			if ie.Reason == "" {
-				t.Fatalf("error with no reason: %#v", ie)
-			}
-			if ie.Path != "" && !pathPattern.MatchString(ie.Path) {
-				t.Fatalf("malformed path %q in %v", ie.Path, err)
-			}
-			if in != nil || warns != nil {
-				t.Fatalf("error %v came with a result", err)
-			}
+			require.Nil(t, in, "error %v came with an input", err)
+			require.Nil(t, warns, "error %v came with warnings", err)
 			return
 		}
-		if in == nil || in.writeKey == "" {
-			t.Fatalf("no error, but input %+v", in)
-		}
+		require.NotNil(t, in, "no error, but no input")
+		require.NotEmpty(t, in.writeKey, "no error, but no write key")
 		for i, s := range in.sequences {
-			if s.delay < 0 {
-				t.Fatalf("sequences[%d] has a negative delay %v", i, s.delay)
-			}
-			for _, ev := range s.events {
-				if ev.msg == nil || !pathPattern.MatchString(ev.path) {
-					t.Fatalf("event %+v", ev)
-				}
+			require.GreaterOrEqual(t, s.delay, time.Duration(0), "sequences[%d] has a negative delay", i)
+			for j, ev := range s.events {
+				require.NotNil(t, ev.msg, "sequences[%d].events[%d] has no message", i, j)
+				require.Regexp(t, pathPattern, ev.path, "sequences[%d].events[%d] has a malformed path", i, j)
 			}
 		}
 		for k, v := range in.config {
 			key, ok := configKeys[k]
-			if !ok {
-				t.Fatalf("unknown config key %q kept", k)
-			}
+			require.True(t, ok, "unknown config key %q kept", k)
 			switch v.(type) {
 			case int:
 				ok = key.unit == count
@@ -97,9 +87,7 @@ func FuzzInput(f *testing.F) {
 			default:
 				ok = false
 			}
-			if !ok {
-				t.Fatalf("config %s = %#v (%T) does not match its unit", k, v, v)
-			}
+			require.True(t, ok, "config %s = %#v (%T) does not match its unit", k, v, v)
 		}
 		_ = in.config.options()
 	})

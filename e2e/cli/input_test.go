@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
 )
@@ -102,19 +103,30 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// assertBadInput checks a bad-input run: exit 2, the reason (containing
+// want) on one line of stderr after "bad input: ", and the same line as
+// the error of the JSON line on stdout, which sent nothing.
 func assertBadInput(t *testing.T, r cliRun, want string) {
 	t.Helper()
-	if r.code != exitBadInput {
-		t.Errorf("exit code %d, want %d (stderr: %s)", r.code, exitBadInput, r.stderr)
-	}
-	if r.stdout != "" {
-		t.Errorf("stdout = %q, want nothing", r.stdout)
-	}
-	if !strings.HasPrefix(r.stderr, "bad input: ") || !strings.Contains(r.stderr, want) {
-		t.Errorf("stderr = %q, want %q after \"bad input: \"", r.stderr, want)
-	}
-	if strings.Count(r.stderr, "\n") != 1 {
-		t.Errorf("stderr has %d lines, want one: %q", strings.Count(r.stderr, "\n"), r.stderr)
+	assert.Equal(t, exitBadInput, r.code, "stderr: %s", r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "stderr has not one line: %q", r.stderr)
+	assert.True(t, strings.HasPrefix(r.stderr, "bad input: "), "stderr = %q", r.stderr)
+	assert.Contains(t, r.stderr, want)
+	assertBadInputOutput(t, r, strings.TrimSuffix(r.stderr, "\n"))
+}
+
+// assertBadInputOutput checks the stdout of a bad-input run: one JSON line
+// of a run that sent nothing, whose error and only errors entry is reason.
+func assertBadInputOutput(t *testing.T, r cliRun, reason string) {
+	t.Helper()
+	got := r.output(t)
+	assert.False(t, got.Success)
+	assert.Zero(t, got.SentBatches)
+	assert.Zero(t, got.Delivered)
+	assert.Zero(t, got.Failed)
+	assert.Equal(t, []string{reason}, got.Errors)
+	if assert.NotNil(t, got.Error) {
+		assert.Equal(t, reason, *got.Error)
 	}
 }
 
@@ -123,7 +135,7 @@ func TestBadArguments(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want string
+		want string // on stderr, and in the error on stdout
 	}{
 		{"no --input", nil, "bad input: --input is required"},
 		{"missing file", []string{"--input", "@" + filepath.Join(dir, "nope.json")}, "bad input: --input @" + filepath.Join(dir, "nope.json") + ": open "},
@@ -136,9 +148,15 @@ func TestBadArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runCLI(t, "", tt.args...)
-			if r.code != exitBadInput || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
-				t.Errorf("code %d, stdout %q, stderr %q; want code 2, no stdout, %q on stderr", r.code, r.stdout, r.stderr, tt.want)
-			}
+			assert.Equal(t, exitBadInput, r.code, "stderr: %s", r.stderr)
+			assert.Contains(t, r.stderr, tt.want)
+			got := r.output(t)
+			assert.False(t, got.Success)
+			assert.Zero(t, got.SentBatches)
+			require.NotNil(t, got.Error)
+			assert.True(t, strings.HasPrefix(*got.Error, "bad input: "), "error = %q", *got.Error)
+			assert.Contains(t, *got.Error, strings.TrimPrefix(tt.want, "bad input: "))
+			assert.Equal(t, []string{*got.Error}, got.Errors)
 		})
 	}
 }
@@ -152,9 +170,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		seq(0, track("m-3"), map[string]any{"type": "track", "userId": 5}))
 	r := runInput(t, d)
 	assertBadInput(t, r, "sequences[1].events[1].userId: want a string, got number")
-	if n := len(api.received()); n != 0 {
-		t.Errorf("the API received %d requests, want 0", n)
-	}
+	assert.Empty(t, api.received(), "requests for bad input")
 }
 
 func TestConfigConversions(t *testing.T) {
@@ -191,15 +207,9 @@ func TestConfigConversions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.config, func(t *testing.T) {
 			in, _, err := decodeInput([]byte(withConfig(tt.config)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(in.config, tt.want) {
-				t.Errorf("settings = %#v, want %#v", in.config, tt.want)
-			}
-			if n := len(in.config.options()); n != len(tt.want) {
-				t.Errorf("%d options, want %d", n, len(tt.want))
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, in.config)
+			assert.Len(t, in.config.options(), len(tt.want), "options")
 		})
 	}
 }
@@ -207,15 +217,13 @@ func TestConfigConversions(t *testing.T) {
 func TestDelayMs(t *testing.T) {
 	doc := `{"writeKey": "k", "sequences": [{"events": []}, {"delayMs": 0, "events": []}, {"delayMs": 1.5, "events": []}, {"delayMs": 250, "events": []}, {"delayMs": null, "events": []}]}`
 	in, _, err := decodeInput([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []time.Duration{0, 0, 1500 * time.Microsecond, 250 * time.Millisecond, 0}
-	for i, s := range in.sequences {
-		if s.delay != want[i] {
-			t.Errorf("sequences[%d].delay = %v, want %v", i, s.delay, want[i])
-		}
+	var got []time.Duration
+	for _, s := range in.sequences {
+		got = append(got, s.delay)
 	}
+	assert.Equal(t, want, got, "the sequences' delays")
 }
 
 func TestWarnings(t *testing.T) {
@@ -224,9 +232,7 @@ func TestWarnings(t *testing.T) {
 		            {"type": "track", "userId": "u", "event": "E", "foo": 2}], "repeat": 2}],
 		"config": {"flushAt": 1, "compressionLevel": 9}}`
 	in, warns, err := decodeInput([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []string{
 		`ignoring unknown top-level key "extra"`,
 		`ignoring unknown sequence key "repeat" (first in sequences[0])`,
@@ -234,37 +240,28 @@ func TestWarnings(t *testing.T) {
 		`ignoring unknown event field "sentAt" (first in sequences[0].events[0])`,
 		`ignoring unknown config key "compressionLevel" (first in config)`,
 	}
-	if !reflect.DeepEqual(warns, want) {
-		t.Errorf("warnings:\n%q\nwant\n%q", warns, want)
-	}
-	if in.total() != 2 || in.config["flushAt"] != 1 {
-		t.Errorf("decoded %d events, config %v", in.total(), in.config)
-	}
+	assert.Equal(t, want, warns)
+	assert.Equal(t, 2, in.total(), "events decoded")
+	assert.Equal(t, 1, in.config["flushAt"])
 }
 
 func TestEmptySequences(t *testing.T) {
 	api := newTrackingAPI(t)
 	r := runInput(t, api.doc(nil))
-	if r.code != exitSuccess {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
-	}
-	if got := r.output(t); !reflect.DeepEqual(got, result{Success: true, Errors: []string{}}) {
-		t.Errorf("output %+v", got)
-	}
+	require.Equal(t, exitSuccess, r.code, "stderr %s", r.stderr)
+	assert.Equal(t, result{Success: true, Errors: []string{}}, r.output(t))
 }
 
 // TestMessageIDAndTimestampKept checks the decoded message itself; the
 // TestEventTypes run checks what arrives.
 func TestMessageIDAndTimestampKept(t *testing.T) {
 	in, _, err := decodeInput([]byte(wrap(`{"type": "track", "userId": "u", "event": "E", "messageId": "m-42", "timestamp": "2024-05-06T07:08:09.123456789+02:00"}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.IsType(t, analytics.Track{}, in.sequences[0].events[0].msg)
 	m := in.sequences[0].events[0].msg.(analytics.Track)
+	assert.Equal(t, "m-42", m.MessageId)
 	want := time.Date(2024, 5, 6, 5, 8, 9, 123456789, time.UTC)
-	if m.MessageId != "m-42" || !m.Timestamp.Equal(want) {
-		t.Errorf("messageId %q, timestamp %v; want m-42, %v", m.MessageId, m.Timestamp, want)
-	}
+	assert.True(t, m.Timestamp.Equal(want), "timestamp %v, want %v", m.Timestamp, want)
 }
 
 func TestParseDecimal(t *testing.T) {
@@ -290,44 +287,38 @@ func TestParseDecimal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d, ok := parseDecimal(tt.in)
-		if !ok {
-			t.Errorf("parseDecimal(%q) failed", tt.in)
+		if !assert.True(t, ok, "parseDecimal(%q) failed", tt.in) {
 			continue
 		}
 		got, err := d.scaled(tt.scale)
-		if got != tt.want || !errors.Is(err, tt.err) {
-			t.Errorf("%q scaled by 10^%d = %d, %v; want %d, %v", tt.in, tt.scale, got, err, tt.want, tt.err)
+		assert.Equal(t, tt.want, got, "%q scaled by 10^%d", tt.in, tt.scale)
+		if tt.err == nil {
+			assert.NoError(t, err, "%q scaled by 10^%d", tt.in, tt.scale)
+		} else {
+			assert.ErrorIs(t, err, tt.err, "%q scaled by 10^%d", tt.in, tt.scale)
 		}
 	}
 	for _, bad := range []string{"", "-", ".5", "1.", "1e", "1e+", "0x10", "1_000", "+1", "1.2.3"} {
-		if _, ok := parseDecimal(bad); ok {
-			t.Errorf("parseDecimal(%q) accepted it", bad)
-		}
+		_, ok := parseDecimal(bad)
+		assert.False(t, ok, "parseDecimal(%q) accepted it", bad)
 	}
 }
 
 func TestInputFromFileAndStdin(t *testing.T) {
 	api := newTrackingAPI(t)
 	b, err := json.Marshal(api.doc(nil, seq(0, track("m-file"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "input.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, b, 0o600))
 	fromFile := runCLI(t, "", "--input", "@"+path)
 	fromStdin := runCLI(t, string(b), "--input", "-")
 	for name, r := range map[string]cliRun{"@file": fromFile, "-": fromStdin} {
-		if r.code != exitSuccess {
-			t.Errorf("%s: exit %d, stderr %s", name, r.code, r.stderr)
+		if !assert.Equal(t, exitSuccess, r.code, "%s: stderr %s", name, r.stderr) {
 			continue
 		}
-		if got := r.output(t); got.Delivered != 1 || !got.Success {
-			t.Errorf("%s: output %+v", name, got)
-		}
+		got := r.output(t)
+		assert.Equal(t, int64(1), got.Delivered, name)
+		assert.True(t, got.Success, name)
 	}
-	if n := len(api.events()); n != 2 {
-		t.Errorf("the API received %d events, want 2", n)
-	}
+	assert.Len(t, api.events(), 2, "events the API received")
 }

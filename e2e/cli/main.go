@@ -1,7 +1,7 @@
 // Command e2e-cli drives the SDK for the cross-SDK conformance harness
-// (SPEC.md §9): it reads one JSON document describing a write key, an API
-// host, SDK settings and sequences of events, sends the events through an
-// analytics.Client, closes it, and prints the outcome.
+// (docs/SPEC.md §9): it reads one JSON document describing a write key, an
+// API host, SDK settings and sequences of events, sends the events through
+// an analytics.Client, closes it, and prints the outcome.
 //
 // Usage:
 //
@@ -62,19 +62,36 @@
 //     error goes into errors without the path, so that like errors are
 //     listed once.
 //
-// Output: after the last sequence the client is closed (Close waits for the
-// final outcome of every batch) and one JSON line goes to stdout:
+// Output: every run prints exactly one JSON line on stdout, with the same
+// six keys, in this order. After the last sequence the client is closed
+// (Close waits for the final outcome of every batch) and the line says how
+// it went:
 //
-//	{"success":true,"sentBatches":3,"delivered":700,"failed":0,"errors":[]}
+//	{"success":true,"sentBatches":3,"delivered":700,"failed":0,"errors":[],"error":null}
+//	{"success":false,"sentBatches":0,"delivered":0,"failed":5,"errors":["analytics: ..."],"error":"5 of 5 events failed: analytics: ..."}
 //
 // sentBatches counts batches answered 2xx; delivered and failed count
 // events, an event that Enqueue refused counting as failed; success is true
 // when every event was delivered; errors lists each distinct final error
-// once, in the order first seen. Warnings and SDK logs go to stderr.
+// once, in the order first seen (an array, [] rather than null). error is
+// for a harness that reads one string: null on success; on failure, "<n> of
+// <total> events failed: " and the first of errors, followed by " (and <k>
+// other distinct errors, listed in errors)" when there are several ("event"
+// and "error" when the number is 1). Warnings and SDK logs go to stderr.
+//
+// Bad input (a flag, the document, or a setting New refuses) sends nothing.
+// Its reason goes to stderr as "bad input: <reason>", with a JSON path when
+// the document is at fault (a bad flag gets the flag package's message and
+// the usage instead), and "bad input: <reason>" goes to stdout as the error
+// of a run that sent nothing:
+//
+//	{"success":false,"sentBatches":0,"delivered":0,"failed":0,"errors":["bad input: <reason>"],"error":"bad input: <reason>"}
+//
+// -h and --help print the usage on stderr and nothing on stdout: that is
+// not a run.
 //
 // Exit status: 0 on success, 1 when any event was not delivered, 2 for bad
-// input (the reason, with a JSON path, on stderr; nothing is sent). The
-// write key never appears in any output.
+// input. The write key never appears in any output.
 package main
 
 import (
@@ -118,25 +135,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitSuccess
 		}
-		return exitBadInput // flag has printed the reason and the usage
+		// flag has printed the reason and the usage on stderr.
+		printBadInput(stdout, err)
+		return exitBadInput
 	}
 	if fs.NArg() > 0 {
 		// Not echoed: a misplaced input document would print its write key.
-		return badInput(stderr, fmt.Errorf("%d unexpected argument(s) after the flags; the input goes in --input", fs.NArg()))
+		return badInput(stdout, stderr, fmt.Errorf("%d unexpected argument(s) after the flags; the input goes in --input", fs.NArg()))
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "input" })
 	if !given {
-		return badInput(stderr, errors.New("--input is required"))
+		return badInput(stdout, stderr, errors.New("--input is required"))
 	}
 
 	data, err := readInput(*input, stdin)
 	if err != nil {
-		return badInput(stderr, err)
+		return badInput(stdout, stderr, err)
 	}
 	in, warnings, err := decodeInput(data)
 	if err != nil {
-		return badInput(stderr, err)
+		return badInput(stdout, stderr, err)
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "e2e-cli: warning: %s\n", w)
@@ -151,7 +170,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		// New refused the configuration (config or apiHost); its error
 		// names the option.
-		return badInput(stderr, err)
+		return badInput(stdout, stderr, err)
 	}
 	if err := writeResult(stdout, res); err != nil {
 		fmt.Fprintf(stderr, "e2e-cli: writing the result: %v\n", err)
@@ -163,9 +182,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitSuccess
 }
 
-func badInput(stderr io.Writer, err error) int {
+// badInput reports bad input on both streams and returns its exit status.
+func badInput(stdout, stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "bad input: %v\n", err)
+	printBadInput(stdout, err)
 	return exitBadInput
+}
+
+// printBadInput prints the one line of a run that sent nothing. Nothing
+// can be done if stdout fails: the exit status still says bad input.
+func printBadInput(stdout io.Writer, err error) {
+	reason := "bad input: " + err.Error()
+	_ = writeResult(stdout, result{Errors: []string{reason}, Error: &reason})
 }
 
 // readInput returns the JSON text that the --input value stands for.

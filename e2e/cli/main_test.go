@@ -8,11 +8,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -35,9 +39,8 @@ func runCLI(t *testing.T, stdin string, args ...string) cliRun {
 	var stdout, stderr bytes.Buffer
 	code := run(args, strings.NewReader(stdin), &stdout, &stderr)
 	r := cliRun{code: code, stdout: stdout.String(), stderr: stderr.String()}
-	if strings.Contains(r.stdout+r.stderr, testWriteKey) {
-		t.Errorf("the write key appears in the output:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
-	}
+	assert.NotContains(t, r.stdout, testWriteKey, "the write key appears on stdout")
+	assert.NotContains(t, r.stderr, testWriteKey, "the write key appears on stderr")
 	return r
 }
 
@@ -45,41 +48,37 @@ func runCLI(t *testing.T, stdin string, args ...string) cliRun {
 func runInput(t *testing.T, doc any) cliRun {
 	t.Helper()
 	b, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return runCLI(t, "", "--input", string(b))
 }
 
-// output decodes the one line of a run's stdout, failing the test unless it
-// is exactly one line of JSON with the five keys of SPEC §9.
+// keys decodes the one line of a run's stdout into its members, failing
+// the test unless stdout is exactly one line of JSON.
+func (r cliRun) keys(t *testing.T) map[string]json.RawMessage {
+	t.Helper()
+	require.Equal(t, 1, strings.Count(r.stdout, "\n"), "stdout is not one line: %q (stderr: %s)", r.stdout, r.stderr)
+	require.True(t, strings.HasSuffix(r.stdout, "\n"), "stdout does not end its line: %q", r.stdout)
+	var keys map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &keys), "stdout is not a JSON object: %q", r.stdout)
+	return keys
+}
+
+// output decodes the one line of a run's stdout, failing the test unless
+// it is exactly one line of JSON with the six keys of docs/SPEC.md §9 and
+// the CLI's doc comment.
 func (r cliRun) output(t *testing.T) result {
 	t.Helper()
-	if strings.Count(r.stdout, "\n") != 1 || !strings.HasSuffix(r.stdout, "\n") {
-		t.Fatalf("stdout is not exactly one line: %q (stderr: %s)", r.stdout, r.stderr)
+	keys := r.keys(t)
+	var got []string
+	for k := range keys {
+		got = append(got, k)
 	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(r.stdout), &keys); err != nil {
-		t.Fatalf("stdout is not a JSON object: %v: %q", err, r.stdout)
-	}
-	want := []string{"success", "sentBatches", "delivered", "failed", "errors"}
-	if len(keys) != len(want) {
-		t.Errorf("stdout has keys %v, want exactly %v", keys, want)
-	}
-	for _, k := range want {
-		if _, ok := keys[k]; !ok {
-			t.Errorf("stdout lacks %q: %s", k, r.stdout)
-		}
-	}
-	if string(keys["errors"]) == "null" {
-		t.Errorf("errors is null, want an array: %s", r.stdout)
-	}
+	assert.ElementsMatch(t, []string{"success", "sentBatches", "delivered", "failed", "errors", "error"}, got, "the keys of stdout")
+	assert.NotEqual(t, "null", string(keys["errors"]), "errors is null, want an array")
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()
 	var res result
-	if err := dec.Decode(&res); err != nil {
-		t.Fatalf("stdout: %v: %s", err, r.stdout)
-	}
+	require.NoError(t, dec.Decode(&res), "stdout: %s", r.stdout)
 	return res
 }
 
@@ -180,4 +179,25 @@ func track(id string) map[string]any {
 
 func basicAuth(key string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(key+":"))
+}
+
+// retryRecord is one "will retry" record of the SDK's log: the path and
+// the wait it chose after a failed attempt.
+type retryRecord struct {
+	path string
+	wait time.Duration
+}
+
+var retryLine = regexp.MustCompile(`msg="analytics: upload attempt failed, will retry" attempt=\d+ events=\d+ path=(\S+) wait=(\S+) `)
+
+// retryRecords returns the "will retry" records in stderr, in order.
+func retryRecords(t *testing.T, stderr string) []retryRecord {
+	t.Helper()
+	var out []retryRecord
+	for _, m := range retryLine.FindAllStringSubmatch(stderr, -1) {
+		wait, err := time.ParseDuration(m[2])
+		require.NoError(t, err, "wait in %q", m[0])
+		out = append(out, retryRecord{path: m[1], wait: wait})
+	}
+	return out
 }

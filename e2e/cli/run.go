@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -10,13 +11,16 @@ import (
 	analytics "github.com/dualpath/analytics-go"
 )
 
-// result is the one line the CLI prints (SPEC §9).
+// result is the one line the CLI prints (docs/SPEC.md §9).
 type result struct {
 	Success     bool     `json:"success"`
 	SentBatches int64    `json:"sentBatches"`
 	Delivered   int64    `json:"delivered"`
 	Failed      int64    `json:"failed"`
 	Errors      []string `json:"errors"`
+	// Error is the outcome as one string, for a harness that reads one:
+	// nil (null) on success, else summary's text.
+	Error *string `json:"error"`
 }
 
 // send runs the input through a client: each sequence after its delay,
@@ -52,13 +56,41 @@ func send(in *input, logger *slog.Logger) (result, error) {
 	}
 
 	delivered, failed, errs := t.snapshot()
-	return result{
-		Success:     delivered == int64(in.total()) && failed == 0,
+	total := int64(in.total())
+	res := result{
+		Success:     delivered == total && failed == 0,
 		SentBatches: client.Stats().BatchesDelivered,
 		Delivered:   delivered,
 		Failed:      failed,
 		Errors:      errs,
-	}, nil
+	}
+	if !res.Success {
+		msg := summary(total, delivered, failed, errs)
+		res.Error = &msg
+	}
+	return res, nil
+}
+
+// summary is the error of a run that did not deliver every event: how many
+// failed out of how many, and the first distinct error, which is what a
+// harness matching one string wants; the others are in errors.
+func summary(total, delivered, failed int64, errs []string) string {
+	if failed == 0 || len(errs) == 0 {
+		// Not expected: Close reports every event. Say what is known.
+		return fmt.Sprintf("%d of %d %s not delivered", total-delivered, total, plural(total, "event was", "events were"))
+	}
+	s := fmt.Sprintf("%d of %d %s failed: %s", failed, total, plural(total, "event", "events"), errs[0])
+	if others := int64(len(errs) - 1); others > 0 {
+		s += fmt.Sprintf(" (and %d other distinct %s, listed in errors)", others, plural(others, "error", "errors"))
+	}
+	return s
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // writeResult prints r as one line of JSON.

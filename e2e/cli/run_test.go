@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
 )
@@ -18,9 +20,7 @@ func decodeNumbers(t *testing.T, text string) map[string]any {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("%v: %s", err, text)
-	}
+	require.NoError(t, dec.Decode(&m), text)
 	return m
 }
 
@@ -43,12 +43,8 @@ func TestEventTypes(t *testing.T) {
 	input := `{"writeKey": "` + testWriteKey + `", "apiHost": "` + api.URL + `",
 		"sequences": [{"delayMs": 0, "events": [` + strings.Join(events, ",") + `]}]}`
 	r := runCLI(t, "", "--input", input)
-	if r.code != exitSuccess {
-		t.Fatalf("exit %d; stdout %s; stderr %s", r.code, r.stdout, r.stderr)
-	}
-	if got := r.output(t); !reflect.DeepEqual(got, result{Success: true, SentBatches: 1, Delivered: 6, Errors: []string{}}) {
-		t.Errorf("output %+v", got)
-	}
+	require.Equal(t, exitSuccess, r.code, "stdout %s; stderr %s", r.stdout, r.stderr)
+	assert.Equal(t, result{Success: true, SentBatches: 1, Delivered: 6, Errors: []string{}}, r.output(t))
 
 	src := decodeNumbers(t, "{"+common+"}")
 	has := map[string][]string{
@@ -62,9 +58,7 @@ func TestEventTypes(t *testing.T) {
 	stamps := []string{"2024-01-02T03:04:05.600Z", "2024-01-02T03:04:05.670Z", "2024-01-02T03:04:05.678Z",
 		"2024-01-02T03:04:05.600Z", "2024-01-02T03:04:05.000Z", "2024-01-02T03:04:05.999Z"}
 	got := api.events()
-	if len(got) != len(eventTypes) {
-		t.Fatalf("received %d events, want %d", len(got), len(eventTypes))
-	}
+	require.Len(t, got, len(eventTypes))
 	for i, ev := range got {
 		typ := eventTypes[i]
 		want := map[string]any{"type": typ, "messageId": "m-" + typ, "timestamp": stamps[i], "context": nil}
@@ -72,34 +66,27 @@ func TestEventTypes(t *testing.T) {
 			want[k] = src[k]
 		}
 		for k := range ev {
-			if _, ok := want[k]; !ok {
-				t.Errorf("%s: unexpected field %q = %v", typ, k, ev[k])
-			}
+			assert.Contains(t, want, k, "%s: unexpected field %q = %v", typ, k, ev[k])
 		}
 		for k, v := range want {
 			if k == "context" {
 				continue
 			}
-			if !reflect.DeepEqual(ev[k], v) {
-				t.Errorf("%s.%s = %#v, want %#v", typ, k, ev[k], v)
-			}
+			assert.Equal(t, v, ev[k], "%s.%s", typ, k)
 		}
 		ctx, _ := ev["context"].(map[string]any)
 		wantCtx := src["context"].(map[string]any)
 		for _, k := range []string{"ip", "app", "locale", "custom", "traits"} {
-			if !reflect.DeepEqual(ctx[k], wantCtx[k]) {
-				t.Errorf("%s.context.%s = %#v, want %#v", typ, k, ctx[k], wantCtx[k])
-			}
+			assert.Equal(t, wantCtx[k], ctx[k], "%s.context.%s", typ, k)
 		}
-		if lib, _ := ctx["library"].(map[string]any); lib["name"] != "analytics-go" {
-			t.Errorf("%s.context.library = %v", typ, ctx["library"])
-		}
+		lib, _ := ctx["library"].(map[string]any)
+		assert.Equal(t, "analytics-go", lib["name"], "%s.context.library", typ)
 	}
 
 	reqs := api.received()
-	if h := reqs[0].header; h.Get("Authorization") != basicAuth(testWriteKey) || h.Get("Content-Encoding") != "gzip" {
-		t.Errorf("headers %v: want the write key's Basic auth and gzip", h)
-	}
+	require.NotEmpty(t, reqs)
+	assert.Equal(t, basicAuth(testWriteKey), reqs[0].header.Get("Authorization"), "the write key's Basic auth")
+	assert.Equal(t, "gzip", reqs[0].header.Get("Content-Encoding"))
 }
 
 // TestTimestampInstantKept: a timestamp with an offset arrives as the same
@@ -109,13 +96,21 @@ func TestTimestampInstantKept(t *testing.T) {
 	ev := track("m-ts")
 	ev["timestamp"] = "2024-05-06T07:08:09.123+02:00"
 	r := runInput(t, api.doc(nil, seq(0, ev)))
-	if r.code != exitSuccess {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
-	}
+	require.Equal(t, exitSuccess, r.code, "stderr %s", r.stderr)
 	got := api.events()
-	if len(got) != 1 || got[0]["timestamp"] != "2024-05-06T05:08:09.123Z" || got[0]["messageId"] != "m-ts" {
-		t.Errorf("received %v", got)
+	require.Len(t, got, 1)
+	assert.Equal(t, "2024-05-06T05:08:09.123Z", got[0]["timestamp"])
+	assert.Equal(t, "m-ts", got[0]["messageId"])
+}
+
+// messageIDs returns the messageId of every event the API received, in
+// arrival order.
+func messageIDs(api *trackingAPI) []any {
+	var ids []any
+	for _, ev := range api.events() {
+		ids = append(ids, ev["messageId"])
 	}
+	return ids
 }
 
 func TestRejectedEventsCountAsFailed(t *testing.T) {
@@ -127,37 +122,24 @@ func TestRejectedEventsCountAsFailed(t *testing.T) {
 	r := runInput(t, api.doc(nil,
 		seq(0, track("m-1"), noEvent, track("m-2"), noEvent),
 		seq(0, noUser, tooLarge, track("m-3"))))
-	if r.code != exitFailure {
-		t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
-	}
+	require.Equal(t, exitFailure, r.code, "stderr %s", r.stderr)
 	got := r.output(t)
-	if got.Success || got.Delivered != 3 || got.Failed != 4 || got.SentBatches != 1 {
-		t.Errorf("output %+v; want 3 delivered, 4 failed, 1 batch", got)
-	}
+	assert.False(t, got.Success)
+	assert.Equal(t, int64(3), got.Delivered)
+	assert.Equal(t, int64(4), got.Failed)
+	assert.Equal(t, int64(1), got.SentBatches)
 	wantErrs := []string{
 		analytics.Track{UserId: "u1"}.Validate().Error(),
 		analytics.Identify{}.Validate().Error(),
 		analytics.ErrMessageTooLarge.Error(),
 	}
-	if len(got.Errors) != len(wantErrs) {
-		t.Fatalf("errors %q, want %d distinct ones", got.Errors, len(wantErrs))
-	}
+	require.Len(t, got.Errors, len(wantErrs), "each distinct error once")
 	for i, want := range wantErrs {
-		if !strings.Contains(got.Errors[i], want) {
-			t.Errorf("errors[%d] = %q, want %q", i, got.Errors[i], want)
-		}
+		assert.Contains(t, got.Errors[i], want, "errors[%d]", i)
 	}
-	var ids []any
-	for _, ev := range api.events() {
-		ids = append(ids, ev["messageId"])
-	}
-	if !reflect.DeepEqual(ids, []any{"m-1", "m-2", "m-3"}) {
-		t.Errorf("received %v, want m-1, m-2, m-3", ids)
-	}
+	assert.Equal(t, []any{"m-1", "m-2", "m-3"}, messageIDs(api))
 	for _, path := range []string{"sequences[0].events[1]", "sequences[0].events[3]", "sequences[1].events[0]", "sequences[1].events[1]"} {
-		if !strings.Contains(r.stderr, path) {
-			t.Errorf("stderr does not name %s: %s", path, r.stderr)
-		}
+		assert.Contains(t, r.stderr, path, "stderr does not name the refused event")
 	}
 }
 
@@ -166,20 +148,20 @@ func TestServerAnswers400(t *testing.T) {
 	api.status.Store(http.StatusBadRequest)
 	r := runInput(t, api.doc(map[string]any{"flushAt": 2},
 		seq(0, track("m-1"), track("m-2"), track("m-3"), track("m-4"), track("m-5"))))
-	if r.code != exitFailure {
-		t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
-	}
+	require.Equal(t, exitFailure, r.code, "stderr %s", r.stderr)
 	got := r.output(t)
-	if got.Success || got.Delivered != 0 || got.Failed != 5 || got.SentBatches != 0 {
-		t.Errorf("output %+v; want 0 delivered, 5 failed, 0 batches", got)
-	}
+	assert.False(t, got.Success)
+	assert.Zero(t, got.Delivered)
+	assert.Equal(t, int64(5), got.Failed)
+	assert.Zero(t, got.SentBatches)
 	// Three batches failed alike: their error is listed once.
-	if len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "400") || !strings.Contains(got.Errors[0], "after 1 attempt") {
-		t.Errorf("errors %q, want one HTTP 400 error after 1 attempt", got.Errors)
+	require.Len(t, got.Errors, 1)
+	assert.Contains(t, got.Errors[0], "400")
+	assert.Contains(t, got.Errors[0], "after 1 attempt")
+	if assert.NotNil(t, got.Error) {
+		assert.Equal(t, "5 of 5 events failed: "+got.Errors[0], *got.Error)
 	}
-	if n := len(api.received()); n != 3 {
-		t.Errorf("%d requests, want 3 (no retry of a 400)", n)
-	}
+	assert.Len(t, api.received(), 3, "requests: no retry of a 400")
 }
 
 func TestMaxRetriesZero(t *testing.T) {
@@ -187,58 +169,51 @@ func TestMaxRetriesZero(t *testing.T) {
 	api.status.Store(http.StatusServiceUnavailable)
 	r := runInput(t, api.doc(map[string]any{"maxRetries": 0}, seq(0, track("m-1"))))
 	got := r.output(t)
-	if r.code != exitFailure || got.Failed != 1 {
-		t.Fatalf("exit %d, output %+v", r.code, got)
-	}
-	if n := len(api.received()); n != 1 {
-		t.Errorf("%d requests, want 1: maxRetries 0 means no retry", n)
-	}
-	if len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "retries exhausted after 1 attempt") {
-		t.Errorf("errors %q", got.Errors)
-	}
+	require.Equal(t, exitFailure, r.code, "stderr %s", r.stderr)
+	require.Equal(t, int64(1), got.Failed)
+	assert.Len(t, api.received(), 1, "requests: maxRetries 0 means no retry")
+	require.Len(t, got.Errors, 1)
+	assert.Contains(t, got.Errors[0], "retries exhausted after 1 attempt")
 }
 
 // TestRetryConfig: maxRetries counts retries, and backoffBase and
-// backoffCap are milliseconds (as seconds, the run would take seconds).
+// backoffCap are milliseconds.
 func TestRetryConfig(t *testing.T) {
 	api := newTrackingAPI(t)
 	api.status.Store(http.StatusInternalServerError)
-	start := time.Now()
 	r := runInput(t, api.doc(map[string]any{"maxRetries": 2, "backoffBase": 1, "backoffCap": 2, "gzip": false}, seq(0, track("m-1"))))
-	elapsed := time.Since(start)
-	if got := r.output(t); r.code != exitFailure || got.Failed != 1 {
-		t.Fatalf("exit %d, output %+v", r.code, got)
-	}
+	got := r.output(t)
+	require.Equal(t, exitFailure, r.code, "stderr %s", r.stderr)
+	require.Equal(t, int64(1), got.Failed)
 	reqs := api.received()
-	if len(reqs) != 3 {
-		t.Fatalf("%d requests, want 3: maxRetries 2 means 3 attempts", len(reqs))
-	}
+	require.Len(t, reqs, 3, "requests: maxRetries 2 means 3 attempts")
 	for i, req := range reqs {
-		if enc := req.header.Get("Content-Encoding"); enc != "" {
-			t.Errorf("request %d: Content-Encoding %q with gzip false", i, enc)
-		}
+		assert.Empty(t, req.header.Get("Content-Encoding"), "request %d with gzip false", i)
 	}
-	if elapsed > 900*time.Millisecond {
-		t.Errorf("the run took %v: backoffBase 1 and backoffCap 2 are milliseconds", elapsed)
+	// The SDK's retry warnings go to stderr, with the waits it chose:
+	// retry n waits [d/2, d) with d = min(backoffCap, backoffBase·2^(n-1)),
+	// so 0.5-1 ms then 1-2 ms if backoffBase 1 and backoffCap 2 are
+	// milliseconds (as seconds, they would be 0.5-1 s then 1-2 s).
+	assert.Contains(t, r.stderr, "level=WARN")
+	retries := retryRecords(t, r.stderr)
+	require.Len(t, retries, 2)
+	for i, rec := range retries {
+		assert.Equal(t, "backoff", rec.path, "retry %d", i+1)
 	}
-	// The SDK's retry warnings go to stderr.
-	if !strings.Contains(r.stderr, "level=WARN") {
-		t.Errorf("no SDK warning on stderr: %s", r.stderr)
-	}
+	assert.GreaterOrEqual(t, retries[0].wait, 500*time.Microsecond)
+	assert.Less(t, retries[0].wait, time.Millisecond)
+	assert.GreaterOrEqual(t, retries[1].wait, time.Millisecond)
+	assert.Less(t, retries[1].wait, 2*time.Millisecond)
 }
 
 func TestOutputFormat(t *testing.T) {
 	api := newTrackingAPI(t)
 	r := runInput(t, api.doc(map[string]any{"flushAt": 2},
 		seq(0, track("m-1"), track("m-2"), track("m-3"), track("m-4"), track("m-5"))))
-	const want = `{"success":true,"sentBatches":3,"delivered":5,"failed":0,"errors":[]}` + "\n"
-	if r.code != exitSuccess || r.stdout != want {
-		t.Errorf("exit %d, stdout %q; want 0, %q (stderr: %s)", r.code, r.stdout, want, r.stderr)
-	}
+	assert.Equal(t, exitSuccess, r.code, "stderr %s", r.stderr)
+	assert.Equal(t, `{"success":true,"sentBatches":3,"delivered":5,"failed":0,"errors":[],"error":null}`+"\n", r.stdout)
 	r.output(t)
-	if r.stderr != "" {
-		t.Errorf("stderr %q, want nothing on a clean run", r.stderr)
-	}
+	assert.Empty(t, r.stderr, "stderr on a clean run")
 }
 
 // TestSequenceDelays: each sequence waits its delayMs after the previous
@@ -249,40 +224,105 @@ func TestSequenceDelays(t *testing.T) {
 	r := runInput(t, api.doc(map[string]any{"flushAt": 1, "maxConcurrentRequests": 1},
 		seq(0, track("m-1")), seq(100, track("m-2"), track("m-3")), seq(150.5, track("m-4"))))
 	elapsed := time.Since(start)
-	if r.code != exitSuccess {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
-	}
-	if elapsed < 250*time.Millisecond {
-		t.Errorf("the run took %v, less than the 250.5ms of delays", elapsed)
-	}
-	var ids []any
-	for _, ev := range api.events() {
-		ids = append(ids, ev["messageId"])
-	}
-	if !reflect.DeepEqual(ids, []any{"m-1", "m-2", "m-3", "m-4"}) {
-		t.Errorf("received %v", ids)
-	}
-	if got := r.output(t); got.SentBatches != 4 || got.Delivered != 4 {
-		t.Errorf("output %+v", got)
-	}
+	require.Equal(t, exitSuccess, r.code, "stderr %s", r.stderr)
+	// A sound lower bound: start and elapsed bracket the whole run, and
+	// the run slept both delays on its own clock.
+	assert.GreaterOrEqual(t, elapsed, 250*time.Millisecond, "the run, with 250.5ms of delays")
+	assert.Equal(t, []any{"m-1", "m-2", "m-3", "m-4"}, messageIDs(api))
+	got := r.output(t)
+	assert.Equal(t, int64(4), got.SentBatches)
+	assert.Equal(t, int64(4), got.Delivered)
 }
 
 func TestDebugFlag(t *testing.T) {
 	api := newTrackingAPI(t)
 	b, err := json.Marshal(api.doc(nil, seq(0, track("m-1"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r := runCLI(t, "", "--debug", "--input", string(b))
-	if r.code != exitSuccess {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
-	}
+	require.Equal(t, exitSuccess, r.code, "stderr %s", r.stderr)
 	r.output(t)
 }
 
 func TestHelp(t *testing.T) {
 	r := runCLI(t, "", "-h")
-	if r.code != exitSuccess || r.stdout != "" || !strings.Contains(r.stderr, "usage: e2e-cli") {
-		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	assert.Equal(t, exitSuccess, r.code)
+	assert.Empty(t, r.stdout, "help is not a run: nothing on stdout")
+	assert.Contains(t, r.stderr, "usage: e2e-cli")
+}
+
+// TestSuccessOutputHasNoError: a run that delivered every event prints
+// error as null, and errors as an empty array.
+func TestSuccessOutputHasNoError(t *testing.T) {
+	api := newTrackingAPI(t)
+	r := runInput(t, api.doc(nil, seq(0, track("m-1"), track("m-2"))))
+	require.Equal(t, exitSuccess, r.code, "stderr: %s", r.stderr)
+	keys := r.keys(t)
+	assert.Equal(t, "null", string(keys["error"]))
+	assert.Equal(t, "[]", string(keys["errors"]))
+	got := r.output(t)
+	assert.True(t, got.Success)
+	assert.Nil(t, got.Error)
+}
+
+// TestFailureOutputHasErrorAndErrors: a run that did not deliver every
+// event prints errors as an array of each distinct error, and error as one
+// string: the count and the first of errors, then how many others there
+// are.
+func TestFailureOutputHasErrorAndErrors(t *testing.T) {
+	api := newTrackingAPI(t)
+	api.status.Store(http.StatusBadRequest)
+	noEvent := map[string]any{"type": "track", "userId": "u1"}
+	r := runInput(t, api.doc(nil, seq(0, track("m-1"), noEvent, track("m-2"))))
+	require.Equal(t, exitFailure, r.code, "stderr: %s", r.stderr)
+
+	keys := r.keys(t)
+	require.Contains(t, keys, "error")
+	require.Contains(t, keys, "errors")
+	assert.True(t, strings.HasPrefix(string(keys["error"]), `"`), "error is not a JSON string: %s", keys["error"])
+	assert.True(t, strings.HasPrefix(string(keys["errors"]), `[`), "errors is not a JSON array: %s", keys["errors"])
+
+	got := r.output(t)
+	assert.False(t, got.Success)
+	assert.Equal(t, int64(3), got.Failed)
+	// The refused event's error is seen first, at Enqueue; the batch's 400
+	// comes at Close.
+	require.Len(t, got.Errors, 2)
+	assert.Contains(t, got.Errors[0], analytics.Track{UserId: "u1"}.Validate().Error())
+	assert.Contains(t, got.Errors[1], "HTTP 400")
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "3 of 3 events failed: "+got.Errors[0]+" (and 1 other distinct error, listed in errors)", *got.Error)
+}
+
+// TestOneErrorSummary: when every event failed alike, error is the count
+// and that one error.
+func TestOneErrorSummary(t *testing.T) {
+	api := newTrackingAPI(t)
+	api.status.Store(http.StatusBadRequest)
+	r := runInput(t, api.doc(nil, seq(0, track("m-1"))))
+	require.Equal(t, exitFailure, r.code, "stderr: %s", r.stderr)
+	got := r.output(t)
+	require.Len(t, got.Errors, 1)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "1 of 1 event failed: "+got.Errors[0], *got.Error)
+}
+
+func TestSummary(t *testing.T) {
+	tests := []struct {
+		name                     string
+		total, delivered, failed int64
+		errs                     []string
+		want                     string
+	}{
+		{"one event", 1, 0, 1, []string{"E1"}, "1 of 1 event failed: E1"},
+		{"one error", 5, 2, 3, []string{"E1"}, "3 of 5 events failed: E1"},
+		{"two errors", 5, 0, 5, []string{"E1", "E2"}, "5 of 5 events failed: E1 (and 1 other distinct error, listed in errors)"},
+		{"three errors", 4, 1, 3, []string{"E1", "E2", "E3"}, "3 of 4 events failed: E1 (and 2 other distinct errors, listed in errors)"},
+		{"none reported", 4, 1, 0, nil, "3 of 4 events were not delivered"},
+		{"none reported of one", 1, 0, 0, nil, "1 of 1 event was not delivered"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, summary(tt.total, tt.delivered, tt.failed, tt.errs))
+		})
 	}
 }
