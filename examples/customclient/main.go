@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	writeKey := fs.String("write-key", "demo-write-key", "write key of the tracking API")
 	events := fs.Int("events", 100, "events to send")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long to wait for delivery, retries included")
+	retries := fs.Int("retries", 10, "backoff retries per batch (analytics.WithRetryCount)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -156,6 +157,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		analytics.WithHTTPClient(hc),
 		analytics.WithMaxConcurrentRequests(maxConcurrentRequests),
 		analytics.WithRequestTimeout(10*time.Second), // per attempt; the default
+		analytics.WithRetryCount(*retries),
 	)
 	fmt.Fprintf(stdout, "your own http.Client:  %s\n", result)
 	if mock != nil {
