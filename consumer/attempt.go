@@ -68,7 +68,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (r
 	if err != nil {
 		// The endpoint was validated by the analytics package; a request
 		// that cannot even be built will not build on a retry either.
-		return retry.Result{Outcome: retry.Fatal}, err
+		return retry.Result{Outcome: retry.OutcomeFatal}, err
 	}
 	// GetBody lets net/http send the body again after a 307/308.
 	req.Body, req.ContentLength = io.NopCloser(reader()), int64(length)
@@ -91,7 +91,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (r
 		} else {
 			u.stats.notWritten.Add(1)
 		}
-		return retry.NoResponse, &TransportError{Phase: p, Err: err}
+		return retry.NoResponse(), &TransportError{Phase: p, Err: err}
 	}
 	defer resp.Body.Close()
 	// Reading the body ends by the attempt's deadline and by Shutdown
@@ -105,7 +105,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (r
 	// delivered.
 	if resp.Request != nil && resp.Request.Method != http.MethodPost {
 		drain(resp.Body)
-		return retry.Result{Outcome: retry.Redirect}, &HTTPError{
+		return retry.Result{Outcome: retry.OutcomeRedirect}, &HTTPError{
 			StatusCode: resp.StatusCode,
 			Method:     resp.Request.Method,
 			Location:   resp.Request.URL.Redacted(),
@@ -113,7 +113,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (r
 	}
 
 	res := retry.Classify(resp.StatusCode, resp.Header, u.clock.Now())
-	if res.Outcome == retry.Success {
+	if res.Outcome == retry.OutcomeSuccess {
 		drain(resp.Body)
 		return res, nil
 	}
@@ -122,7 +122,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (r
 		Body:       u.scrub.excerpt(excerpt(resp.Body)),
 		RetryAfter: res.RetryAfter,
 	}
-	if res.Outcome == retry.Redirect {
+	if res.Outcome == retry.OutcomeRedirect {
 		herr.Location = resp.Header.Get("Location")
 	}
 	drain(resp.Body)

@@ -182,25 +182,25 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 		if err != nil {
 			last = err
 		}
-		if _, noAnswer := err.(*TransportError); !noAnswer && res.Outcome != retry.RateLimited {
+		if _, noAnswer := err.(*TransportError); !noAnswer && res.Outcome != retry.OutcomeRateLimited {
 			// Answered without a Retry-After: the rate-limit episode is over.
 			u.pause.Answered()
 		}
-		if res.Outcome != retry.Success && ctx.Err() != nil {
+		if res.Outcome != retry.OutcomeSuccess && ctx.Err() != nil {
 			fail(context.Cause(ctx), budget.Attempts()+1)
 			return
 		}
 		now := u.clock.Now()
 		d := budget.Next(res, now)
 		switch d.Action {
-		case retry.Deliver:
+		case retry.ActionDeliver:
 			u.stats.delivered.Add(1)
 			report(offset, end, nil)
 			return
-		case retry.Split:
+		case retry.ActionSplit:
 			u.split(ctx, events, offset, report, held)
 			return
-		case retry.Fail:
+		case retry.ActionFail:
 			fail(d.Reason, budget.Attempts())
 			return
 		}

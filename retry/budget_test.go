@@ -18,8 +18,8 @@ func testPolicy() Policy {
 }
 
 var (
-	retryable   = Result{Outcome: Retryable}
-	rateLimited = func(d time.Duration) Result { return Result{Outcome: RateLimited, RetryAfter: d} }
+	retryable   = Result{Outcome: OutcomeRetryable}
+	rateLimited = func(d time.Duration) Result { return Result{Outcome: OutcomeRateLimited, RetryAfter: d} }
 )
 
 func TestDefaultPolicy(t *testing.T) {
@@ -41,11 +41,11 @@ func TestBackoffFormula(t *testing.T) {
 	for i, d := range wantD {
 		n := i + 1
 		p.Jitter = noJitter
-		if got := p.Backoff(n); got != d/2 {
+		if got := p.backoff(n); got != d/2 {
 			t.Errorf("Backoff(%d) without jitter = %v, want %v", n, got, d/2)
 		}
 		p.Jitter = fullJitter
-		if got := p.Backoff(n); got != d-1 {
+		if got := p.backoff(n); got != d-1 {
 			t.Errorf("Backoff(%d) with top jitter = %v, want %v", n, got, d-1)
 		}
 	}
@@ -55,7 +55,7 @@ func TestBackoffJitterStaysInRange(t *testing.T) {
 	p := DefaultPolicy() // real random jitter
 	seen := map[time.Duration]bool{}
 	for i := 0; i < 2000; i++ {
-		got := p.Backoff(3) // d = 2s
+		got := p.backoff(3) // d = 2s
 		if got < time.Second || got >= 2*time.Second {
 			t.Fatalf("Backoff(3) = %v, want in [1s, 2s)", got)
 		}
@@ -71,16 +71,16 @@ func TestBackoffNeverOverflows(t *testing.T) {
 	p.BackoffBase = time.Duration(math.MaxInt64 / 3)
 	p.BackoffCap = time.Duration(math.MaxInt64)
 	for _, n := range []int{1, 2, 3, 10, 63, 64, 1000, math.MaxInt32} {
-		if got := p.Backoff(n); got <= 0 {
+		if got := p.backoff(n); got <= 0 {
 			t.Errorf("Backoff(%d) = %v, overflowed", n, got)
 		}
 	}
 	p = testPolicy()
-	if got := p.Backoff(1 << 20); got != 30*time.Second {
+	if got := p.backoff(1 << 20); got != 30*time.Second {
 		t.Errorf("Backoff(huge n) = %v, want cap/2 = 30s", got)
 	}
 	p.BackoffBase = 0
-	if got := p.Backoff(5); got != 0 {
+	if got := p.backoff(5); got != 0 {
 		t.Errorf("Backoff with base 0 = %v, want 0", got)
 	}
 }
@@ -94,7 +94,7 @@ func TestRetryCountNMeansN(t *testing.T) {
 		var d Decision
 		for {
 			d = b.Next(retryable, now)
-			if d.Action != Wait {
+			if d.Action != ActionWait {
 				break
 			}
 			if d.Path != BackoffPath {
@@ -105,8 +105,8 @@ func TestRetryCountNMeansN(t *testing.T) {
 		if retries != n || b.Attempts() != n+1 {
 			t.Errorf("RetryCount %d: %d retries, %d attempts; want %d and %d", n, retries, b.Attempts(), n, n+1)
 		}
-		if d.Action != Fail || !errors.Is(d.Reason, ErrRetriesExhausted) {
-			t.Errorf("RetryCount %d: final decision %+v, want Fail with ErrRetriesExhausted", n, d)
+		if d.Action != ActionFail || !errors.Is(d.Reason, ErrRetriesExhausted) {
+			t.Errorf("RetryCount %d: final decision %+v, want ActionFail with ErrRetriesExhausted", n, d)
 		}
 	}
 }
@@ -119,16 +119,16 @@ func TestRateLimitPathDoesNotSpendRetries(t *testing.T) {
 	// still has both of its retries.
 	for i := 0; i < 50; i++ {
 		d := b.Next(rateLimited(time.Second), now.Add(time.Duration(i)*time.Second))
-		if d.Action != Wait || d.Path != RateLimitPath || d.Wait != time.Second {
+		if d.Action != ActionWait || d.Path != RateLimitPath || d.Wait != time.Second {
 			t.Fatalf("rate-limited attempt %d: %+v", i, d)
 		}
 	}
 	for i := 0; i < 2; i++ {
-		if d := b.Next(retryable, now.Add(time.Minute)); d.Action != Wait || d.Path != BackoffPath {
+		if d := b.Next(retryable, now.Add(time.Minute)); d.Action != ActionWait || d.Path != BackoffPath {
 			t.Fatalf("backoff retry %d after rate limits: %+v", i+1, d)
 		}
 	}
-	if d := b.Next(retryable, now.Add(time.Minute)); d.Action != Fail || d.Reason != ErrRetriesExhausted {
+	if d := b.Next(retryable, now.Add(time.Minute)); d.Action != ActionFail || d.Reason != ErrRetriesExhausted {
 		t.Fatalf("third backoff failure: %+v, want retries exhausted", d)
 	}
 	if b.Attempts() != 53 {
@@ -140,11 +140,11 @@ func TestRateLimitWaitIsCapped(t *testing.T) {
 	p := testPolicy()
 	p.RateLimitRetryAfterCap = 30 * time.Second
 	d := p.NewBudget(1).Next(rateLimited(time.Hour), now)
-	if d.Action != Wait || d.Wait != 30*time.Second {
+	if d.Action != ActionWait || d.Wait != 30*time.Second {
 		t.Fatalf("Retry-After 1h with cap 30s: %+v, want wait 30s", d)
 	}
 	d = p.NewBudget(1).Next(rateLimited(time.Duration(math.MaxInt64)), now)
-	if d.Action != Wait || d.Wait != 30*time.Second {
+	if d.Action != ActionWait || d.Wait != 30*time.Second {
 		t.Fatalf("saturated Retry-After: %+v, want wait 30s", d)
 	}
 }
@@ -160,10 +160,10 @@ func TestRateLimitBudget(t *testing.T) {
 		ra   time.Duration
 		want Action
 	}{
-		{0, 4 * time.Second, Wait},               // 0+4 <= 10
-		{4 * time.Second, 4 * time.Second, Wait}, // 4+4 <= 10
-		{8 * time.Second, 2 * time.Second, Wait}, // 8+2 == 10 fits exactly
-		{10 * time.Second, 1 * time.Second, Fail},
+		{0, 4 * time.Second, ActionWait},               // 0+4 <= 10
+		{4 * time.Second, 4 * time.Second, ActionWait}, // 4+4 <= 10
+		{8 * time.Second, 2 * time.Second, ActionWait}, // 8+2 == 10 fits exactly
+		{10 * time.Second, 1 * time.Second, ActionFail},
 	}
 	for i, s := range steps {
 		d := b.Next(rateLimited(s.ra), start.Add(s.at))
@@ -173,11 +173,11 @@ func TestRateLimitBudget(t *testing.T) {
 	}
 	// A wait that does not fit fails at once, even early on.
 	b = p.NewBudget(1)
-	if d := b.Next(rateLimited(11*time.Second), now); d.Action != Fail || d.Reason != ErrRateLimitBudgetExceeded {
+	if d := b.Next(rateLimited(11*time.Second), now); d.Action != ActionFail || d.Reason != ErrRateLimitBudgetExceeded {
 		t.Fatalf("first wait larger than the budget: %+v, want ErrRateLimitBudgetExceeded", d)
 	}
 	p.MaxRateLimitDuration = 0
-	if d := p.NewBudget(1).Next(rateLimited(time.Second), now); d.Action != Fail || d.Reason != ErrRateLimitBudgetExceeded {
+	if d := p.NewBudget(1).Next(rateLimited(time.Second), now); d.Action != ActionFail || d.Reason != ErrRateLimitBudgetExceeded {
 		t.Fatalf("budget 0: %+v, want immediate failure", d)
 	}
 }
@@ -192,7 +192,7 @@ func TestBackoffBudget(t *testing.T) {
 	var waits []time.Duration
 	for {
 		d := b.Next(retryable, clock)
-		if d.Action == Fail {
+		if d.Action == ActionFail {
 			if d.Reason != ErrBackoffBudgetExceeded {
 				t.Fatalf("failed with %v, want ErrBackoffBudgetExceeded", d.Reason)
 			}
@@ -220,7 +220,7 @@ func TestBackoffBudget(t *testing.T) {
 func TestBackoffBudgetZeroFailsAtOnce(t *testing.T) {
 	p := testPolicy()
 	p.MaxTotalBackoffDuration = 0
-	if d := p.NewBudget(1).Next(retryable, now); d.Action != Fail || d.Reason != ErrBackoffBudgetExceeded {
+	if d := p.NewBudget(1).Next(retryable, now); d.Action != ActionFail || d.Reason != ErrBackoffBudgetExceeded {
 		t.Fatalf("budget 0: %+v, want ErrBackoffBudgetExceeded", d)
 	}
 }
@@ -231,7 +231,7 @@ func TestBackoffBudgetStartsAtFirstBackoffFailure(t *testing.T) {
 	b := p.NewBudget(1)
 	// An hour of rate limiting first does not eat the backoff budget.
 	b.Next(rateLimited(time.Minute), now)
-	if d := b.Next(retryable, now.Add(time.Hour)); d.Action != Wait {
+	if d := b.Next(retryable, now.Add(time.Hour)); d.Action != ActionWait {
 		t.Fatalf("first backoff failure after an hour of rate limits: %+v, want a wait", d)
 	}
 }
@@ -253,11 +253,11 @@ func TestTerminalOutcomes(t *testing.T) {
 		r      Result
 		want   Decision
 	}{
-		{"success", 3, Result{Outcome: Success}, Decision{Action: Deliver}},
-		{"413 splits a batch", 2, Result{Outcome: TooLarge}, Decision{Action: Split}},
-		{"413 on one event is fatal", 1, Result{Outcome: TooLarge}, Decision{Action: Fail, Reason: ErrFatalStatus}},
-		{"redirect", 3, Result{Outcome: Redirect}, Decision{Action: Fail, Reason: ErrRedirect}},
-		{"fatal", 3, Result{Outcome: Fatal}, Decision{Action: Fail, Reason: ErrFatalStatus}},
+		{"success", 3, Result{Outcome: OutcomeSuccess}, Decision{Action: ActionDeliver}},
+		{"413 splits a batch", 2, Result{Outcome: OutcomeTooLarge}, Decision{Action: ActionSplit}},
+		{"413 on one event is fatal", 1, Result{Outcome: OutcomeTooLarge}, Decision{Action: ActionFail, Reason: ErrFatalStatus}},
+		{"redirect", 3, Result{Outcome: OutcomeRedirect}, Decision{Action: ActionFail, Reason: ErrRedirect}},
+		{"fatal", 3, Result{Outcome: OutcomeFatal}, Decision{Action: ActionFail, Reason: ErrFatalStatus}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,10 +277,10 @@ func TestBudgetsBelongToOneBatch(t *testing.T) {
 	p.RetryCount = 1
 	a := p.NewBudget(2)
 	a.Next(retryable, now)
-	if d := a.Next(retryable, now); d.Action != Fail {
+	if d := a.Next(retryable, now); d.Action != ActionFail {
 		t.Fatalf("first batch: %+v, want exhausted", d)
 	}
-	if d := p.NewBudget(2).Next(retryable, now); d.Action != Wait {
+	if d := p.NewBudget(2).Next(retryable, now); d.Action != ActionWait {
 		t.Fatalf("a new batch must start fresh: %+v", d)
 	}
 }
@@ -289,8 +289,8 @@ func BenchmarkDecision(b *testing.B) {
 	p := DefaultPolicy()
 	for b.Loop() {
 		bud := p.NewBudget(250)
-		bud.Next(Result{Outcome: Retryable}, now)
-		bud.Next(Result{Outcome: RateLimited, RetryAfter: time.Second}, now)
-		bud.Next(Result{Outcome: Success}, now)
+		bud.Next(Result{Outcome: OutcomeRetryable}, now)
+		bud.Next(Result{Outcome: OutcomeRateLimited, RetryAfter: time.Second}, now)
+		bud.Next(Result{Outcome: OutcomeSuccess}, now)
 	}
 }
