@@ -126,7 +126,7 @@ func (c *Client) Enqueue(msg Message) error {
 		return err
 	}
 	// Refuse before encoding what the queue would refuse anyway.
-	switch c.queue.Admits() {
+	switch c.queue.Admission() {
 	case queue.Closed:
 		c.stats.rejClosed.Add(1)
 		return ErrClosed
@@ -161,7 +161,7 @@ func (c *Client) Enqueue(msg Message) error {
 
 	// The queue's own lock orders this push against shutdown's Close of
 	// the queue: an event is either accepted before it, or refused.
-	res, n := c.queue.PushKept(e.buf, value, kept)
+	res, n := c.queue.Push(e.buf, value, kept)
 	switch res {
 	case queue.Closed:
 		c.stats.rejClosed.Add(1)

@@ -23,11 +23,11 @@ func values(b Batch[int]) []int {
 func TestPushBoundedByCount(t *testing.T) {
 	q := New[int](3, 1<<20)
 	for i := range 3 {
-		if res, n := q.Push(item(i, 10).Data, item(i, 10).Value); res != Pushed || n != i+1 {
-			t.Fatalf("Push %d = (%v, %d), want (Pushed, %d)", i, res, n, i+1)
+		if res, n := q.Push(item(i, 10).Data, item(i, 10).Value, 0); res != Admitted || n != i+1 {
+			t.Fatalf("Push %d = (%v, %d), want (Admitted, %d)", i, res, n, i+1)
 		}
 	}
-	if res, n := q.Push(item(3, 10).Data, item(3, 10).Value); res != Full || n != 3 {
+	if res, n := q.Push(item(3, 10).Data, item(3, 10).Value, 0); res != Full || n != 3 {
 		t.Fatalf("Push into a full queue = (%v, %d), want (Full, 3)", res, n)
 	}
 	if got := values(q.Drain()); fmt.Sprint(got) != "[0 1 2]" {
@@ -37,12 +37,12 @@ func TestPushBoundedByCount(t *testing.T) {
 
 func TestPushBoundedByBytes(t *testing.T) {
 	q := New[int](100, 25)
-	q.Push(item(0, 10).Data, item(0, 10).Value)
-	q.Push(item(1, 10).Data, item(1, 10).Value)
-	if res, _ := q.Push(item(2, 6).Data, item(2, 6).Value); res != Full {
+	q.Push(item(0, 10).Data, item(0, 10).Value, 0)
+	q.Push(item(1, 10).Data, item(1, 10).Value, 0)
+	if res, _ := q.Push(item(2, 6).Data, item(2, 6).Value, 0); res != Full {
 		t.Fatal("push beyond the byte bound was accepted")
 	}
-	if res, _ := q.Push(item(3, 5).Data, item(3, 5).Value); res != Pushed {
+	if res, _ := q.Push(item(3, 5).Data, item(3, 5).Value, 0); res != Admitted {
 		t.Fatal("push that exactly fills the byte bound was refused")
 	}
 	if n, b, _ := q.Sizes(); n != 3 || b != 25 {
@@ -53,14 +53,14 @@ func TestPushBoundedByBytes(t *testing.T) {
 		t.Fatalf("bytes queued after taking 10 = %d, want 15", b)
 	}
 	// Taken is still held until released.
-	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value); res != Full {
+	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value, 0); res != Full {
 		t.Fatal("push accepted while taken items still hold the budget")
 	}
 	if queued, b, held := q.Sizes(); queued != 2 || b != 15 || held != 3 {
 		t.Fatalf("Sizes() = %d, %d, %d; want 2 queued of 15 bytes, 3 held", queued, b, held)
 	}
 	q.Release(1, 10)
-	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value); res != Pushed {
+	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value, 0); res != Admitted {
 		t.Fatal("push refused after space was released")
 	}
 }
@@ -68,7 +68,7 @@ func TestPushBoundedByBytes(t *testing.T) {
 func TestTakeByCountKeepsOrder(t *testing.T) {
 	q := New[int](1000, 1<<20)
 	for i := range 10 {
-		q.Push(item(i, 1).Data, item(i, 1).Value)
+		q.Push(item(i, 1).Data, item(i, 1).Value, 0)
 	}
 	b := q.Take(4, 1<<20)
 	if fmt.Sprint(values(b)) != "[0 1 2 3]" || b.Seq != 0 {
@@ -90,7 +90,7 @@ func TestTakeByCountKeepsOrder(t *testing.T) {
 func TestTakeByBytesCountsSeparators(t *testing.T) {
 	q := New[int](1000, 1<<20)
 	for i := range 5 {
-		q.Push(item(i, 10).Data, item(i, 10).Value)
+		q.Push(item(i, 10).Data, item(i, 10).Value, 0)
 	}
 	// Three items joined by commas: 10+1+10+1+10 = 32 bytes.
 	if got := values(q.Take(100, 32)); len(got) != 3 {
@@ -105,7 +105,7 @@ func TestTakeByBytesCountsSeparators(t *testing.T) {
 func TestTakeFitsExactly(t *testing.T) {
 	q := New[int](1000, 1<<20)
 	for i := range 4 {
-		q.Push(item(i, 10).Data, item(i, 10).Value)
+		q.Push(item(i, 10).Data, item(i, 10).Value, 0)
 	}
 	if got := values(q.Take(100, 21)); len(got) != 2 {
 		t.Fatalf("Take(_, 21) took %d items, want exactly 2 (10+1+10)", len(got))
@@ -117,8 +117,8 @@ func TestTakeFitsExactly(t *testing.T) {
 
 func TestOversizedItemLeavesTheQueue(t *testing.T) {
 	q := New[int](1000, 1<<20)
-	q.Push(item(0, 100).Data, item(0, 100).Value)
-	q.Push(item(1, 1).Data, item(1, 1).Value)
+	q.Push(item(0, 100).Data, item(0, 100).Value, 0)
+	q.Push(item(1, 1).Data, item(1, 1).Value, 0)
 	b := q.Take(100, 50)
 	if fmt.Sprint(values(b)) != "[0]" {
 		t.Fatalf("oversized head: took %v, want [0] alone", values(b))
@@ -133,7 +133,7 @@ func TestRingWrapsAndGrows(t *testing.T) {
 	next, want := 0, 0
 	for round := range 50 {
 		for range round*7%97 + 1 {
-			if res, _ := q.Push(item(next, 1).Data, item(next, 1).Value); res == Pushed {
+			if res, _ := q.Push(item(next, 1).Data, item(next, 1).Value, 0); res == Admitted {
 				next++
 			}
 		}
@@ -164,7 +164,7 @@ func TestRingWrapsAndGrows(t *testing.T) {
 func TestSpliceDropsReferences(t *testing.T) {
 	q := New[*int](10, 1<<20)
 	v := new(int)
-	q.Push([]byte("x"), v)
+	q.Push([]byte("x"), v, 0)
 	q.Take(1, 100)
 	for _, it := range q.ring {
 		if it.Value != nil || it.Data != nil {
@@ -183,7 +183,7 @@ func TestConcurrentPushAndTake(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if res, _ := q.Push(item(p*each+i, 3).Data, item(p*each+i, 3).Value); res == Pushed {
+				if res, _ := q.Push(item(p*each+i, 3).Data, item(p*each+i, 3).Value, 0); res == Admitted {
 					accepted[p]++
 				}
 			}
@@ -220,7 +220,7 @@ func BenchmarkPushTake(b *testing.B) {
 	data := bytes.Repeat([]byte{'x'}, 200)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		q.Push(data, i)
+		q.Push(data, i, 0)
 		if q.Len() >= 250 {
 			q.Take(250, 500000)
 		}
@@ -229,12 +229,12 @@ func BenchmarkPushTake(b *testing.B) {
 
 func TestClosedQueueRefusesButKeepsItems(t *testing.T) {
 	q := New[int](10, 1<<20)
-	q.Push(item(0, 1).Data, item(0, 1).Value)
+	q.Push(item(0, 1).Data, item(0, 1).Value, 0)
 	q.Close()
 	if !q.IsClosed() {
 		t.Fatal("IsClosed() = false after Close")
 	}
-	if res, n := q.Push(item(1, 1).Data, item(1, 1).Value); res != Closed || n != 1 {
+	if res, n := q.Push(item(1, 1).Data, item(1, 1).Value, 0); res != Closed || n != 1 {
 		t.Fatalf("Push after Close = (%v, %d), want (Closed, 1)", res, n)
 	}
 	if got := values(q.Drain()); fmt.Sprint(got) != "[0]" {
@@ -245,21 +245,21 @@ func TestClosedQueueRefusesButKeepsItems(t *testing.T) {
 func TestPushCopiesAndAdmits(t *testing.T) {
 	q := New[int](2, 10)
 	data := []byte("abc")
-	q.Push(data, 1)
+	q.Push(data, 1, 0)
 	data[0] = 'X'
 	if got := string(q.Drain().Items[0].Data); got != "abc" {
 		t.Fatalf("queued %q, want the bytes as they were pushed", got)
 	}
 	q.Release(1, 3)
-	if q.Admits() != Pushed {
+	if q.Admission() != Admitted {
 		t.Fatal("an empty queue does not admit")
 	}
-	q.Push([]byte("0123456789"), 2)
-	if q.Admits() != Full {
+	q.Push([]byte("0123456789"), 2, 0)
+	if q.Admission() != Full {
 		t.Fatal("a queue with no byte left admits")
 	}
 	q.Close()
-	if q.Admits() != Closed {
+	if q.Admission() != Closed {
 		t.Fatal("a closed queue admits")
 	}
 }
