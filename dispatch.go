@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
 )
 
@@ -53,11 +54,12 @@ func (c *Client) loop() {
 		case slots <- struct{}{}:
 			// The first attempts of batches take request slots here, in
 			// the order the batches are cut, so they go out in order.
-			if err := c.up.AcquireRequest(c.ctx); err != nil {
+			slot, err := c.up.Acquire(c.ctx)
+			if err != nil {
 				<-c.batches
 				return // Shutdown ran out of time
 			}
-			c.cut()
+			c.cut(slot)
 			timer.Reset(c.cfg.flushInterval)
 		case <-c.wake:
 		case <-timer.C:
@@ -85,9 +87,9 @@ func (c *Client) wantCut(flushTo uint64) bool {
 }
 
 // cut splices the next batch off the queue and starts its upload. The
-// caller holds a batch token and a request slot, which the upload gives
-// back.
-func (c *Client) cut() {
+// caller holds a batch token and slot, the request slot of the batch's
+// first attempt, which the upload gives back.
+func (c *Client) cut(slot *consumer.Slot) {
 	c.track.Lock()
 	b := c.queue.Take(c.cfg.flushAt, c.up.EventBytes())
 	if len(b.Items) > 0 {
@@ -95,17 +97,20 @@ func (c *Client) cut() {
 	}
 	c.track.Unlock()
 	if len(b.Items) == 0 {
+		slot.Release()
 		<-c.batches
 		return
 	}
 	c.stats.batches.Add(1)
 	c.uploads.Add(1)
-	go c.send(b)
+	go c.send(b, slot)
 }
 
-// send uploads one batch and reports every event of it exactly once.
-func (c *Client) send(b queue.Batch[Message]) {
+// send uploads one batch, its first attempt on slot, and reports every
+// event of it exactly once.
+func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
 	r := &report{items: b.Items}
+	defer slot.Release() // Deliver releases it; this covers a panic before
 	defer func() {
 		c.batchDone(b.Seq)
 		<-c.batches
@@ -125,7 +130,7 @@ func (c *Client) send(b queue.Batch[Message]) {
 	for i, it := range b.Items {
 		events[i] = it.Data
 	}
-	c.up.Deliver(c.ctx, events, func(lo, hi int, err error) {
+	c.up.Deliver(c.ctx, slot, events, func(lo, hi int, err error) {
 		if lo != r.ended {
 			// Deliver reports runs in order; anything else is a bug of
 			// ours, which the recover above settles.

@@ -1,6 +1,35 @@
 package consumer
 
-import "context"
+import (
+	"context"
+)
+
+// ready returns the slot of the next attempt once the client-wide
+// rate-limit pause is open: slot itself when it still holds one of u's and
+// the pause is open, else a new one, taken after waiting out the pause
+// without a slot. It returns the context's cause, or
+// ErrRateLimitBudgetExceeded from the pause, instead.
+func (u *Uploader) ready(ctx context.Context, slot *Slot) (*Slot, error) {
+	for {
+		if u.holds(slot) {
+			if !u.pause.Until().After(u.clock.Now()) {
+				return slot, nil
+			}
+			// The client is paused by a Retry-After: wait without the slot.
+			slot.Release()
+		}
+		waited, err := u.wait(ctx)
+		if waited {
+			u.stats.gateWaits.Add(1)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if slot, err = u.Acquire(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
 
 // wait returns once the client-wide rate-limit pause is over, reporting
 // whether it had to wait. It returns ErrRateLimitBudgetExceeded when the

@@ -121,11 +121,12 @@ func deliverOnce(t *testing.T, ctx context.Context, up *Uploader) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := up.AcquireRequest(ctx); err != nil {
+		slot, err := up.Acquire(ctx)
+		if err != nil {
 			out = append(out, outcome{0, 1, err})
 			return
 		}
-		up.Deliver(ctx, events(1), func(lo, hi int, err error) {
+		up.Deliver(ctx, slot, events(1), func(lo, hi int, err error) {
 			out = append(out, outcome{lo, hi, err})
 		})
 	}()

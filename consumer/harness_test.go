@@ -192,10 +192,11 @@ func (r *rig) policy(edit func(p *retry.Policy)) *rig {
 // deliver sends n events with messageIds m0..m(n-1) and returns the reports.
 func (r *rig) deliver(ctx context.Context, n int) []outcome {
 	var out []outcome
-	if err := r.up.AcquireRequest(ctx); err != nil {
+	slot, err := r.up.Acquire(ctx)
+	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.up.Deliver(ctx, events(n), func(lo, hi int, err error) {
+	r.up.Deliver(ctx, slot, events(n), func(lo, hi int, err error) {
 		out = append(out, outcome{lo, hi, err})
 	})
 	return out

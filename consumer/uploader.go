@@ -68,7 +68,7 @@ type Uploader struct {
 	log       *slog.Logger
 
 	pause    retry.Pause
-	requests chan struct{} // a token per request in flight
+	requests chan struct{} // a token per request in flight: see Slot
 	stats    counters
 }
 
@@ -114,37 +114,29 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // retry state, so report may be called several times; together the calls
 // cover every event exactly once.
 //
-// The caller holds a request slot from AcquireRequest: the first attempt
-// uses it, so that batches go out in the order their slots were taken.
-// Deliver gives it back; later attempts take a slot each, and none is held
-// while the batch waits to retry.
+// slot is the request slot of the first attempt, taken with Acquire, so
+// that batches go out in the order their slots were taken. Deliver
+// releases it, whatever happens. A slot that holds nothing (the zero Slot,
+// nil, or one already released) makes the first attempt take a slot of its
+// own, as every later attempt does; none is held while the batch waits to
+// retry.
 //
 // When ctx ends, the events not yet delivered are reported with a
 // *BatchError whose Reason is context.Cause(ctx).
-func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo, hi int, err error)) {
-	held := true
-	defer func() {
-		if held {
-			u.release()
-		}
-	}()
-	u.deliver(ctx, events, 0, report, &held)
+func (u *Uploader) Deliver(ctx context.Context, slot *Slot, events [][]byte, report func(lo, hi int, err error)) {
+	defer slot.Release()
+	u.deliver(ctx, slot, events, 0, report)
 }
 
-// AcquireRequest takes a request slot for a Deliver call, waiting while
-// MaxConcurrentRequests requests are in flight, or returns the context's
-// cause.
-func (u *Uploader) AcquireRequest(ctx context.Context) error { return u.acquire(ctx) }
-
-// deliver runs the loop of one batch; *held says whether this goroutine
-// holds a request slot.
-func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error), held *bool) {
+// deliver runs the loop of one batch. slot, if it still holds one, is the
+// slot of the first attempt.
+func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	end := offset + len(events)
 	// Spliced first, checked second: a body over the limit is split before
 	// it is sent. A single event always fits: the analytics package refuses
 	// events over MaxMessageBytes at Enqueue.
 	if len(events) > 1 && eventsLen(events)+envelopeSize(u.context) > MaxBodyBytes {
-		u.split(ctx, events, offset, report, held)
+		u.split(ctx, slot, events, offset, report)
 		return
 	}
 
@@ -155,30 +147,12 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
-		if !*held {
-			waited, err := u.wait(ctx)
-			if waited {
-				u.stats.gateWaits.Add(1)
-			}
-			if err != nil {
-				fail(err, budget.Attempts())
-				return
-			}
-			if err := u.acquire(ctx); err != nil {
-				fail(err, budget.Attempts())
-				return
-			}
-			*held = true
+		held, err := u.ready(ctx, slot)
+		if err != nil {
+			fail(err, budget.Attempts())
+			return
 		}
-		if u.pause.Until().After(u.clock.Now()) {
-			// The client is paused by a Retry-After: wait without the slot.
-			u.release()
-			*held = false
-			continue
-		}
-		res, err := u.attempt(ctx, events, budget.Attempts())
-		u.release()
-		*held = false
+		res, err := u.attempt(ctx, held, events, budget.Attempts())
 		if err != nil {
 			last = err
 		}
@@ -198,7 +172,7 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 			report(offset, end, nil)
 			return
 		case retry.ActionSplit:
-			u.split(ctx, events, offset, report, held)
+			u.split(ctx, slot, events, offset, report)
 			return
 		case retry.ActionFail:
 			fail(d.Reason, budget.Attempts())
@@ -225,25 +199,13 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 	}
 }
 
-// acquire takes a request slot, waiting while MaxConcurrentRequests are in
-// flight, or returns the context's cause.
-func (u *Uploader) acquire(ctx context.Context) error {
-	select {
-	case u.requests <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-func (u *Uploader) release() { <-u.requests }
-
-// split sends each half of events as a batch of its own.
-func (u *Uploader) split(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error), held *bool) {
+// split sends each half of events as a batch of its own. The first half's
+// first attempt uses slot if it still holds one.
+func (u *Uploader) split(ctx context.Context, slot *Slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	u.stats.splits.Add(1)
 	mid := len(events) / 2
-	u.deliver(ctx, events[:mid], offset, report, held)
-	u.deliver(ctx, events[mid:], offset+mid, report, held)
+	u.deliver(ctx, slot, events[:mid], offset, report)
+	u.deliver(ctx, slot, events[mid:], offset+mid, report)
 }
 
 func errString(err error) string {

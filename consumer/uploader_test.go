@@ -361,10 +361,11 @@ func TestOversizedBodyIsSplitBeforeSending(t *testing.T) {
 		evs[i] = fmt.Appendf(nil, `{"messageId":"m%d","pad":"%s"}`, i, big)
 	}
 	var out []outcome
-	if err := r.up.AcquireRequest(context.Background()); err != nil {
+	slot, err := r.up.Acquire(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	r.up.Deliver(context.Background(), evs, func(lo, hi int, err error) { out = append(out, outcome{lo, hi, err}) })
+	r.up.Deliver(context.Background(), slot, evs, func(lo, hi int, err error) { out = append(out, outcome{lo, hi, err}) })
 	for _, o := range out {
 		if o.err != nil {
 			t.Fatal(o.err)
