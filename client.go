@@ -93,9 +93,9 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		Client:                httpClient,
 		Gzip:                  cfg.gzip,
 		RequestTimeout:        cfg.requestTimeout,
+		MaxBodyBytes:          MaxBatchBytes,
 		MaxConcurrentRequests: cfg.maxConcurrentRequests,
 		Policy:                cfg.policy,
-		Clock:                 cfg.clock,
 		Logger:                c.log,
 	})
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())

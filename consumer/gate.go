@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"time"
 )
 
 // ready returns the slot of the next attempt once the client-wide
@@ -12,7 +13,7 @@ import (
 func (u *Uploader) ready(ctx context.Context, slot *Slot) (*Slot, error) {
 	for {
 		if u.holds(slot) {
-			if !u.pause.Until().After(u.clock.Now()) {
+			if !u.pause.Until().After(time.Now()) {
 				return slot, nil
 			}
 			// The client is paused by a Retry-After: wait without the slot.
@@ -38,13 +39,28 @@ func (u *Uploader) ready(ctx context.Context, slot *Slot) (*Slot, error) {
 // may be extended while waiting.
 func (u *Uploader) wait(ctx context.Context) (waited bool, err error) {
 	for {
-		d, err := u.pause.Wait(u.clock.Now(), &u.policy)
+		d, err := u.pause.Wait(time.Now(), &u.policy)
 		if err != nil || d <= 0 {
 			return waited, err
 		}
 		waited = true
-		if err := u.clock.Sleep(ctx, d); err != nil {
+		if err := sleep(ctx, d); err != nil {
 			return waited, err
 		}
+	}
+}
+
+// sleep waits d, or until ctx ends; then it returns context.Cause(ctx).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return context.Cause(ctx)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }

@@ -7,13 +7,14 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
+	"time"
 )
 
 // newRequest builds the POST of one attempt: the body (sentAt is now,
 // gzipped when on), the headers, and a trace that records in phase how far
 // the send gets.
 func (u *Uploader) newRequest(ctx context.Context, events [][]byte, retryCount int, phase *progress) (*http.Request, error) {
-	body := newBatchBody(events, u.context, u.clock.Now())
+	body := newBatchBody(events, u.context, time.Now())
 	var reader func() io.Reader
 	length := body.Len()
 	if u.gzip {

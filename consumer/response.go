@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/dualpath/analytics-go/retry"
 )
@@ -40,7 +41,7 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response) (retry
 		}
 	}
 
-	res := retry.Classify(resp.StatusCode, resp.Header, u.clock.Now())
+	res := retry.Classify(resp.StatusCode, resp.Header, time.Now())
 	if res.Outcome == retry.OutcomeSuccess {
 		drain(resp.Body)
 		return res, nil

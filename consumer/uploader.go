@@ -4,8 +4,14 @@
 // The Uploader does the I/O (one POST per attempt, under its own deadline,
 // response bodies drained and closed so connections are reused); every
 // decision about what an attempt's end means and how long to wait is asked
-// of package retry. Waits go through a Clock, so tests drive the loop
-// without sleeping.
+// of package retry. It reads time.Now and waits on timers, so budgets are
+// measured on the monotonic clock; its tests run the loop in a
+// testing/synctest bubble, where every wait is exact and instant.
+//
+// Every exported name is supported API of this package, for the analytics
+// package: it wires an Uploader to its queue, hands each batch the request
+// slot of its first attempt, and turns this package's errors into its own
+// where it reports outcomes.
 package consumer
 
 import (
@@ -38,14 +44,16 @@ type Config struct {
 	Gzip bool
 	// RequestTimeout bounds each attempt.
 	RequestTimeout time.Duration
+	// MaxBodyBytes is the largest body a request may carry, envelope
+	// included, before compression: a batch whose body would be larger is
+	// split before it is sent.
+	MaxBodyBytes int
 	// MaxConcurrentRequests bounds the requests in flight at once, across
 	// every Deliver call. A batch holds a slot only while its request is
 	// in flight, not while it waits to retry.
 	MaxConcurrentRequests int
 	// Policy is the retry policy.
 	Policy retry.Policy
-	// Clock is optional; nil uses SystemClock.
-	Clock Clock
 	// Logger is optional; it receives per-attempt failures that will be
 	// retried. Nil discards.
 	Logger *slog.Logger
@@ -63,8 +71,8 @@ type Uploader struct {
 	client    *http.Client
 	gzip      bool
 	timeout   time.Duration
+	maxBody   int
 	policy    retry.Policy
-	clock     Clock
 	log       *slog.Logger
 
 	pause    retry.Pause
@@ -84,13 +92,10 @@ func New(cfg Config) *Uploader {
 		client:    cfg.Client,
 		gzip:      cfg.Gzip,
 		timeout:   cfg.RequestTimeout,
+		maxBody:   cfg.MaxBodyBytes,
 		policy:    cfg.Policy,
-		clock:     cfg.Clock,
 		log:       cfg.Logger,
 		requests:  make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
-	}
-	if u.clock == nil {
-		u.clock = SystemClock()
 	}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
@@ -99,9 +104,9 @@ func New(cfg Config) *Uploader {
 }
 
 // EventBytes is how many bytes the events of one batch may take, joined by
-// commas, so that the whole body stays within MaxBodyBytes.
+// commas, so that the whole body stays within Config.MaxBodyBytes.
 func (u *Uploader) EventBytes() int {
-	return MaxBodyBytes - envelopeSize(u.context)
+	return u.maxBody - envelopeSize(u.context)
 }
 
 // Counters returns a snapshot of the Uploader's counters.
@@ -135,7 +140,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 	// Spliced first, checked second: a body over the limit is split before
 	// it is sent. A single event always fits: the analytics package refuses
 	// events over MaxMessageBytes at Enqueue.
-	if len(events) > 1 && eventsLen(events)+envelopeSize(u.context) > MaxBodyBytes {
+	if len(events) > 1 && eventsLen(events)+envelopeSize(u.context) > u.maxBody {
 		u.split(ctx, slot, events, offset, report)
 		return
 	}
@@ -164,7 +169,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 			fail(context.Cause(ctx), budget.Attempts()+1)
 			return
 		}
-		now := u.clock.Now()
+		now := time.Now()
 		d := budget.Next(res, now)
 		switch d.Action {
 		case retry.ActionDeliver:
@@ -192,7 +197,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 			continue
 		}
 		u.stats.backoffRetries.Add(1)
-		if err := u.clock.Sleep(ctx, d.Wait); err != nil {
+		if err := sleep(ctx, d.Wait); err != nil {
 			fail(err, budget.Attempts())
 			return
 		}
