@@ -136,7 +136,7 @@ func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
 			// ours, which the recover above settles.
 			panic(fmt.Sprintf("events [%d, %d) reported after [0, %d)", lo, hi, r.ended))
 		}
-		c.end(r, hi, err)
+		c.end(r, hi, ownError(err))
 	})
 }
 
