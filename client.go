@@ -38,7 +38,8 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	track    sync.Mutex
+	// mu guards inflight and waiters: what Flush waits for.
+	mu       sync.Mutex
 	inflight []uint64 // Seq of every batch being uploaded
 	waiters  []*flushWaiter
 
