@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -27,12 +29,8 @@ func TestClassifyStatusTable(t *testing.T) {
 		default:
 			want = OutcomeFatal
 		}
-		if got := Classify(status, http.Header{}, now).Outcome; got != want {
-			t.Errorf("Classify(%d) = %v, want %v", status, got, want)
-		}
-		if got := isRetryableStatus(status); got != retryable[status] {
-			t.Errorf("isRetryableStatus(%d) = %v, want %v", status, got, retryable[status])
-		}
+		assert.Equal(t, want, Classify(status, http.Header{}, now).Outcome, "Classify(%d)", status)
+		assert.Equal(t, retryable[status], isRetryableStatus(status), "isRetryableStatus(%d)", status)
 	}
 }
 
@@ -62,31 +60,25 @@ func TestClassifyRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Classify(tt.status, tt.header, now); got != tt.want {
-				t.Errorf("Classify(%d, %v) = %+v, want %+v", tt.status, tt.header, got, tt.want)
-			}
+			assert.Equal(t, tt.want, Classify(tt.status, tt.header, now), "Classify(%d, %v)", tt.status, tt.header)
 		})
 	}
 }
 
 func TestOutcomeAndPathNames(t *testing.T) {
 	for o := OutcomeSuccess; o <= OutcomeFatal; o++ {
-		if o.String() == "unknown" || o.String() == "" {
-			t.Errorf("Outcome(%d) has no name", o)
-		}
+		assert.NotEqual(t, "unknown", o.String(), "the name of Outcome(%d)", int(o))
+		assert.NotEmpty(t, o.String(), "the name of Outcome(%d)", int(o))
 	}
-	if Outcome(0).String() != "unknown" || Outcome(99).String() != "unknown" {
-		t.Error("out-of-range outcomes must be named unknown")
-	}
-	if BackoffPath.String() != "backoff" || RateLimitPath.String() != "rate-limit" || Path(0).String() != "none" {
-		t.Error("path names changed")
-	}
+	assert.Equal(t, "unknown", Outcome(0).String(), "the name of an out-of-range outcome")
+	assert.Equal(t, "unknown", Outcome(99).String(), "the name of an out-of-range outcome")
+	assert.Equal(t, "backoff", BackoffPath.String())
+	assert.Equal(t, "rate-limit", RateLimitPath.String())
+	assert.Equal(t, "none", Path(0).String())
 }
 
 func TestMayFollowRedirect(t *testing.T) {
 	for status := 100; status <= 599; status++ {
-		if got, want := MayFollowRedirect(status), status == 307 || status == 308; got != want {
-			t.Errorf("MayFollowRedirect(%d) = %v, want %v", status, got, want)
-		}
+		assert.Equal(t, status == 307 || status == 308, MayFollowRedirect(status), "MayFollowRedirect(%d)", status)
 	}
 }
