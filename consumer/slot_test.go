@@ -101,3 +101,26 @@ func TestDeliverWithASlotThatHoldsNothing(t *testing.T) {
 		})
 	}
 }
+
+// Deliver sends its first attempt on the slot it is handed, without giving
+// it back first, so batches go out in the order their slots were taken:
+// whoever waits for a slot meanwhile gets it only after that attempt.
+func TestFirstAttemptGoesOutOnTheSlotHandedIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		r.up.requests = make(chan struct{}, 1)
+		first, err := r.up.Acquire(context.Background())
+		require.NoError(t, err)
+		sentBefore := make(chan int, 1)
+		go func() {
+			next, err := r.up.Acquire(context.Background()) // waits for first's slot
+			sentBefore <- len(r.tr.requests())
+			if assert.NoError(t, err) {
+				next.Release()
+			}
+		}()
+		synctest.Wait()
+		r.up.Deliver(context.Background(), first, events(1), func(int, int, error) {})
+		assert.Equal(t, 1, <-sentBefore, "requests sent before the next waiter got the slot")
+	})
+}

@@ -88,7 +88,8 @@ const (
 // data, as the caller estimates it (0 when none): the item's Size,
 // len(data) + kept, counts against the byte bound. An item whose data
 // alone fits the bound is admitted into a queue that holds nothing, however
-// large kept is, so that an estimate never shuts out an item on its own.
+// large kept is, so that an estimate never shuts out an item whose data
+// the queue could take.
 //
 // Push returns what it did and the number of items queued afterwards. It
 // never blocks on a full queue, and copies data only once it is admitted,
