@@ -38,7 +38,8 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	track    sync.Mutex
+	// mu guards inflight and waiters: what Flush waits for.
+	mu       sync.Mutex
 	inflight []uint64 // Seq of every batch being uploaded
 	waiters  []*flushWaiter
 
@@ -93,9 +94,9 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		Client:                httpClient,
 		Gzip:                  cfg.gzip,
 		RequestTimeout:        cfg.requestTimeout,
+		MaxBodyBytes:          MaxBatchBytes,
 		MaxConcurrentRequests: cfg.maxConcurrentRequests,
 		Policy:                cfg.policy,
-		Clock:                 cfg.clock,
 		Logger:                c.log,
 	})
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
@@ -129,7 +130,7 @@ func (c *Client) Enqueue(msg Message) error {
 		return err
 	}
 	// Refuse before encoding what the queue would refuse anyway.
-	switch c.queue.Admits() {
+	switch c.queue.Admission() {
 	case queue.Closed:
 		c.stats.rejClosed.Add(1)
 		return ErrClosed
@@ -164,7 +165,7 @@ func (c *Client) Enqueue(msg Message) error {
 
 	// The queue's own lock orders this push against shutdown's Close of
 	// the queue: an event is either accepted before it, or refused.
-	res, n := c.queue.PushKept(e.buf, value, kept)
+	res, n := c.queue.Push(e.buf, value, kept)
 	switch res {
 	case queue.Closed:
 		c.stats.rejClosed.Add(1)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
 )
 
@@ -17,9 +18,12 @@ import (
 // not stop the rest. Their events still count against the queue's bounds.
 const batchesInFlight = 4
 
-// run is the client's one long-lived goroutine: it cuts batches and starts
-// an upload for each. It ends, and
-// closes done, once shutdown has sent everything (or was cut short) and
+// run is the goroutine that cuts batches. Before each cut it takes a batch
+// token (at most batchesInFlight × MaxConcurrentRequests batches are cut
+// and not finished) and the request slot of the batch's first attempt, so
+// first attempts go out in cut order; then it starts the batch's upload on
+// a goroutine of its own. It ends, closing done, once shutdown has begun
+// and everything queued has been cut (or Shutdown's context has ended), and
 // every upload has returned.
 func (c *Client) run() {
 	defer close(c.done)
@@ -53,11 +57,12 @@ func (c *Client) loop() {
 		case slots <- struct{}{}:
 			// The first attempts of batches take request slots here, in
 			// the order the batches are cut, so they go out in order.
-			if err := c.up.AcquireRequest(c.ctx); err != nil {
+			slot, err := c.up.Acquire(c.ctx)
+			if err != nil {
 				<-c.batches
 				return // Shutdown ran out of time
 			}
-			c.cut()
+			c.cut(slot)
 			timer.Reset(c.cfg.flushInterval)
 		case <-c.wake:
 		case <-timer.C:
@@ -85,27 +90,30 @@ func (c *Client) wantCut(flushTo uint64) bool {
 }
 
 // cut splices the next batch off the queue and starts its upload. The
-// caller holds a batch token and a request slot, which the upload gives
-// back.
-func (c *Client) cut() {
-	c.track.Lock()
+// caller holds a batch token and slot, the request slot of the batch's
+// first attempt, which the upload gives back.
+func (c *Client) cut(slot *consumer.Slot) {
+	c.mu.Lock()
 	b := c.queue.Take(c.cfg.flushAt, c.up.EventBytes())
 	if len(b.Items) > 0 {
 		c.inflight = append(c.inflight, b.Seq)
 	}
-	c.track.Unlock()
+	c.mu.Unlock()
 	if len(b.Items) == 0 {
+		slot.Release()
 		<-c.batches
 		return
 	}
 	c.stats.batches.Add(1)
 	c.uploads.Add(1)
-	go c.send(b)
+	go c.send(b, slot)
 }
 
-// send uploads one batch and reports every event of it exactly once.
-func (c *Client) send(b queue.Batch[Message]) {
+// send uploads one batch, its first attempt on slot, and reports every
+// event of it exactly once.
+func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
 	r := &report{items: b.Items}
+	defer slot.Release() // Deliver releases it; this covers a panic before Deliver runs
 	defer func() {
 		c.batchDone(b.Seq)
 		<-c.batches
@@ -125,13 +133,13 @@ func (c *Client) send(b queue.Batch[Message]) {
 	for i, it := range b.Items {
 		events[i] = it.Data
 	}
-	c.up.Deliver(c.ctx, events, func(lo, hi int, err error) {
+	c.up.Deliver(c.ctx, slot, events, func(lo, hi int, err error) {
 		if lo != r.ended {
 			// Deliver reports runs in order; anything else is a bug of
 			// ours, which the recover above settles.
 			panic(fmt.Sprintf("events [%d, %d) reported after [0, %d)", lo, hi, r.ended))
 		}
-		c.end(r, hi, err)
+		c.end(r, hi, ownError(err))
 	})
 }
 
@@ -231,8 +239,8 @@ type flushWaiter struct {
 // addWaiter registers a Flush, or returns nil if everything below target
 // already has its outcome.
 func (c *Client) addWaiter(target uint64) *flushWaiter {
-	c.track.Lock()
-	defer c.track.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.flushedTo(target) {
 		return nil
 	}
@@ -242,13 +250,13 @@ func (c *Client) addWaiter(target uint64) *flushWaiter {
 }
 
 func (c *Client) dropWaiter(w *flushWaiter) {
-	c.track.Lock()
-	defer c.track.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.waiters = slices.DeleteFunc(c.waiters, func(x *flushWaiter) bool { return x == w })
 }
 
 // flushedTo reports whether every event numbered below target has left the
-// queue and its batch has ended. c.track is held.
+// queue and its batch has ended. c.mu is held.
 func (c *Client) flushedTo(target uint64) bool {
 	if _, taken := c.queue.Counts(); taken < target {
 		return false
@@ -264,17 +272,17 @@ func (c *Client) flushedTo(target uint64) bool {
 // batchDone records the end of the batch starting at seq and releases the
 // Flush calls that were waiting for it.
 func (c *Client) batchDone(seq uint64) {
-	c.track.Lock()
+	c.mu.Lock()
 	if i := slices.Index(c.inflight, seq); i >= 0 {
 		c.inflight = slices.Delete(c.inflight, i, i+1)
 	}
-	c.track.Unlock()
+	c.mu.Unlock()
 	c.notifyWaiters()
 }
 
 func (c *Client) notifyWaiters() {
-	c.track.Lock()
-	defer c.track.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.waiters = slices.DeleteFunc(c.waiters, func(w *flushWaiter) bool {
 		if c.flushedTo(w.target) {
 			close(w.done)

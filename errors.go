@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/retry"
@@ -44,29 +45,134 @@ var (
 	ErrFatalStatus = retry.ErrFatalStatus
 )
 
-// HTTPError is a non-2xx response; a failed event's error wraps the last
-// one its batch got. Use errors.As.
-type HTTPError = consumer.HTTPError
+// HTTPError is a non-2xx response to an upload attempt. A failed event's
+// error wraps the last one its batch got: find it with errors.As.
+type HTTPError struct {
+	// StatusCode is the response status.
+	StatusCode int
+	// Body is the start of the response body (at most 4 KiB), with the
+	// write key removed.
+	Body string
+	// RetryAfter is the response's valid Retry-After, 0 when it had none or
+	// it was invalid or ignored (on a non-retryable status).
+	RetryAfter time.Duration
+	// Location is the redirect target of a 3xx, or the URL a user-supplied
+	// http.Client was redirected to.
+	Location string
+	// Method is the method of the request that got this response when it
+	// was not the POST the SDK sent (a user-supplied http.Client that
+	// follows a 301, 302 or 303 turns it into a GET); empty otherwise.
+	Method string
+}
 
-// TransportError is an attempt that got no response; its Phase says
-// whether the request had been written. Use errors.As.
-type TransportError = consumer.TransportError
+// Error describes the response: status, redirect target, Retry-After, and
+// the start of the body, e.g. `HTTP 503 Service Unavailable: "busy"`.
+func (e *HTTPError) Error() string { return (*consumer.HTTPError)(e).Error() }
 
-// BatchError is the error a failed event is reported with: the reason (one
-// of the sentinel errors, or the context's error of a Shutdown that ran out
-// of time), how many attempts its batch made, and the last attempt's error.
-type BatchError = consumer.BatchError
-
-// Phase is how far a failed attempt got: see TransportError.
-type Phase = consumer.Phase
+// Phase is how far an attempt got before its transport error, from
+// net/http/httptrace. It tells "sent 0 times" from "maybe delivered".
+type Phase int
 
 // How far a request got before a transport error.
 const (
-	PhaseNotConnected = consumer.PhaseNotConnected
-	PhaseConnected    = consumer.PhaseConnected
-	PhaseWritten      = consumer.PhaseWritten
-	PhaseResponding   = consumer.PhaseResponding
+	// PhaseNotConnected: no connection was obtained (DNS failure, refused,
+	// TLS handshake failure). The request was not written.
+	PhaseNotConnected Phase = iota + 1
+	// PhaseConnected: a connection was obtained but the request was not
+	// completely written (reset before or during the write).
+	PhaseConnected
+	// PhaseWritten: the request was written and no response byte arrived
+	// (EOF, reset, TLS EOF without close_notify, timeout). The server may
+	// have processed it.
+	PhaseWritten
+	// PhaseResponding: a response had started but broke off.
+	PhaseResponding
 )
+
+// The phases are numbered as consumer's, which ownError converts by value
+// and whose names Phase's methods use. An "index out of bounds" compile
+// error here means the two numberings have parted.
+func _() {
+	var x [1]struct{}
+	_ = x[PhaseNotConnected-Phase(consumer.PhaseNotConnected)]
+	_ = x[PhaseConnected-Phase(consumer.PhaseConnected)]
+	_ = x[PhaseWritten-Phase(consumer.PhaseWritten)]
+	_ = x[PhaseResponding-Phase(consumer.PhaseResponding)]
+}
+
+// Written reports whether the request had been completely written, so the
+// server may have received it.
+func (p Phase) Written() bool { return consumer.Phase(p).Written() }
+
+// String names the phase, e.g. "request written, no response".
+func (p Phase) String() string { return consumer.Phase(p).String() }
+
+// TransportError is an upload attempt that got no HTTP response: a failed
+// event's error wraps it when its batch's last attempt ended so. Find it
+// with errors.As. Err's text differs across Go versions and platforms, so
+// nothing in the SDK decides on it.
+type TransportError struct {
+	// Phase is how far the request got.
+	Phase Phase
+	// Err is the HTTP client's error, with the write key removed.
+	Err error
+}
+
+// Error says how far the request got and what went wrong, e.g.
+// "transport error (request written, no response): EOF".
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("transport error (%s): %v", e.Phase, e.Err)
+}
+
+// Unwrap returns the HTTP client's error.
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// Written reports whether the request had been completely written, so the
+// server may have received it.
+func (e *TransportError) Written() bool { return e.Phase.Written() }
+
+// BatchError is the error a failed event is reported with: why its batch
+// stopped (Reason), how many attempts the batch made, and the last
+// attempt's error.
+//
+// errors.Is matches Reason (one of the sentinel errors, such as
+// ErrRetriesExhausted, or, for a Shutdown that ran out of time, ErrShutdown
+// and the context's error) and anything Err wraps; errors.As finds the
+// *HTTPError or *TransportError in Err.
+type BatchError struct {
+	// Reason is why the batch stopped.
+	Reason error
+	// Attempts is how many attempts were made; 0 means it was never sent.
+	Attempts int
+	// Err is the last attempt's error: an *HTTPError or a
+	// *TransportError, or nil when no attempt was made.
+	Err error
+}
+
+// Error reads like "analytics: retries exhausted after 11 attempts: HTTP 503
+// Service Unavailable".
+func (e *BatchError) Error() string { return (*consumer.BatchError)(e).Error() }
+
+// Unwrap returns Reason and Err, for errors.Is and errors.As.
+func (e *BatchError) Unwrap() []error { return (*consumer.BatchError)(e).Unwrap() }
+
+// ownError returns the error package consumer reported for a run of
+// events as this package's types: the same values, so the texts and
+// errors.Is are unchanged, and errors.As finds *BatchError, *HTTPError and
+// *TransportError of this package. Outcomes reach callbacks, stats and
+// logs through here only.
+func ownError(err error) error {
+	switch e := err.(type) {
+	case *consumer.BatchError:
+		return &BatchError{Reason: e.Reason, Attempts: e.Attempts, Err: ownError(e.Err)}
+	case *consumer.HTTPError:
+		own := HTTPError(*e)
+		return &own
+	case *consumer.TransportError:
+		return &TransportError{Phase: Phase(e.Phase), Err: e.Err}
+	}
+	return err
+}
 
 // FieldError is a message that failed validation or encoding at Enqueue. It
 // names the message type and the field. errors.Is(err, ErrInvalidMessage)

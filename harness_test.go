@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
@@ -124,7 +123,7 @@ func newEnv(t *testing.T, api *mockapi.Server, opts ...Option) *env {
 	e := &env{t: t, api: api, out: &outcomes{}, logs: &logBuffer{}}
 	base := []Option{
 		WithEndpoint("http://tracking.test"),
-		WithHTTPClient(api.Client(consumer.CheckRedirect)),
+		WithHTTPClient(api.Client(CheckRedirect)),
 		WithCallback(e.out),
 		WithLogger(slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 	}
@@ -193,9 +192,4 @@ func newAPI() *mockapi.Server { return mockapi.New() }
 // BackoffBase·2^(n−1)/2 (250ms, 500ms, 1s, ... with the defaults).
 func withExactBackoff() Option {
 	return func(c *config) { c.policy.Jitter = func(time.Duration) time.Duration { return 0 } }
-}
-
-// withClock runs the retry loop on clock: waits are recorded, not slept.
-func withClock(clock consumer.Clock) Option {
-	return func(c *config) { c.clock = clock }
 }

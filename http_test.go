@@ -1,12 +1,18 @@
 package analytics
 
 // Tests over real sockets on 127.0.0.1: connection reuse, gzip on the wire,
-// the redirect rule, timeouts, dropped and refused connections. Backoff
-// waits run on a fake clock; only the per-attempt timeout is real time.
+// the redirect rule, timeouts, dropped and refused connections.
+//
+// A testing/synctest bubble lets fake time pass only while every goroutine
+// in it waits on something of the bubble's own, and a goroutine waiting on
+// a socket does not: with a connection open (an idle one waits for the
+// server in net/http's transport), no wait would ever end. So the tests
+// that keep connections open retry at once (noWaits), and only the
+// per-attempt timeout is real time; the refused port, where no connection
+// ever opens, runs in a bubble with the default waits.
 
 import (
 	"encoding/base64"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -16,23 +22,31 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/dualpath/analytics-go/e2e/mockapi"
-	"github.com/dualpath/analytics-go/internal/fakeclock"
 )
 
 func startAPI(t *testing.T, api *mockapi.Server) *mockapi.Listener {
 	t.Helper()
 	l, err := api.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	return l
 }
 
-func newFakeClock() *fakeclock.Clock { return fakeclock.New(time.Now()) }
+// noWaits makes every retry immediate, on both paths: no backoff, and a
+// Retry-After capped to a nanosecond.
+func noWaits() Option {
+	return func(c *config) {
+		WithBackoffBase(0)(c)
+		WithRateLimitRetryAfterCap(time.Nanosecond)(c)
+	}
+}
 
 // newSocketEnv is newEnv over a real socket with the SDK's own HTTP client.
 func newSocketEnv(t *testing.T, api *mockapi.Server, opts ...Option) (*env, *mockapi.Listener) {
@@ -45,9 +59,7 @@ func newSocketEnv(t *testing.T, api *mockapi.Server, opts ...Option) (*env, *moc
 		WithLogger(slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 	}
 	c, err := New(testWriteKey, append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	e.client = c
 	return e, l
 }
@@ -61,20 +73,15 @@ func TestRealSocketsReuseConnections(t *testing.T) {
 		mockapi.Answer{Status: 500, Body: body},
 		mockapi.Answer{Status: 400, Body: body},
 	)
-	e, l := newSocketEnv(t, api, WithFlushAt(50), WithMaxConcurrentRequests(2), withClock(newFakeClock()))
+	e, l := newSocketEnv(t, api, WithFlushAt(50), WithMaxConcurrentRequests(2), noWaits())
 	msgs := tracks("m", 2000)
 	e.enqueue(msgs...)
 	e.close()
-	if n := l.Conns(); n > 2 {
-		t.Fatalf("%d TCP connections for %d requests, want at most MaxConcurrentRequests (2)", n, len(api.Requests()))
-	}
-	if n := len(api.Requests()); n < 42 {
-		t.Fatalf("%d requests, want at least 40 batches and the retries", n)
-	}
+	assert.LessOrEqual(t, l.Conns(), int64(2), "TCP connections for %d requests, want at most MaxConcurrentRequests", len(api.Requests()))
+	assert.GreaterOrEqual(t, len(api.Requests()), 42, "requests, want at least 40 batches and the retries")
 	ok, failed := e.out.counts()
-	if ok != 1950 || failed != 50 {
-		t.Fatalf("%d delivered, %d failed; want 1950 and the 50 of the batch answered 400", ok, failed)
-	}
+	assert.Equal(t, 1950, ok, "delivered")
+	assert.Equal(t, 50, failed, "failed: the batch answered 400")
 }
 
 func TestHeadersOnTheWire(t *testing.T) {
@@ -91,35 +98,25 @@ func TestHeadersOnTheWire(t *testing.T) {
 			api.ServeHTTP(w, r)
 		}))
 		c, err := New(testWriteKey, WithEndpoint(srv.URL), WithGzip(gzipOn))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Enqueue(Track{UserId: "u", Event: "E"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+		require.NoError(t, c.Close())
 		srv.Close()
 		reqs := api.Requests()
-		if len(reqs) != 1 || len(reqs[0].Events) != 1 || reqs[0].Err != nil {
-			t.Fatalf("gzip %v: requests %+v", gzipOn, reqs)
-		}
+		require.Len(t, reqs, 1, "gzip %v: requests", gzipOn)
+		assert.Len(t, reqs[0].Events, 1, "gzip %v: events", gzipOn)
+		assert.NoError(t, reqs[0].Err, "gzip %v: the request as the API read it", gzipOn)
 		h := reqs[0].Header
 		wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(testWriteKey+":"))
-		if h.Get("Authorization") != wantAuth || h.Get("Content-Type") != "application/json" ||
-			h.Get("User-Agent") != "analytics-go/"+Version || h.Get("X-Retry-Count") != "" {
-			t.Errorf("gzip %v: headers %v", gzipOn, h)
-		}
-		if gzipOn != (h.Get("Content-Encoding") == "gzip") {
-			t.Errorf("gzip %v: Content-Encoding %q", gzipOn, h.Get("Content-Encoding"))
-		}
-		if gzipped := len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b; gzipped != gzipOn {
-			t.Errorf("gzip %v: body on the wire gzipped = %v", gzipOn, gzipped)
-		}
-		if h.Get("Idempotency-Key") != "" || h.Get("X-Idempotency-Key") != "" {
-			t.Errorf("an idempotency key was sent: %v", h)
-		}
+		assert.Equal(t, wantAuth, h.Get("Authorization"), "gzip %v", gzipOn)
+		assert.Equal(t, "application/json", h.Get("Content-Type"), "gzip %v", gzipOn)
+		assert.Equal(t, "analytics-go/"+Version, h.Get("User-Agent"), "gzip %v", gzipOn)
+		assert.Empty(t, h.Get("X-Retry-Count"), "gzip %v: a first attempt", gzipOn)
+		assert.Equal(t, gzipOn, h.Get("Content-Encoding") == "gzip", "gzip %v: Content-Encoding %q", gzipOn, h.Get("Content-Encoding"))
+		gzipped := len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b
+		assert.Equal(t, gzipOn, gzipped, "gzip %v: the body on the wire is gzipped", gzipOn)
+		assert.Empty(t, h.Get("Idempotency-Key"), "gzip %v", gzipOn)
+		assert.Empty(t, h.Get("X-Idempotency-Key"), "gzip %v", gzipOn)
 	}
 }
 
@@ -161,15 +158,9 @@ func sendOne(t *testing.T, endpoint string, opts ...Option) *outcomes {
 	t.Helper()
 	out := &outcomes{}
 	c, err := New(testWriteKey, append([]Option{WithEndpoint(endpoint), WithCallback(out)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Enqueue(Track{UserId: "u", Event: "E"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+	require.NoError(t, c.Close())
 	return out
 }
 
@@ -177,23 +168,20 @@ func TestRedirectRuleOverRealSockets(t *testing.T) {
 	for _, status := range []int{301, 302, 303} {
 		srv, seen := redirectServer(t, status)
 		f := sendOne(t, srv.URL).failed()
+		require.Len(t, f, 1, "%d: failures", status)
+		assert.ErrorIs(t, f[0].err, ErrRedirect, "%d", status)
 		var he *HTTPError
-		if len(f) != 1 || !errors.Is(f[0].err, ErrRedirect) || !errors.As(f[0].err, &he) || !strings.HasSuffix(he.Location, "/moved/v1/batch") {
-			t.Fatalf("%d: failures %+v, want ErrRedirect with the Location", status, f)
-		}
-		if got := seen(); len(got) != 1 {
-			t.Fatalf("%d: requests %v, want the POST alone (not followed)", status, got)
-		}
+		require.ErrorAs(t, f[0].err, &he, "%d", status)
+		assert.True(t, strings.HasSuffix(he.Location, "/moved/v1/batch"), "%d: Location %q", status, he.Location)
+		assert.Len(t, seen(), 1, "%d: requests, want the POST alone (not followed)", status)
 	}
 	for _, status := range []int{307, 308} {
 		srv, seen := redirectServer(t, status)
-		if ok, failed := sendOne(t, srv.URL).counts(); ok != 1 || failed != 0 {
-			t.Fatalf("%d: %d delivered, %d failed; want it followed and delivered", status, ok, failed)
-		}
+		ok, failed := sendOne(t, srv.URL).counts()
+		assert.Equal(t, 1, ok, "%d: delivered, want it followed", status)
+		assert.Equal(t, 0, failed, "%d: failed", status)
 		want := []string{"POST /v1/batch gzip body", "POST /moved/v1/batch gzip body"}
-		if got := seen(); strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Fatalf("%d: requests %v, want %v", status, got, want)
-		}
+		assert.Equal(t, want, seen(), "%d: requests", status)
 	}
 	// A user-supplied client that follows a 301 into a GET that answers
 	// 200: still a failure, never a success.
@@ -201,78 +189,86 @@ func TestRedirectRuleOverRealSockets(t *testing.T) {
 	userClient := &http.Client{Transport: &http.Transport{}}
 	defer userClient.CloseIdleConnections()
 	f := sendOne(t, srv.URL, WithHTTPClient(userClient)).failed()
+	require.Len(t, f, 1, "followed 301: failures")
+	assert.ErrorIs(t, f[0].err, ErrRedirect, "followed 301")
 	var he *HTTPError
-	if len(f) != 1 || !errors.Is(f[0].err, ErrRedirect) || !errors.As(f[0].err, &he) || he.Method != "GET" || he.StatusCode != 200 {
-		t.Fatalf("followed 301: failures %+v, want ErrRedirect for the GET answered 200", f)
-	}
-	if got := seen(); len(got) != 2 || !strings.HasPrefix(got[1], "GET /moved/v1/batch") {
-		t.Fatalf("requests %v", got)
-	}
+	require.ErrorAs(t, f[0].err, &he, "followed 301")
+	assert.Equal(t, "GET", he.Method, "followed 301")
+	assert.Equal(t, 200, he.StatusCode, "followed 301: what the GET was answered")
+	got := seen()
+	require.Len(t, got, 2, "requests")
+	assert.True(t, strings.HasPrefix(got[1], "GET /moved/v1/batch"), "the second request %q", got[1])
 }
 
 func TestPerAttemptTimeoutIsRetried(t *testing.T) {
 	api := newAPI().Script(mockapi.Answer{Delay: time.Hour})
-	e, _ := newSocketEnv(t, api, WithRequestTimeout(200*time.Millisecond), withClock(newFakeClock()))
+	recorded := make(chan mockapi.Request, 16)
+	api.OnRequest(func(r mockapi.Request) { recorded <- r })
+	e, _ := newSocketEnv(t, api, WithRequestTimeout(200*time.Millisecond), noWaits())
 	msgs := tracks("m", 3)
 	e.enqueue(msgs...)
 	e.close()
-	reqs := api.Requests()
-	if len(reqs) != 2 || reqs[1].Header.Get("X-Retry-Count") != "1" {
-		t.Fatalf("requests %+v, want the timed-out one and one retry", reqs)
+	// The server records the timed-out request once it sees the client
+	// give up on it, which may be after Close returns, and after the
+	// retry's record: wait for both, and tell them apart by X-Retry-Count.
+	byRetryCount := map[string]mockapi.Request{}
+	for range 2 {
+		select {
+		case r := <-recorded:
+			byRetryCount[r.Header.Get("X-Retry-Count")] = r
+		case <-time.After(time.Minute):
+			require.FailNow(t, "requests missing", "%d of 2 recorded, want the timed-out one and one retry", len(byRetryCount))
+		}
 	}
-	if strings.Join(reqs[0].MessageIDs(), ",") != strings.Join(reqs[1].MessageIDs(), ",") {
-		t.Fatal("the retry carried other messageIds")
-	}
+	require.Contains(t, byRetryCount, "", "the timed-out first attempt")
+	require.Contains(t, byRetryCount, "1", "the retry")
+	assert.Equal(t, byRetryCount[""].MessageIDs(), byRetryCount["1"].MessageIDs(), "the retry's messageIds")
+	assert.Len(t, api.Requests(), 2, "requests")
 	e.assertDeliveredOnce(msgs)
-	if st := e.client.Stats(); st.TransportErrors.Written != 1 || st.Retries.Backoff != 1 {
-		t.Fatalf("stats %+v: want one written-then-timed-out attempt on the backoff path", st)
-	}
+	st := e.client.Stats()
+	assert.Equal(t, int64(1), st.TransportErrors.Written, "attempts written then timed out")
+	assert.Equal(t, int64(1), st.Retries.Backoff, "retries on the backoff path")
 }
 
 func TestDroppedConnectionIsRetried(t *testing.T) {
 	api := newAPI().Script(mockapi.Answer{Drop: true}, mockapi.Answer{Drop: true})
-	e, _ := newSocketEnv(t, api, withClock(newFakeClock()))
+	e, _ := newSocketEnv(t, api, noWaits())
 	msgs := tracks("m", 5)
 	e.enqueue(msgs...)
 	e.close()
-	if n := len(api.Requests()); n != 3 {
-		t.Fatalf("%d requests, want 2 dropped and 1 answered", n)
-	}
+	assert.Len(t, api.Requests(), 3, "requests, want 2 dropped and 1 answered")
 	e.assertDeliveredOnce(msgs)
-	if st := e.client.Stats(); st.TransportErrors.Written != 2 {
-		t.Fatalf("stats %+v: the dropped requests had been written", st)
-	}
+	assert.Equal(t, int64(2), e.client.Stats().TransportErrors.Written, "the dropped requests had been written")
 }
 
+// No connection ever opens, so this one runs in a bubble, with the default
+// backoff waits in fake time.
 func TestRefusedPortIsRetriedAndReportedNotWritten(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
-	out := &outcomes{}
-	c, err := New(testWriteKey, WithEndpoint("http://"+addr), WithCallback(out), WithRetryCount(2), withClock(newFakeClock()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Enqueue(Track{UserId: "u", Event: "E"})
-	c.Close()
-	f := out.failed()
-	var be *BatchError
-	var te *TransportError
-	if len(f) != 1 || !errors.Is(f[0].err, ErrRetriesExhausted) || !errors.As(f[0].err, &be) || !errors.As(f[0].err, &te) {
-		t.Fatalf("failures %+v, want retries exhausted with a TransportError", f)
-	}
-	if be.Attempts != 3 || te.Written() || te.Phase != PhaseNotConnected {
-		t.Fatalf("attempts %d, phase %v; want 3 attempts, never written", be.Attempts, te.Phase)
-	}
-	if !strings.Contains(f[0].err.Error(), "not written") {
-		t.Fatalf("error %q does not say the request was not written", f[0].err)
-	}
-	if st := c.Stats(); st.TransportErrors.NotWritten != 3 || st.Failed.RetriesExhausted != 1 {
-		t.Fatalf("stats %+v", st)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		out := &outcomes{}
+		c, err := New(testWriteKey, WithEndpoint("http://"+addr), WithCallback(out), WithRetryCount(2))
+		require.NoError(t, err)
+		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+		require.NoError(t, c.Close())
+		f := out.failed()
+		require.Len(t, f, 1, "failures")
+		assert.ErrorIs(t, f[0].err, ErrRetriesExhausted)
+		var be *BatchError
+		require.ErrorAs(t, f[0].err, &be)
+		assert.Equal(t, 3, be.Attempts)
+		var te *TransportError
+		require.ErrorAs(t, f[0].err, &te)
+		assert.False(t, te.Written(), "written")
+		assert.Equal(t, PhaseNotConnected, te.Phase)
+		assert.Contains(t, f[0].err.Error(), "not written", "the error says the request was not written")
+		st := c.Stats()
+		assert.Equal(t, int64(3), st.TransportErrors.NotWritten, "attempts not written")
+		assert.Equal(t, int64(1), st.Failed.RetriesExhausted, "events failed with retries exhausted")
+	})
 }
 
 func TestWriteKeyNeverInLogsOrErrors(t *testing.T) {
@@ -281,7 +277,7 @@ func TestWriteKeyNeverInLogsOrErrors(t *testing.T) {
 		mockapi.Answer{Status: 400, Body: "bad request"},
 		mockapi.Answer{Status: 301, Header: http.Header{"Location": {"http://elsewhere.test/"}}},
 	)
-	e, _ := newSocketEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), WithRetryCount(1), withClock(newFakeClock()))
+	e, _ := newSocketEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), WithRetryCount(1), noWaits())
 	e.enqueue(tracks("m", 4)...)
 	e.close()
 	secrets := []string{testWriteKey, base64.StdEncoding.EncodeToString([]byte(testWriteKey + ":"))}
@@ -289,18 +285,12 @@ func TestWriteKeyNeverInLogsOrErrors(t *testing.T) {
 	for _, f := range e.out.failed() {
 		texts = append(texts, f.err.Error())
 	}
-	if len(texts) == 0 {
-		t.Fatal("the scenario produced no failures to inspect")
-	}
+	require.NotEmpty(t, texts, "the scenario's failures to inspect")
 	texts = append(texts, e.logs.String())
-	if !strings.Contains(e.logs.String(), "will retry") {
-		t.Fatalf("the scenario logged no retries: %s", e.logs.String())
-	}
+	require.Contains(t, e.logs.String(), "will retry", "the scenario's retries in the log")
 	for _, text := range texts {
 		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				t.Fatalf("the write key appears in: %s", text)
-			}
+			assert.NotContains(t, text, s, "the write key")
 		}
 	}
 }
@@ -319,10 +309,7 @@ func TestUserClientNeverFollowsADowngrade(t *testing.T) {
 	userClient := secure.Client() // trusts the test CA; no CheckRedirect: follows redirects
 	defer userClient.CloseIdleConnections()
 	f := sendOne(t, secure.URL, WithHTTPClient(userClient)).failed()
-	if len(f) != 1 || !errors.Is(f[0].err, ErrRedirect) {
-		t.Fatalf("failures %+v, want ErrRedirect", f)
-	}
-	if n := plainHits.Load(); n != 0 {
-		t.Fatalf("the plain-http server got %d requests", n)
-	}
+	require.Len(t, f, 1, "failures")
+	assert.ErrorIs(t, f[0].err, ErrRedirect)
+	assert.Zero(t, plainHits.Load(), "requests to the plain-http server")
 }

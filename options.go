@@ -21,8 +21,8 @@ const DefaultEndpoint = "https://api.segment.io"
 const MaxMessageBytes = 32_000
 
 // MaxBatchBytes is the largest batch body the SDK sends, envelope included,
-// before compression.
-const MaxBatchBytes = consumer.MaxBodyBytes
+// before compression: batches are cut from the queue to fit it.
+const MaxBatchBytes = 500_000
 
 // The upper bounds of the numeric options, each far above any useful
 // setting. New refuses a value beyond one, which is surely a mistake (a
@@ -68,7 +68,6 @@ type config struct {
 	httpClientSet         bool
 	logger                *slog.Logger
 	callback              Callback
-	clock                 consumer.Clock // tests only
 }
 
 func defaultConfig() config {

@@ -9,13 +9,9 @@ import (
 	"time"
 )
 
-// MaxBodyBytes is the largest batch body the SDK sends, envelope included,
-// before compression.
-const MaxBodyBytes = 500_000
-
-// TimeLayout is the wire format of timestamp and sentAt: RFC 3339, UTC,
+// timeLayout is the wire format of timestamp and sentAt: RFC 3339, UTC,
 // milliseconds.
-const TimeLayout = "2006-01-02T15:04:05.000Z"
+const timeLayout = "2006-01-02T15:04:05.000Z"
 
 const (
 	bodyOpen    = `{"batch":[`
@@ -26,7 +22,7 @@ const (
 
 // envelopeSize is the length of a body's envelope around its events.
 func envelopeSize(context []byte) int {
-	return len(bodyOpen) + len(bodySentAt) + len(TimeLayout) + len(bodyContext) + len(context) + len(bodyClose)
+	return len(bodyOpen) + len(bodySentAt) + len(timeLayout) + len(bodyContext) + len(context) + len(bodyClose)
 }
 
 // batchBody is the body of one attempt: the batch's events, shared by
@@ -137,14 +133,17 @@ func (r *bodyReader) advance() bool {
 	return true
 }
 
-// AppendTime appends t in TimeLayout (UTC, milliseconds): the same bytes
-// as t.UTC().AppendFormat(dst, TimeLayout), several times faster, which
-// matters since every Enqueue writes one.
+// AppendTime appends t in the wire format of every time the SDK sends, the
+// body's sentAt and each message's timestamp: RFC 3339 in UTC with
+// milliseconds, 2006-01-02T15:04:05.000Z. It writes the same bytes as
+// t.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z"), several times
+// faster, which matters since every Enqueue writes one. It is supported API
+// of this package, for the analytics package's encoder.
 func AppendTime(dst []byte, t time.Time) []byte {
 	t = t.UTC()
 	year, month, day := t.Date()
 	if year < 0 || year > 9999 {
-		return t.AppendFormat(dst, TimeLayout)
+		return t.AppendFormat(dst, timeLayout)
 	}
 	hour, min, sec := t.Clock()
 	ms := t.Nanosecond() / int(time.Millisecond)

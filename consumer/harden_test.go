@@ -15,7 +15,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dualpath/analytics-go/retry"
 )
@@ -31,9 +35,7 @@ const hangGuard = 30 * time.Second
 func rawServer(t *testing.T, serve func(c net.Conn, req *http.Request)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -79,16 +81,14 @@ func rawServer(t *testing.T, serve func(c net.Conn, req *http.Request)) string {
 func refusedAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
 }
 
 // realUploader is an Uploader over real sockets with the SDK's own HTTP
-// client, the system clock and no retries, logging to logs.
+// client, real time and no retries, logging to logs.
 func realUploader(t *testing.T, endpoint string, timeout time.Duration, logs io.Writer) *Uploader {
 	t.Helper()
 	client := NewHTTPClient(2)
@@ -105,6 +105,7 @@ func realUploader(t *testing.T, endpoint string, timeout time.Duration, logs io.
 		Context:               []byte(`{}`),
 		Client:                client,
 		RequestTimeout:        timeout,
+		MaxBodyBytes:          maxBodyBytes,
 		MaxConcurrentRequests: 2,
 		Policy:                policy,
 		Logger:                slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -121,18 +122,19 @@ func deliverOnce(t *testing.T, ctx context.Context, up *Uploader) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := up.AcquireRequest(ctx); err != nil {
+		slot, err := up.Acquire(ctx)
+		if err != nil {
 			out = append(out, outcome{0, 1, err})
 			return
 		}
-		up.Deliver(ctx, events(1), func(lo, hi int, err error) {
+		up.Deliver(ctx, slot, events(1), func(lo, hi int, err error) {
 			out = append(out, outcome{lo, hi, err})
 		})
 	}()
 	select {
 	case <-done:
 	case <-time.After(hangGuard):
-		t.Fatalf("Deliver had not returned after %v", hangGuard)
+		require.FailNow(t, "Deliver hangs", "it had not returned after %v", hangGuard)
 	}
 	return one(t, out, 1)
 }
@@ -149,12 +151,9 @@ func TestSwitchingProtocolsEndsAtTheAttemptDeadline(t *testing.T) {
 	up := realUploader(t, url, 100*time.Millisecond, nil)
 	err := deliverOnce(t, context.Background(), up)
 	var herr *HTTPError
-	if !errors.As(err, &herr) || herr.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("error = %v, want the 101 response as an *HTTPError", err)
-	}
-	if !errors.Is(err, retry.ErrFatalStatus) {
-		t.Fatalf("error = %v, want ErrFatalStatus", err)
-	}
+	require.ErrorAs(t, err, &herr)
+	assert.Equal(t, http.StatusSwitchingProtocols, herr.StatusCode)
+	assert.ErrorIs(t, err, retry.ErrFatalStatus)
 }
 
 // afterRoundTrip calls f each time its transport has returned a response.
@@ -182,9 +181,7 @@ func TestSwitchingProtocolsEndsAtShutdown(t *testing.T) {
 	client.Transport = afterRoundTrip{client.Transport, func() { cancel(errors.New("shutdown deadline")) }}
 	up.client = &client
 	err := deliverOnce(t, ctx, up)
-	if err == nil {
-		t.Fatal("a 101 that never ends was reported delivered")
-	}
+	assert.Error(t, err, "a 101 that never ends was reported delivered")
 }
 
 // keyForms are the forms of testKey a server can echo.
@@ -202,8 +199,7 @@ func assertNoKey(t *testing.T, what, text string) {
 	t.Helper()
 	for _, f := range keyForms() {
 		for i := 0; i+12 <= len(f); i++ {
-			if strings.Contains(text, f[i:i+12]) {
-				t.Errorf("%s holds part of the write key (%q):\n%s", what, f[i:i+12], text)
+			if !assert.NotContains(t, text, f[i:i+12], "%s holds part of the write key", what) {
 				return
 			}
 		}
@@ -244,9 +240,7 @@ func TestTransportErrorsNeverCarryTheWriteKey(t *testing.T) {
 			up.policy.BackoffBase = 0
 			err := deliverOnce(t, context.Background(), up)
 			var te *TransportError
-			if !errors.As(err, &te) {
-				t.Fatalf("error = %v, want a *TransportError", err)
-			}
+			require.ErrorAs(t, err, &te)
 			assertNoKey(t, "Error()", err.Error())
 			assertNoKey(t, "%+v", fmt.Sprintf("%+v", err))
 			assertNoKey(t, "%#v of the transport error's cause", fmt.Sprintf("%#v", te.Err))
@@ -254,12 +248,8 @@ func TestTransportErrorsNeverCarryTheWriteKey(t *testing.T) {
 				assertNoKey(t, "an unwrapped cause", e.Error())
 			}
 			assertNoKey(t, "the log", logs.String())
-			if !strings.Contains(err.Error(), tc.mark) {
-				t.Errorf("error %q: want the key's place marked %s", err, tc.mark)
-			}
-			if !strings.Contains(logs.String(), "will retry") {
-				t.Errorf("no per-attempt log line was written:\n%s", logs.String())
-			}
+			assert.Contains(t, err.Error(), tc.mark, "the key's place in the error")
+			assert.Contains(t, logs.String(), "will retry", "the per-attempt log line")
 		})
 	}
 }
@@ -268,40 +258,38 @@ func TestScrubbingKeepsTheErrorChain(t *testing.T) {
 	s := newScrubber(testKey)
 	// No key: the very same error.
 	plain := &TransportError{Phase: PhaseWritten, Err: context.DeadlineExceeded}
-	if got := s.error(plain).(*TransportError); got.Err != context.DeadlineExceeded {
-		t.Fatalf("an error without the key was changed: %#v", got.Err)
-	}
+	got, ok := s.error(plain).(*TransportError)
+	require.True(t, ok, "the scrubbed error is a *TransportError")
+	assert.Equal(t, context.DeadlineExceeded, got.Err, "an error without the key was changed")
 	// The key in a *url.Error: the type and the inner chain stay.
 	inner := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
 	ue := s.error(&TransportError{Phase: PhaseNotConnected, Err: &neturl.Error{Op: "Post", URL: "http://x.test/?k=" + testKey, Err: inner}})
 	var op *net.OpError
-	if !errors.As(ue, &op) || op != inner {
-		t.Fatalf("the *net.OpError inside was lost: %#v", ue)
-	}
+	require.ErrorAs(t, ue, &op)
+	assert.Same(t, inner, op, "the *net.OpError inside")
 	assertNoKey(t, "scrubbed url.Error", ue.Error())
 }
 
 func TestExcerptCutThroughTheKeyKeepsNoPartOfIt(t *testing.T) {
-	for _, form := range []string{"wk-secret", base64.StdEncoding.EncodeToString([]byte("wk-secret:"))} {
-		for _, keep := range []int{1, 2, 5, len(form) - 1} {
-			body := strings.Repeat(" ", excerptBytes-keep) + form + " and more"
-			r := newRig(t, answer{status: 400, body: body})
-			err := one(t, r.deliver(context.Background(), 1), 1)
-			var herr *HTTPError
-			if !errors.As(err, &herr) {
-				t.Fatalf("error = %v, want an *HTTPError", err)
-			}
-			if tail := herr.Body[max(0, len(herr.Body)-20):]; strings.Contains(tail, form[:2]) {
-				t.Errorf("%d characters of %q before the cut: the excerpt ends with %q, want nothing of the key", keep, form, tail)
+	synctest.Test(t, func(t *testing.T) {
+		for _, form := range []string{"wk-secret", base64.StdEncoding.EncodeToString([]byte("wk-secret:"))} {
+			for _, keep := range []int{1, 2, 5, len(form) - 1} {
+				body := strings.Repeat(" ", excerptBytes-keep) + form + " and more"
+				r := newRig(t, answer{status: 400, body: body})
+				err := one(t, r.deliver(context.Background(), 1), 1)
+				var herr *HTTPError
+				require.ErrorAs(t, err, &herr)
+				tail := herr.Body[max(0, len(herr.Body)-20):]
+				assert.NotContains(t, tail, form[:2], "%d characters of %q before the cut: the excerpt's end", keep, form)
 			}
 		}
-	}
-	// A body that was not cut keeps everything that is not the key.
-	r := newRig(t, answer{status: 400, body: "bad key wk-secret, w"})
-	var herr *HTTPError
-	if err := one(t, r.deliver(context.Background(), 1), 1); !errors.As(err, &herr) || herr.Body != "bad key [REDACTED], w" {
-		t.Fatalf("error = %v, want the body with the key redacted and nothing else removed", err)
-	}
+		// A body that was not cut keeps everything that is not the key.
+		r := newRig(t, answer{status: 400, body: "bad key wk-secret, w"})
+		err := one(t, r.deliver(context.Background(), 1), 1)
+		var herr *HTTPError
+		require.ErrorAs(t, err, &herr)
+		assert.Equal(t, "bad key [REDACTED], w", herr.Body, "the body with the key redacted and nothing else removed")
+	})
 }
 
 func TestRedirectToARefusedPortIsNotWritten(t *testing.T) {
@@ -312,14 +300,10 @@ func TestRedirectToARefusedPortIsNotWritten(t *testing.T) {
 	up := realUploader(t, url, 5*time.Second, nil)
 	err := deliverOnce(t, context.Background(), up)
 	var te *TransportError
-	if !errors.As(err, &te) {
-		t.Fatalf("error = %v, want a *TransportError", err)
-	}
-	if te.Phase != PhaseNotConnected || te.Written() {
-		t.Errorf("phase = %v (written %v), want %v: the last hop never connected", te.Phase, te.Written(), PhaseNotConnected)
-	}
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, PhaseNotConnected, te.Phase, "the last hop never connected")
+	assert.False(t, te.Written(), "written")
 	c := up.Counters()
-	if c.TransportErrorsNotWritten != 1 || c.TransportErrorsWritten != 0 {
-		t.Errorf("counters: %d not written, %d written; want 1 and 0", c.TransportErrorsNotWritten, c.TransportErrorsWritten)
-	}
+	assert.Equal(t, int64(1), c.TransportErrorsNotWritten)
+	assert.Zero(t, c.TransportErrorsWritten)
 }

@@ -14,13 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualpath/analytics-go/internal/fakeclock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/dualpath/analytics-go/retry"
 )
 
-func newFakeClock() *fakeclock.Clock {
-	return fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-}
+// maxBodyBytes is the body limit the analytics package gives its Uploader
+// (MaxBatchBytes).
+const maxBodyBytes = 500_000
 
 // answer is what the fake transport does with one request.
 type answer struct {
@@ -49,13 +51,18 @@ type sent struct {
 	raw    []byte // body as sent
 	body   []byte // body after gzip decoding
 	batch  sentBatch
-	at     time.Time
+	at     time.Time // when it was sent: in a bubble, fake time
 }
 
 type sentBatch struct {
 	Batch   []map[string]any `json:"batch"`
 	SentAt  string           `json:"sentAt"`
 	Context map[string]any   `json:"context"`
+}
+
+// String shows what tells requests apart, for failure messages.
+func (s sent) String() string {
+	return fmt.Sprintf("%s X-Retry-Count=%q %v", s.method, s.header.Get("X-Retry-Count"), s.ids())
 }
 
 func (s sent) ids() []string {
@@ -68,9 +75,9 @@ func (s sent) ids() []string {
 
 // fakeTransport answers from a script, then with rule (or 200), and records
 // every request. It drives the httptrace hooks as a real transport would.
+// It answers at once, so in a synctest bubble a request takes no time.
 type fakeTransport struct {
-	t     *testing.T
-	clock Clock
+	t *testing.T
 
 	mu     sync.Mutex
 	script []answer
@@ -82,23 +89,20 @@ func (f *fakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var raw []byte
 	if req.Body != nil {
 		var err error
-		if raw, err = io.ReadAll(req.Body); err != nil {
-			f.t.Errorf("reading request body: %v", err)
-		}
+		raw, err = io.ReadAll(req.Body)
+		assert.NoError(f.t, err, "reading the request body")
 	}
-	s := sent{method: req.Method, header: req.Header.Clone(), raw: raw, body: raw, at: f.clock.Now()}
+	s := sent{method: req.Method, header: req.Header.Clone(), raw: raw, body: raw, at: time.Now()}
 	if req.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			f.t.Errorf("gzip header: %v", err)
-		} else if s.body, err = io.ReadAll(zr); err != nil {
-			f.t.Errorf("gzip body: %v", err)
+		if assert.NoError(f.t, err, "the gzip header") {
+			s.body, err = io.ReadAll(zr)
+			assert.NoError(f.t, err, "the gzip body")
 		}
 	}
-	if req.Method != http.MethodPost {
-		// A redirected GET has no body to decode.
-	} else if err := json.Unmarshal(s.body, &s.batch); err != nil {
-		f.t.Errorf("request body is not a batch: %v\n%s", err, s.body)
+	// A redirected GET has no body to decode.
+	if req.Method == http.MethodPost {
+		assert.NoError(f.t, json.Unmarshal(s.body, &s.batch), "the request body is not a batch:\n%s", s.body)
 	}
 
 	f.mu.Lock()
@@ -153,22 +157,34 @@ type outcome struct {
 	err    error
 }
 
-type rig struct {
-	t     *testing.T
-	clock *fakeclock.Clock
-	tr    *fakeTransport
-	up    *Uploader
+// String shows the run and the text of its error: printed with %v, an
+// outcome in a slice shows what went wrong, not a pointer.
+func (o outcome) String() string {
+	if o.err == nil {
+		return fmt.Sprintf("[%d, %d) delivered", o.lo, o.hi)
+	}
+	return fmt.Sprintf("[%d, %d) failed: %s", o.lo, o.hi, o.err)
 }
 
-// newRig builds an Uploader on a fake clock and transport with exact
-// (jitter-free) backoff waits: retry n waits BackoffBase·2^(n−1)/2.
+// rig is an Uploader on the in-memory fakeTransport. Its tests run in a
+// testing/synctest bubble, where time passes only while the retry loop
+// waits: the gaps between requests are the loop's waits, exact.
+type rig struct {
+	t  *testing.T
+	tr *fakeTransport
+	up *Uploader
+	// start and end are when the last deliver began and returned.
+	start, end time.Time
+}
+
+// newRig builds an Uploader on a fake transport with exact (jitter-free)
+// backoff waits: retry n waits BackoffBase·2^(n−1)/2.
 func newRig(t *testing.T, script ...answer) *rig {
 	t.Helper()
-	clock := newFakeClock()
-	tr := &fakeTransport{t: t, clock: clock, script: script}
+	tr := &fakeTransport{t: t, script: script}
 	policy := retry.DefaultPolicy()
 	policy.Jitter = func(time.Duration) time.Duration { return 0 }
-	r := &rig{t: t, clock: clock, tr: tr}
+	r := &rig{t: t, tr: tr}
 	r.up = New(Config{
 		Endpoint:              "http://tracking.test",
 		WriteKey:              "wk-secret",
@@ -177,9 +193,9 @@ func newRig(t *testing.T, script ...answer) *rig {
 		Client:                &http.Client{Transport: tr, CheckRedirect: CheckRedirect},
 		Gzip:                  true,
 		RequestTimeout:        10 * time.Second,
+		MaxBodyBytes:          maxBodyBytes,
 		MaxConcurrentRequests: 8,
 		Policy:                policy,
-		Clock:                 clock,
 	})
 	return r
 }
@@ -191,14 +207,38 @@ func (r *rig) policy(edit func(p *retry.Policy)) *rig {
 
 // deliver sends n events with messageIds m0..m(n-1) and returns the reports.
 func (r *rig) deliver(ctx context.Context, n int) []outcome {
+	return r.deliverEvents(ctx, events(n))
+}
+
+// deliverEvents sends evs as one batch and returns the reports.
+func (r *rig) deliverEvents(ctx context.Context, evs [][]byte) []outcome {
 	var out []outcome
-	if err := r.up.AcquireRequest(ctx); err != nil {
-		r.t.Fatal(err)
-	}
-	r.up.Deliver(ctx, events(n), func(lo, hi int, err error) {
+	r.start = time.Now()
+	slot, err := r.up.Acquire(ctx)
+	require.NoError(r.t, err)
+	r.up.Deliver(ctx, slot, evs, func(lo, hi int, err error) {
 		out = append(out, outcome{lo, hi, err})
 	})
+	r.end = time.Now()
 	return out
+}
+
+// waits returns how long the last deliver waited: the gaps other than zero
+// between its start, each request, and its end. In a synctest bubble time
+// passes only while the loop waits, so these are its waits, in order.
+func (r *rig) waits() []time.Duration {
+	var waits []time.Duration
+	at := r.start
+	for _, s := range r.tr.requests() {
+		if d := s.at.Sub(at); d != 0 {
+			waits = append(waits, d)
+		}
+		at = s.at
+	}
+	if d := r.end.Sub(at); d != 0 {
+		waits = append(waits, d)
+	}
+	return waits
 }
 
 func events(n int) [][]byte {
@@ -209,11 +249,12 @@ func events(n int) [][]byte {
 	return evs
 }
 
-// one asserts a single report covering all n events and returns its error.
+// one requires a single report covering all n events and returns its
+// error.
 func one(t *testing.T, out []outcome, n int) error {
 	t.Helper()
-	if len(out) != 1 || out[0].lo != 0 || out[0].hi != n {
-		t.Fatalf("reports = %+v, want one covering [0, %d)", out, n)
-	}
+	require.Len(t, out, 1, "reports %v", out)
+	require.Equal(t, 0, out[0].lo, "the report's first event")
+	require.Equal(t, n, out[0].hi, "the report's end")
 	return out[0].err
 }

@@ -41,7 +41,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 // that is not followed reaches the SDK as a 3xx response and fails the
 // batch with ErrRedirect.
 func CheckRedirect(req *http.Request, via []*http.Request) error {
-	if tooManyHops(via) || req.Response == nil || Downgrade(req, via) {
+	if tooManyHops(via) || req.Response == nil || downgrade(req, via) {
 		return http.ErrUseLastResponse
 	}
 	if retry.MayFollowRedirect(req.Response.StatusCode) {
@@ -50,10 +50,10 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 	return http.ErrUseLastResponse
 }
 
-// Downgrade reports whether following req would leave https for plain
+// downgrade reports whether following req would leave https for plain
 // http: net/http keeps the Authorization header on a redirect to the same
 // host whatever the scheme.
-func Downgrade(req *http.Request, via []*http.Request) bool {
+func downgrade(req *http.Request, via []*http.Request) bool {
 	return len(via) > 0 && via[0].URL.Scheme == "https" && req.URL.Scheme != "https"
 }
 
@@ -65,7 +65,7 @@ func GuardRedirects(client *http.Client) *http.Client {
 	guarded := *client
 	policy := client.CheckRedirect
 	guarded.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if Downgrade(req, via) {
+		if downgrade(req, via) {
 			return http.ErrUseLastResponse
 		}
 		if policy != nil {

@@ -4,8 +4,14 @@
 // The Uploader does the I/O (one POST per attempt, under its own deadline,
 // response bodies drained and closed so connections are reused); every
 // decision about what an attempt's end means and how long to wait is asked
-// of package retry. Waits go through a Clock, so tests drive the loop
-// without sleeping.
+// of package retry. It reads time.Now and waits on timers, so budgets are
+// measured on the monotonic clock; its tests run the loop in a
+// testing/synctest bubble, where every wait is exact and instant.
+//
+// Every exported name is supported API of this package, for the analytics
+// package: it wires an Uploader to its queue, hands each batch the request
+// slot of its first attempt, and turns this package's errors into its own
+// where it reports outcomes.
 package consumer
 
 import (
@@ -38,14 +44,16 @@ type Config struct {
 	Gzip bool
 	// RequestTimeout bounds each attempt.
 	RequestTimeout time.Duration
+	// MaxBodyBytes is the largest body a request may carry, envelope
+	// included, before compression: a batch whose body would be larger is
+	// split before it is sent.
+	MaxBodyBytes int
 	// MaxConcurrentRequests bounds the requests in flight at once, across
 	// every Deliver call. A batch holds a slot only while its request is
 	// in flight, not while it waits to retry.
 	MaxConcurrentRequests int
 	// Policy is the retry policy.
 	Policy retry.Policy
-	// Clock is optional; nil uses SystemClock.
-	Clock Clock
 	// Logger is optional; it receives per-attempt failures that will be
 	// retried. Nil discards.
 	Logger *slog.Logger
@@ -63,12 +71,12 @@ type Uploader struct {
 	client    *http.Client
 	gzip      bool
 	timeout   time.Duration
+	maxBody   int
 	policy    retry.Policy
-	clock     Clock
 	log       *slog.Logger
 
 	pause    retry.Pause
-	requests chan struct{} // a token per request in flight
+	requests chan struct{} // a token per request in flight: see Slot
 	stats    counters
 }
 
@@ -84,13 +92,10 @@ func New(cfg Config) *Uploader {
 		client:    cfg.Client,
 		gzip:      cfg.Gzip,
 		timeout:   cfg.RequestTimeout,
+		maxBody:   cfg.MaxBodyBytes,
 		policy:    cfg.Policy,
-		clock:     cfg.Clock,
 		log:       cfg.Logger,
 		requests:  make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
-	}
-	if u.clock == nil {
-		u.clock = SystemClock()
 	}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
@@ -99,9 +104,9 @@ func New(cfg Config) *Uploader {
 }
 
 // EventBytes is how many bytes the events of one batch may take, joined by
-// commas, so that the whole body stays within MaxBodyBytes.
+// commas, so that the whole body stays within Config.MaxBodyBytes.
 func (u *Uploader) EventBytes() int {
-	return MaxBodyBytes - envelopeSize(u.context)
+	return u.maxBody - envelopeSize(u.context)
 }
 
 // Counters returns a snapshot of the Uploader's counters.
@@ -114,37 +119,29 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // retry state, so report may be called several times; together the calls
 // cover every event exactly once.
 //
-// The caller holds a request slot from AcquireRequest: the first attempt
-// uses it, so that batches go out in the order their slots were taken.
-// Deliver gives it back; later attempts take a slot each, and none is held
-// while the batch waits to retry.
+// slot is the request slot of the first attempt, taken with Acquire, so
+// that batches go out in the order their slots were taken. Deliver
+// releases it, whatever happens. A slot that holds nothing (the zero Slot,
+// nil, or one already released) makes the first attempt take a slot of its
+// own, as every later attempt does; none is held while the batch waits to
+// retry.
 //
 // When ctx ends, the events not yet delivered are reported with a
 // *BatchError whose Reason is context.Cause(ctx).
-func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo, hi int, err error)) {
-	held := true
-	defer func() {
-		if held {
-			u.release()
-		}
-	}()
-	u.deliver(ctx, events, 0, report, &held)
+func (u *Uploader) Deliver(ctx context.Context, slot *Slot, events [][]byte, report func(lo, hi int, err error)) {
+	defer slot.Release()
+	u.deliver(ctx, slot, events, 0, report)
 }
 
-// AcquireRequest takes a request slot for a Deliver call, waiting while
-// MaxConcurrentRequests requests are in flight, or returns the context's
-// cause.
-func (u *Uploader) AcquireRequest(ctx context.Context) error { return u.acquire(ctx) }
-
-// deliver runs the loop of one batch; *held says whether this goroutine
-// holds a request slot.
-func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error), held *bool) {
+// deliver runs the loop of one batch. slot, if it still holds one, is the
+// slot of the first attempt.
+func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	end := offset + len(events)
 	// Spliced first, checked second: a body over the limit is split before
 	// it is sent. A single event always fits: the analytics package refuses
 	// events over MaxMessageBytes at Enqueue.
-	if len(events) > 1 && eventsLen(events)+envelopeSize(u.context) > MaxBodyBytes {
-		u.split(ctx, events, offset, report, held)
+	if len(events) > 1 && eventsLen(events)+envelopeSize(u.context) > u.maxBody {
+		u.split(ctx, slot, events, offset, report)
 		return
 	}
 
@@ -155,52 +152,34 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
-		if !*held {
-			waited, err := u.wait(ctx)
-			if waited {
-				u.stats.gateWaits.Add(1)
-			}
-			if err != nil {
-				fail(err, budget.Attempts())
-				return
-			}
-			if err := u.acquire(ctx); err != nil {
-				fail(err, budget.Attempts())
-				return
-			}
-			*held = true
+		held, err := u.ready(ctx, slot)
+		if err != nil {
+			fail(err, budget.Attempts())
+			return
 		}
-		if u.pause.Until().After(u.clock.Now()) {
-			// The client is paused by a Retry-After: wait without the slot.
-			u.release()
-			*held = false
-			continue
-		}
-		res, err := u.attempt(ctx, events, budget.Attempts())
-		u.release()
-		*held = false
+		res, err := u.attempt(ctx, held, events, budget.Attempts())
 		if err != nil {
 			last = err
 		}
-		if _, noAnswer := err.(*TransportError); !noAnswer && res.Outcome != retry.RateLimited {
+		if _, noAnswer := err.(*TransportError); !noAnswer && res.Outcome != retry.OutcomeRateLimited {
 			// Answered without a Retry-After: the rate-limit episode is over.
 			u.pause.Answered()
 		}
-		if res.Outcome != retry.Success && ctx.Err() != nil {
+		if res.Outcome != retry.OutcomeSuccess && ctx.Err() != nil {
 			fail(context.Cause(ctx), budget.Attempts()+1)
 			return
 		}
-		now := u.clock.Now()
+		now := time.Now()
 		d := budget.Next(res, now)
 		switch d.Action {
-		case retry.Deliver:
+		case retry.ActionDeliver:
 			u.stats.delivered.Add(1)
 			report(offset, end, nil)
 			return
-		case retry.Split:
-			u.split(ctx, events, offset, report, held)
+		case retry.ActionSplit:
+			u.split(ctx, slot, events, offset, report)
 			return
-		case retry.Fail:
+		case retry.ActionFail:
 			fail(d.Reason, budget.Attempts())
 			return
 		}
@@ -218,32 +197,20 @@ func (u *Uploader) deliver(ctx context.Context, events [][]byte, offset int, rep
 			continue
 		}
 		u.stats.backoffRetries.Add(1)
-		if err := u.clock.Sleep(ctx, d.Wait); err != nil {
+		if err := sleep(ctx, d.Wait); err != nil {
 			fail(err, budget.Attempts())
 			return
 		}
 	}
 }
 
-// acquire takes a request slot, waiting while MaxConcurrentRequests are in
-// flight, or returns the context's cause.
-func (u *Uploader) acquire(ctx context.Context) error {
-	select {
-	case u.requests <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-func (u *Uploader) release() { <-u.requests }
-
-// split sends each half of events as a batch of its own.
-func (u *Uploader) split(ctx context.Context, events [][]byte, offset int, report func(lo, hi int, err error), held *bool) {
+// split sends each half of events as a batch of its own. The first half's
+// first attempt uses slot if it still holds one.
+func (u *Uploader) split(ctx context.Context, slot *Slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	u.stats.splits.Add(1)
 	mid := len(events) / 2
-	u.deliver(ctx, events[:mid], offset, report, held)
-	u.deliver(ctx, events[mid:], offset+mid, report, held)
+	u.deliver(ctx, slot, events[:mid], offset, report)
+	u.deliver(ctx, slot, events[mid:], offset+mid, report)
 }
 
 func errString(err error) string {

@@ -1,53 +1,49 @@
 package queue
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 // What a value keeps counts against the byte bound with its data, is
 // given back with it, and leaves batch cutting to the data alone.
 func TestKeptCountsAgainstTheByteBound(t *testing.T) {
 	q := New[int](100, 100)
-	if res, _ := q.PushKept(make([]byte, 10), 0, 30); res != Pushed {
-		t.Fatal("first push refused")
+	push := func(data, kept int) Admission {
+		res, _ := q.Push(make([]byte, data), 0, kept)
+		return res
 	}
-	if res, _ := q.PushKept(make([]byte, 10), 1, 30); res != Pushed {
-		t.Fatal("push that fits with what it keeps refused")
-	}
-	if res, _ := q.PushKept(make([]byte, 10), 2, 11); res != Full {
-		t.Fatal("push over the byte bound by what it keeps accepted")
-	}
-	if res, _ := q.PushKept(make([]byte, 10), 3, 10); res != Pushed {
-		t.Fatal("push that exactly fills the byte bound refused")
-	}
-	if n, b, held := q.Sizes(); n != 3 || b != 30 || held != 3 {
-		t.Fatalf("Sizes = %d, %d, %d; want 3 items of 30 bytes of data, 3 held", n, b, held)
-	}
+	require.Equal(t, Admitted, push(10, 30), "the first push")
+	assert.Equal(t, Admitted, push(10, 30), "a push that fits with what it keeps")
+	assert.Equal(t, Full, push(10, 11), "a push over the byte bound by what it keeps")
+	assert.Equal(t, Admitted, push(10, 10), "a push that exactly fills the byte bound")
+	n, b, held := q.Sizes()
+	assert.Equal(t, 3, n, "items queued")
+	assert.Equal(t, 30, b, "bytes of data queued")
+	assert.Equal(t, 3, held, "items held")
 	// Batches are cut by data: 10+1+10 fits in 21 bytes.
-	b := q.Take(10, 21)
-	if len(b.Items) != 2 || b.Items[0].Size() != 40 || b.Items[0].Kept != 30 {
-		t.Fatalf("took %+v, want the 2 items that fit by data, of Size 40", b.Items)
-	}
-	if res, _ := q.PushKept(make([]byte, 1), 4, 0); res != Full {
-		t.Fatal("push accepted while taken items hold the budget")
-	}
-	q.Release(len(b.Items), b.Items[0].Size()+b.Items[1].Size())
-	if res, _ := q.PushKept(make([]byte, 10), 4, 70); res != Pushed {
-		t.Fatal("push refused after the budget was given back")
-	}
+	batch := q.Take(10, 21)
+	require.Len(t, batch.Items, 2, "the items that fit by data")
+	assert.Equal(t, 40, batch.Items[0].Size(), "an item's Size")
+	assert.Equal(t, 30, batch.Items[0].Kept, "an item's Kept")
+	assert.Equal(t, Full, push(1, 0), "a push while taken items hold the budget")
+	q.Release(len(batch.Items), batch.Items[0].Size()+batch.Items[1].Size())
+	assert.Equal(t, Admitted, push(10, 70), "a push once the budget was given back")
 }
 
 // An estimate never shuts out an item whose data fits: an empty queue
 // admits it whatever it keeps.
 func TestEmptyQueueAdmitsWhateverIsKept(t *testing.T) {
 	q := New[int](10, 100)
-	if res, _ := q.PushKept(make([]byte, 100), 0, 1000); res != Pushed {
-		t.Fatal("an empty queue refused an item whose data fits")
+	push := func(data, kept int) Admission {
+		res, _ := q.Push(make([]byte, data), 0, kept)
+		return res
 	}
-	if res, _ := q.PushKept(make([]byte, 1), 1, 0); res != Full {
-		t.Fatal("a queue over its byte bound admitted")
-	}
+	require.Equal(t, Admitted, push(100, 1000), "an item whose data fits, into an empty queue")
+	assert.Equal(t, Full, push(1, 0), "a push into a queue over its byte bound")
 	b := q.Drain()
 	q.Release(len(b.Items), b.Items[0].Size())
-	if res, _ := q.PushKept(make([]byte, 101), 2, 0); res != Full {
-		t.Fatal("an empty queue admitted data over the byte bound")
-	}
+	assert.Equal(t, Full, push(101, 0), "data over the byte bound, into an empty queue")
 }

@@ -5,6 +5,9 @@
 // batch that later fails has already left the queue and can never wedge the
 // batches behind it. The queue never blocks: a push that does not fit is
 // refused at once and leaves what is queued untouched.
+//
+// Every exported name is supported API of this package, for the analytics
+// package, which keeps its events here.
 package queue
 
 import "sync"
@@ -15,7 +18,7 @@ type Item[T any] struct {
 	Data  []byte // the encoded event; its length counts against the byte bound
 	Value T      // kept with the event
 	// Kept is the memory Value holds, in bytes, as the caller estimated it
-	// (PushKept); it counts against the byte bound with Data.
+	// at Push; it counts against the byte bound with Data.
 	Kept int
 }
 
@@ -67,32 +70,31 @@ func New[T any](maxItems, maxBytes int) *Queue[T] {
 	return &Queue[T]{maxItems: maxItems, maxBytes: maxBytes}
 }
 
-// PushResult says what Push did.
-type PushResult int
+// Admission is whether the queue takes an item: what Push did, or what
+// it would do now (Queue.Admission).
+type Admission int
 
 const (
-	// Pushed: the item was queued.
-	Pushed PushResult = iota
-	// Full: a bound would have been exceeded; nothing changed.
+	// Admitted: the item is queued, or would be.
+	Admitted Admission = iota
+	// Full: a bound would be exceeded; nothing changed.
 	Full
-	// Closed: the queue was closed; nothing changed.
+	// Closed: the queue is closed; nothing changed.
 	Closed
 )
 
 // Push appends a copy of data, with value, unless the queue is closed or
-// that would exceed either bound. It returns what it did and the number of
-// items queued afterwards. It never blocks on a full queue, and copies data
-// only once it is accepted, so a refused push leaves no garbage.
-func (q *Queue[T]) Push(data []byte, value T) (PushResult, int) {
-	return q.PushKept(data, value, 0)
-}
-
-// PushKept is Push of an item whose value keeps kept bytes of memory
-// besides data: its Size, len(data) + kept, counts against the byte bound.
-// An item whose data alone fits the bound is admitted into a queue that
-// holds nothing, however large kept is, so that an estimate never shuts
-// out an item Push would take.
-func (q *Queue[T]) PushKept(data []byte, value T, kept int) (PushResult, int) {
+// that would exceed either bound. kept is the memory value holds besides
+// data, as the caller estimates it (0 when none): the item's Size,
+// len(data) + kept, counts against the byte bound. An item whose data
+// alone fits the bound is admitted into a queue that holds nothing, however
+// large kept is, so that an estimate never shuts out an item whose data
+// the queue could take.
+//
+// Push returns what it did and the number of items queued afterwards. It
+// never blocks on a full queue, and copies data only once it is admitted,
+// so a refused push leaves no garbage.
+func (q *Queue[T]) Push(data []byte, value T, kept int) (Admission, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -112,13 +114,13 @@ func (q *Queue[T]) PushKept(data []byte, value T, kept int) (PushResult, int) {
 	q.held++
 	q.heldB += size
 	q.pushed++
-	return Pushed, q.n
+	return Admitted, q.n
 }
 
-// Admits returns what a Push would do now with no data: Closed, Full (by
-// count, or with no byte left), or Pushed. It lets a caller skip work a
-// push would refuse; Push still decides.
-func (q *Queue[T]) Admits() PushResult {
+// Admission returns what a Push would do now with no data: Closed, Full
+// (by count, or with no byte left), or Admitted. It lets a caller skip
+// work a push would refuse; Push still decides.
+func (q *Queue[T]) Admission() Admission {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
@@ -127,7 +129,7 @@ func (q *Queue[T]) Admits() PushResult {
 	case q.held >= q.maxItems || q.heldB >= q.maxBytes:
 		return Full
 	}
-	return Pushed
+	return Admitted
 }
 
 // Release gives back the budget of taken items that the caller no longer
@@ -190,13 +192,13 @@ func (q *Queue[T]) grow() {
 }
 
 // Take splices the oldest items off the queue (they still count against the
-// bounds until released): as many as fit in maxItems
-// and in maxBytes, where the items cost len(Data) each (not Size: maxBytes
-// bounds a request body) plus one separator
-// byte between neighbours (the comma of a JSON array). It always takes at
-// least one item when the queue is not empty, so an item larger than
-// maxBytes leaves the queue too instead of blocking it; the caller checks
-// the batch after the splice. Take returns an empty batch on an empty queue.
+// bounds until released): as many as fit in maxItems and in maxBytes, where
+// the items cost len(Data) each (not Size: maxBytes bounds a request body)
+// plus one separator byte between neighbours (the comma of a JSON array).
+// It always takes at least one item when the queue is not empty, so an item
+// larger than maxBytes leaves the queue too instead of blocking it; the
+// caller checks the batch after the splice. Take returns an empty batch on
+// an empty queue.
 func (q *Queue[T]) Take(maxItems, maxBytes int) Batch[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -2,14 +2,16 @@ package queue
 
 import (
 	"bytes"
-	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-func item(i, size int) Item[int] {
-	data := bytes.Repeat([]byte{'x'}, size)
-	return Item[int]{Data: data, Value: i}
+// push pushes value with size bytes of data and nothing kept.
+func push(q *Queue[int], value, size int) (Admission, int) {
+	return q.Push(bytes.Repeat([]byte{'x'}, size), value, 0)
 }
 
 func values(b Batch[int]) []int {
@@ -23,109 +25,85 @@ func values(b Batch[int]) []int {
 func TestPushBoundedByCount(t *testing.T) {
 	q := New[int](3, 1<<20)
 	for i := range 3 {
-		if res, n := q.Push(item(i, 10).Data, item(i, 10).Value); res != Pushed || n != i+1 {
-			t.Fatalf("Push %d = (%v, %d), want (Pushed, %d)", i, res, n, i+1)
-		}
+		res, n := push(q, i, 10)
+		require.Equal(t, Admitted, res, "push %d", i)
+		require.Equal(t, i+1, n, "items queued after push %d", i)
 	}
-	if res, n := q.Push(item(3, 10).Data, item(3, 10).Value); res != Full || n != 3 {
-		t.Fatalf("Push into a full queue = (%v, %d), want (Full, 3)", res, n)
-	}
-	if got := values(q.Drain()); fmt.Sprint(got) != "[0 1 2]" {
-		t.Fatalf("refused push touched the queue: %v", got)
-	}
+	res, n := push(q, 3, 10)
+	assert.Equal(t, Full, res, "a push into a full queue")
+	assert.Equal(t, 3, n, "items queued after a refused push")
+	assert.Equal(t, []int{0, 1, 2}, values(q.Drain()), "the queue after a refused push")
 }
 
 func TestPushBoundedByBytes(t *testing.T) {
 	q := New[int](100, 25)
-	q.Push(item(0, 10).Data, item(0, 10).Value)
-	q.Push(item(1, 10).Data, item(1, 10).Value)
-	if res, _ := q.Push(item(2, 6).Data, item(2, 6).Value); res != Full {
-		t.Fatal("push beyond the byte bound was accepted")
-	}
-	if res, _ := q.Push(item(3, 5).Data, item(3, 5).Value); res != Pushed {
-		t.Fatal("push that exactly fills the byte bound was refused")
-	}
-	if n, b, _ := q.Sizes(); n != 3 || b != 25 {
-		t.Fatalf("Sizes = %d items, %d bytes; want 3, 25", n, b)
-	}
+	push(q, 0, 10)
+	push(q, 1, 10)
+	res, _ := push(q, 2, 6)
+	assert.Equal(t, Full, res, "a push beyond the byte bound")
+	res, _ = push(q, 3, 5)
+	assert.Equal(t, Admitted, res, "a push that exactly fills the byte bound")
+	n, b, _ := q.Sizes()
+	assert.Equal(t, 3, n, "items queued")
+	assert.Equal(t, 25, b, "bytes queued")
 	q.Take(1, 1000)
-	if _, b, _ := q.Sizes(); b != 15 {
-		t.Fatalf("bytes queued after taking 10 = %d, want 15", b)
-	}
+	_, b, _ = q.Sizes()
+	assert.Equal(t, 15, b, "bytes queued after taking 10")
 	// Taken is still held until released.
-	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value); res != Full {
-		t.Fatal("push accepted while taken items still hold the budget")
-	}
-	if queued, b, held := q.Sizes(); queued != 2 || b != 15 || held != 3 {
-		t.Fatalf("Sizes() = %d, %d, %d; want 2 queued of 15 bytes, 3 held", queued, b, held)
-	}
+	res, _ = push(q, 4, 10)
+	assert.Equal(t, Full, res, "a push while taken items still hold the budget")
+	queued, b, held := q.Sizes()
+	assert.Equal(t, 2, queued, "items queued")
+	assert.Equal(t, 15, b, "bytes queued")
+	assert.Equal(t, 3, held, "items held")
 	q.Release(1, 10)
-	if res, _ := q.Push(item(4, 10).Data, item(4, 10).Value); res != Pushed {
-		t.Fatal("push refused after space was released")
-	}
+	res, _ = push(q, 4, 10)
+	assert.Equal(t, Admitted, res, "a push after space was released")
 }
 
 func TestTakeByCountKeepsOrder(t *testing.T) {
 	q := New[int](1000, 1<<20)
 	for i := range 10 {
-		q.Push(item(i, 1).Data, item(i, 1).Value)
+		push(q, i, 1)
 	}
 	b := q.Take(4, 1<<20)
-	if fmt.Sprint(values(b)) != "[0 1 2 3]" || b.Seq != 0 {
-		t.Fatalf("first batch %v seq %d", values(b), b.Seq)
-	}
+	assert.Equal(t, []int{0, 1, 2, 3}, values(b), "the first batch")
+	assert.Equal(t, uint64(0), b.Seq, "the first batch's Seq")
 	b = q.Take(4, 1<<20)
-	if fmt.Sprint(values(b)) != "[4 5 6 7]" || b.Seq != 4 {
-		t.Fatalf("second batch %v seq %d", values(b), b.Seq)
-	}
+	assert.Equal(t, []int{4, 5, 6, 7}, values(b), "the second batch")
+	assert.Equal(t, uint64(4), b.Seq, "the second batch's Seq")
 	b = q.Take(4, 1<<20)
-	if fmt.Sprint(values(b)) != "[8 9]" || b.Seq != 8 {
-		t.Fatalf("last batch %v seq %d", values(b), b.Seq)
-	}
-	if b := q.Take(4, 1<<20); len(b.Items) != 0 {
-		t.Fatalf("Take on empty queue returned %v", values(b))
-	}
+	assert.Equal(t, []int{8, 9}, values(b), "the last batch")
+	assert.Equal(t, uint64(8), b.Seq, "the last batch's Seq")
+	assert.Empty(t, q.Take(4, 1<<20).Items, "Take on an empty queue")
 }
 
 func TestTakeByBytesCountsSeparators(t *testing.T) {
 	q := New[int](1000, 1<<20)
 	for i := range 5 {
-		q.Push(item(i, 10).Data, item(i, 10).Value)
+		push(q, i, 10)
 	}
 	// Three items joined by commas: 10+1+10+1+10 = 32 bytes.
-	if got := values(q.Take(100, 32)); len(got) != 3 {
-		t.Fatalf("Take(_, 32) took %d items, want 3", len(got))
-	}
+	assert.Len(t, q.Take(100, 32).Items, 3, "Take(_, 32)")
 	// Two items need 21 bytes; 20 holds only one.
-	if got := values(q.Take(100, 20)); len(got) != 1 {
-		t.Fatalf("Take(_, 20) of two 10-byte items took %d, want 1", len(got))
-	}
+	assert.Len(t, q.Take(100, 20).Items, 1, "Take(_, 20) of two 10-byte items")
 }
 
 func TestTakeFitsExactly(t *testing.T) {
 	q := New[int](1000, 1<<20)
 	for i := range 4 {
-		q.Push(item(i, 10).Data, item(i, 10).Value)
+		push(q, i, 10)
 	}
-	if got := values(q.Take(100, 21)); len(got) != 2 {
-		t.Fatalf("Take(_, 21) took %d items, want exactly 2 (10+1+10)", len(got))
-	}
-	if got := values(q.Take(100, 20)); len(got) != 1 {
-		t.Fatalf("Take(_, 20) took %d items, want 1", len(got))
-	}
+	assert.Len(t, q.Take(100, 21).Items, 2, "Take(_, 21), exactly 2 items (10+1+10)")
+	assert.Len(t, q.Take(100, 20).Items, 1, "Take(_, 20)")
 }
 
 func TestOversizedItemLeavesTheQueue(t *testing.T) {
 	q := New[int](1000, 1<<20)
-	q.Push(item(0, 100).Data, item(0, 100).Value)
-	q.Push(item(1, 1).Data, item(1, 1).Value)
-	b := q.Take(100, 50)
-	if fmt.Sprint(values(b)) != "[0]" {
-		t.Fatalf("oversized head: took %v, want [0] alone", values(b))
-	}
-	if got := values(q.Take(100, 50)); fmt.Sprint(got) != "[1]" {
-		t.Fatalf("item behind an oversized one: %v, want [1]", got)
-	}
+	push(q, 0, 100)
+	push(q, 1, 1)
+	assert.Equal(t, []int{0}, values(q.Take(100, 50)), "an oversized head, taken alone")
+	assert.Equal(t, []int{1}, values(q.Take(100, 50)), "the item behind an oversized one")
 }
 
 func TestRingWrapsAndGrows(t *testing.T) {
@@ -133,43 +111,35 @@ func TestRingWrapsAndGrows(t *testing.T) {
 	next, want := 0, 0
 	for round := range 50 {
 		for range round*7%97 + 1 {
-			if res, _ := q.Push(item(next, 1).Data, item(next, 1).Value); res == Pushed {
+			if res, _ := push(q, next, 1); res == Admitted {
 				next++
 			}
 		}
 		taken := q.Take(round%13+1, 1<<20)
 		q.Release(len(taken.Items), len(taken.Items))
 		for _, v := range values(taken) {
-			if v != want {
-				t.Fatalf("round %d: got %d, want %d", round, v, want)
-			}
+			require.Equal(t, want, v, "round %d", round)
 			want++
 		}
 	}
 	for _, v := range values(q.Drain()) {
-		if v != want {
-			t.Fatalf("drain: got %d, want %d", v, want)
-		}
+		require.Equal(t, want, v, "the drain")
 		want++
 	}
-	if want != next {
-		t.Fatalf("took %d items of %d pushed", want, next)
-	}
+	assert.Equal(t, next, want, "items taken of those pushed")
 	pushed, taken := q.Counts()
-	if pushed != uint64(next) || taken != uint64(next) {
-		t.Fatalf("Counts() = %d, %d; want %d, %d", pushed, taken, next, next)
-	}
+	assert.Equal(t, uint64(next), pushed, "Counts: pushed")
+	assert.Equal(t, uint64(next), taken, "Counts: taken")
 }
 
 func TestSpliceDropsReferences(t *testing.T) {
 	q := New[*int](10, 1<<20)
 	v := new(int)
-	q.Push([]byte("x"), v)
+	q.Push([]byte("x"), v, 0)
 	q.Take(1, 100)
 	for _, it := range q.ring {
-		if it.Value != nil || it.Data != nil {
-			t.Fatal("a taken item is still referenced by the ring")
-		}
+		assert.Nil(t, it.Value, "a taken item's value is still referenced by the ring")
+		assert.Nil(t, it.Data, "a taken item's data is still referenced by the ring")
 	}
 }
 
@@ -183,7 +153,7 @@ func TestConcurrentPushAndTake(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if res, _ := q.Push(item(p*each+i, 3).Data, item(p*each+i, 3).Value); res == Pushed {
+				if res, _ := push(q, p*each+i, 3); res == Admitted {
 					accepted[p]++
 				}
 			}
@@ -207,12 +177,10 @@ func TestConcurrentPushAndTake(t *testing.T) {
 	for _, a := range accepted {
 		total += a
 	}
-	if got != total {
-		t.Fatalf("took %d items, %d were accepted", got, total)
-	}
-	if n, b, _ := q.Sizes(); n != 0 || b != 0 {
-		t.Fatalf("queue not empty: %d items, %d bytes", n, b)
-	}
+	assert.Equal(t, total, got, "items taken, want those accepted")
+	n, b, _ := q.Sizes()
+	assert.Zero(t, n, "items left queued")
+	assert.Zero(t, b, "bytes left queued")
 }
 
 func BenchmarkPushTake(b *testing.B) {
@@ -220,7 +188,7 @@ func BenchmarkPushTake(b *testing.B) {
 	data := bytes.Repeat([]byte{'x'}, 200)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		q.Push(data, i)
+		q.Push(data, i, 0)
 		if q.Len() >= 250 {
 			q.Take(250, 500000)
 		}
@@ -229,37 +197,25 @@ func BenchmarkPushTake(b *testing.B) {
 
 func TestClosedQueueRefusesButKeepsItems(t *testing.T) {
 	q := New[int](10, 1<<20)
-	q.Push(item(0, 1).Data, item(0, 1).Value)
+	push(q, 0, 1)
 	q.Close()
-	if !q.IsClosed() {
-		t.Fatal("IsClosed() = false after Close")
-	}
-	if res, n := q.Push(item(1, 1).Data, item(1, 1).Value); res != Closed || n != 1 {
-		t.Fatalf("Push after Close = (%v, %d), want (Closed, 1)", res, n)
-	}
-	if got := values(q.Drain()); fmt.Sprint(got) != "[0]" {
-		t.Fatalf("drained %v, want the item queued before Close", got)
-	}
+	assert.True(t, q.IsClosed(), "IsClosed after Close")
+	res, n := push(q, 1, 1)
+	assert.Equal(t, Closed, res, "a push after Close")
+	assert.Equal(t, 1, n, "items queued after a push after Close")
+	assert.Equal(t, []int{0}, values(q.Drain()), "the items queued before Close")
 }
 
-func TestPushCopiesAndAdmits(t *testing.T) {
+func TestPushCopiesAndAdmission(t *testing.T) {
 	q := New[int](2, 10)
 	data := []byte("abc")
-	q.Push(data, 1)
+	q.Push(data, 1, 0)
 	data[0] = 'X'
-	if got := string(q.Drain().Items[0].Data); got != "abc" {
-		t.Fatalf("queued %q, want the bytes as they were pushed", got)
-	}
+	assert.Equal(t, "abc", string(q.Drain().Items[0].Data), "the bytes as they were pushed")
 	q.Release(1, 3)
-	if q.Admits() != Pushed {
-		t.Fatal("an empty queue does not admit")
-	}
-	q.Push([]byte("0123456789"), 2)
-	if q.Admits() != Full {
-		t.Fatal("a queue with no byte left admits")
-	}
+	assert.Equal(t, Admitted, q.Admission(), "an empty queue")
+	q.Push([]byte("0123456789"), 2, 0)
+	assert.Equal(t, Full, q.Admission(), "a queue with no byte left")
 	q.Close()
-	if q.Admits() != Closed {
-		t.Fatal("a closed queue admits")
-	}
+	assert.Equal(t, Closed, q.Admission(), "a closed queue")
 }

@@ -5,15 +5,17 @@ import "time"
 // Action is what the caller does after an attempt.
 type Action int
 
+// The actions. Each name says it is an Action, so that ActionDeliver is
+// not read as the Uploader's Deliver.
 const (
-	// Deliver: the batch was accepted; report success.
-	Deliver Action = iota + 1
-	// Wait: wait Decision.Wait, then send the batch again.
-	Wait
-	// Split: send each half of the batch as its own batch.
-	Split
-	// Fail: report the batch failed with Decision.Reason.
-	Fail
+	// ActionDeliver: the batch was accepted; report success.
+	ActionDeliver Action = iota + 1
+	// ActionWait: wait Decision.Wait, then send the batch again.
+	ActionWait
+	// ActionSplit: send each half of the batch as its own batch.
+	ActionSplit
+	// ActionFail: report the batch failed with Decision.Reason.
+	ActionFail
 )
 
 // Path is the retry path a wait was taken on.
@@ -41,11 +43,11 @@ func (p Path) String() string {
 type Decision struct {
 	// Action is what to do next.
 	Action Action
-	// Path and Wait are set when Action is Wait.
+	// Path and Wait are set when Action is ActionWait.
 	Path Path
 	Wait time.Duration
-	// Reason is set when Action is Fail: one of the sentinel errors of this
-	// package.
+	// Reason is set when Action is ActionFail: one of the sentinel errors
+	// of this package.
 	Reason error
 }
 
@@ -69,27 +71,26 @@ type Budget struct {
 func (b *Budget) Attempts() int { return b.attempts }
 
 // Next records the end of an attempt and decides what follows. now must come
-// from the monotonic clock (time.Now, or a fake clock in tests): the budgets
-// are measured as durations since their first use, never by wall-clock
-// subtraction.
+// from time.Now, whose monotonic reading makes the budgets durations since
+// their first use, never wall-clock differences.
 func (b *Budget) Next(r Result, now time.Time) Decision {
 	b.attempts++
 	switch r.Outcome {
-	case Success:
-		return Decision{Action: Deliver}
-	case TooLarge:
+	case OutcomeSuccess:
+		return Decision{Action: ActionDeliver}
+	case OutcomeTooLarge:
 		if b.events > 1 {
-			return Decision{Action: Split}
+			return Decision{Action: ActionSplit}
 		}
-		return Decision{Action: Fail, Reason: ErrFatalStatus}
-	case Redirect:
-		return Decision{Action: Fail, Reason: ErrRedirect}
-	case RateLimited:
+		return Decision{Action: ActionFail, Reason: ErrFatalStatus}
+	case OutcomeRedirect:
+		return Decision{Action: ActionFail, Reason: ErrRedirect}
+	case OutcomeRateLimited:
 		return b.rateLimited(r.RetryAfter, now)
-	case Retryable:
+	case OutcomeRetryable:
 		return b.backoff(now)
 	}
-	return Decision{Action: Fail, Reason: ErrFatalStatus}
+	return Decision{Action: ActionFail, Reason: ErrFatalStatus}
 }
 
 // rateLimited is the rate-limit path: it does not spend the retry count.
@@ -97,11 +98,11 @@ func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
 	if !b.rateLimitStarted {
 		b.rateLimitStarted, b.rateLimitStart = true, now
 	}
-	wait := b.policy.RateLimitWait(retryAfter)
+	wait := b.policy.rateLimitWait(retryAfter)
 	if !fits(now.Sub(b.rateLimitStart), wait, b.policy.MaxRateLimitDuration) {
-		return Decision{Action: Fail, Reason: ErrRateLimitBudgetExceeded}
+		return Decision{Action: ActionFail, Reason: ErrRateLimitBudgetExceeded}
 	}
-	return Decision{Action: Wait, Path: RateLimitPath, Wait: wait}
+	return Decision{Action: ActionWait, Path: RateLimitPath, Wait: wait}
 }
 
 // backoff is the counted path: check what is left, then spend one retry.
@@ -110,14 +111,14 @@ func (b *Budget) backoff(now time.Time) Decision {
 		b.backoffStarted, b.backoffStart = true, now
 	}
 	if b.retries >= b.policy.RetryCount {
-		return Decision{Action: Fail, Reason: ErrRetriesExhausted}
+		return Decision{Action: ActionFail, Reason: ErrRetriesExhausted}
 	}
-	wait := b.policy.Backoff(b.retries + 1)
+	wait := b.policy.backoff(b.retries + 1)
 	if !fits(now.Sub(b.backoffStart), wait, b.policy.MaxTotalBackoffDuration) {
-		return Decision{Action: Fail, Reason: ErrBackoffBudgetExceeded}
+		return Decision{Action: ActionFail, Reason: ErrBackoffBudgetExceeded}
 	}
 	b.retries++
-	return Decision{Action: Wait, Path: BackoffPath, Wait: wait}
+	return Decision{Action: ActionWait, Path: BackoffPath, Wait: wait}
 }
 
 // fits reports whether a wait started after elapsed ends within budget,

@@ -1,10 +1,12 @@
 package retry
 
 import (
-	"errors"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // noJitter makes Backoff return exactly d/2; fullJitter makes it d/2 + (d/2 - 1).
@@ -18,17 +20,18 @@ func testPolicy() Policy {
 }
 
 var (
-	retryable   = Result{Outcome: Retryable}
-	rateLimited = func(d time.Duration) Result { return Result{Outcome: RateLimited, RetryAfter: d} }
+	retryable   = Result{Outcome: OutcomeRetryable}
+	rateLimited = func(d time.Duration) Result { return Result{Outcome: OutcomeRateLimited, RetryAfter: d} }
 )
 
 func TestDefaultPolicy(t *testing.T) {
 	p := DefaultPolicy()
-	if p.RetryCount != 10 || p.BackoffBase != 500*time.Millisecond || p.BackoffCap != 60*time.Second ||
-		p.MaxTotalBackoffDuration != 43200*time.Second || p.MaxRateLimitDuration != 43200*time.Second ||
-		p.RateLimitRetryAfterCap != 300*time.Second {
-		t.Fatalf("DefaultPolicy() = %+v", p)
-	}
+	assert.Equal(t, 10, p.RetryCount)
+	assert.Equal(t, 500*time.Millisecond, p.BackoffBase)
+	assert.Equal(t, 60*time.Second, p.BackoffCap)
+	assert.Equal(t, 43200*time.Second, p.MaxTotalBackoffDuration)
+	assert.Equal(t, 43200*time.Second, p.MaxRateLimitDuration)
+	assert.Equal(t, 300*time.Second, p.RateLimitRetryAfterCap)
 }
 
 func TestBackoffFormula(t *testing.T) {
@@ -41,13 +44,9 @@ func TestBackoffFormula(t *testing.T) {
 	for i, d := range wantD {
 		n := i + 1
 		p.Jitter = noJitter
-		if got := p.Backoff(n); got != d/2 {
-			t.Errorf("Backoff(%d) without jitter = %v, want %v", n, got, d/2)
-		}
+		assert.Equal(t, d/2, p.backoff(n), "backoff(%d) without jitter", n)
 		p.Jitter = fullJitter
-		if got := p.Backoff(n); got != d-1 {
-			t.Errorf("Backoff(%d) with top jitter = %v, want %v", n, got, d-1)
-		}
+		assert.Equal(t, d-1, p.backoff(n), "backoff(%d) with top jitter", n)
 	}
 }
 
@@ -55,15 +54,12 @@ func TestBackoffJitterStaysInRange(t *testing.T) {
 	p := DefaultPolicy() // real random jitter
 	seen := map[time.Duration]bool{}
 	for i := 0; i < 2000; i++ {
-		got := p.Backoff(3) // d = 2s
-		if got < time.Second || got >= 2*time.Second {
-			t.Fatalf("Backoff(3) = %v, want in [1s, 2s)", got)
-		}
+		got := p.backoff(3) // d = 2s
+		require.GreaterOrEqual(t, got, time.Second, "backoff(3)")
+		require.Less(t, got, 2*time.Second, "backoff(3)")
 		seen[got] = true
 	}
-	if len(seen) < 100 {
-		t.Fatalf("jitter produced only %d distinct waits in 2000 draws", len(seen))
-	}
+	assert.GreaterOrEqual(t, len(seen), 100, "distinct waits the jitter produced in 2000 draws")
 }
 
 func TestBackoffNeverOverflows(t *testing.T) {
@@ -71,18 +67,12 @@ func TestBackoffNeverOverflows(t *testing.T) {
 	p.BackoffBase = time.Duration(math.MaxInt64 / 3)
 	p.BackoffCap = time.Duration(math.MaxInt64)
 	for _, n := range []int{1, 2, 3, 10, 63, 64, 1000, math.MaxInt32} {
-		if got := p.Backoff(n); got <= 0 {
-			t.Errorf("Backoff(%d) = %v, overflowed", n, got)
-		}
+		assert.Positive(t, p.backoff(n), "backoff(%d) overflowed", n)
 	}
 	p = testPolicy()
-	if got := p.Backoff(1 << 20); got != 30*time.Second {
-		t.Errorf("Backoff(huge n) = %v, want cap/2 = 30s", got)
-	}
+	assert.Equal(t, 30*time.Second, p.backoff(1<<20), "backoff(huge n), want cap/2")
 	p.BackoffBase = 0
-	if got := p.Backoff(5); got != 0 {
-		t.Errorf("Backoff with base 0 = %v, want 0", got)
-	}
+	assert.Zero(t, p.backoff(5), "backoff with base 0")
 }
 
 func TestRetryCountNMeansN(t *testing.T) {
@@ -94,20 +84,16 @@ func TestRetryCountNMeansN(t *testing.T) {
 		var d Decision
 		for {
 			d = b.Next(retryable, now)
-			if d.Action != Wait {
+			if d.Action != ActionWait {
 				break
 			}
-			if d.Path != BackoffPath {
-				t.Fatalf("RetryCount %d: wait on %v, want backoff path", n, d.Path)
-			}
+			require.Equal(t, BackoffPath, d.Path, "RetryCount %d: the path of a wait", n)
 			retries++
 		}
-		if retries != n || b.Attempts() != n+1 {
-			t.Errorf("RetryCount %d: %d retries, %d attempts; want %d and %d", n, retries, b.Attempts(), n, n+1)
-		}
-		if d.Action != Fail || !errors.Is(d.Reason, ErrRetriesExhausted) {
-			t.Errorf("RetryCount %d: final decision %+v, want Fail with ErrRetriesExhausted", n, d)
-		}
+		assert.Equal(t, n, retries, "RetryCount %d: retries", n)
+		assert.Equal(t, n+1, b.Attempts(), "RetryCount %d: attempts", n)
+		assert.Equal(t, ActionFail, d.Action, "RetryCount %d: the final action", n)
+		assert.ErrorIs(t, d.Reason, ErrRetriesExhausted, "RetryCount %d: the final reason", n)
 	}
 }
 
@@ -119,34 +105,28 @@ func TestRateLimitPathDoesNotSpendRetries(t *testing.T) {
 	// still has both of its retries.
 	for i := 0; i < 50; i++ {
 		d := b.Next(rateLimited(time.Second), now.Add(time.Duration(i)*time.Second))
-		if d.Action != Wait || d.Path != RateLimitPath || d.Wait != time.Second {
-			t.Fatalf("rate-limited attempt %d: %+v", i, d)
-		}
+		assert.Equal(t, Decision{Action: ActionWait, Path: RateLimitPath, Wait: time.Second}, d, "rate-limited attempt %d", i)
 	}
 	for i := 0; i < 2; i++ {
-		if d := b.Next(retryable, now.Add(time.Minute)); d.Action != Wait || d.Path != BackoffPath {
-			t.Fatalf("backoff retry %d after rate limits: %+v", i+1, d)
-		}
+		d := b.Next(retryable, now.Add(time.Minute))
+		assert.Equal(t, ActionWait, d.Action, "backoff retry %d after rate limits", i+1)
+		assert.Equal(t, BackoffPath, d.Path, "backoff retry %d after rate limits", i+1)
 	}
-	if d := b.Next(retryable, now.Add(time.Minute)); d.Action != Fail || d.Reason != ErrRetriesExhausted {
-		t.Fatalf("third backoff failure: %+v, want retries exhausted", d)
-	}
-	if b.Attempts() != 53 {
-		t.Fatalf("Attempts() = %d, want 53 (counts both paths)", b.Attempts())
-	}
+	d := b.Next(retryable, now.Add(time.Minute))
+	assert.Equal(t, ActionFail, d.Action, "the third backoff failure")
+	assert.ErrorIs(t, d.Reason, ErrRetriesExhausted, "the third backoff failure")
+	assert.Equal(t, 53, b.Attempts(), "attempts, counted on both paths")
 }
 
 func TestRateLimitWaitIsCapped(t *testing.T) {
 	p := testPolicy()
 	p.RateLimitRetryAfterCap = 30 * time.Second
 	d := p.NewBudget(1).Next(rateLimited(time.Hour), now)
-	if d.Action != Wait || d.Wait != 30*time.Second {
-		t.Fatalf("Retry-After 1h with cap 30s: %+v, want wait 30s", d)
-	}
+	assert.Equal(t, ActionWait, d.Action, "Retry-After 1h with cap 30s")
+	assert.Equal(t, 30*time.Second, d.Wait, "Retry-After 1h with cap 30s")
 	d = p.NewBudget(1).Next(rateLimited(time.Duration(math.MaxInt64)), now)
-	if d.Action != Wait || d.Wait != 30*time.Second {
-		t.Fatalf("saturated Retry-After: %+v, want wait 30s", d)
-	}
+	assert.Equal(t, ActionWait, d.Action, "a saturated Retry-After")
+	assert.Equal(t, 30*time.Second, d.Wait, "a saturated Retry-After")
 }
 
 func TestRateLimitBudget(t *testing.T) {
@@ -160,26 +140,24 @@ func TestRateLimitBudget(t *testing.T) {
 		ra   time.Duration
 		want Action
 	}{
-		{0, 4 * time.Second, Wait},               // 0+4 <= 10
-		{4 * time.Second, 4 * time.Second, Wait}, // 4+4 <= 10
-		{8 * time.Second, 2 * time.Second, Wait}, // 8+2 == 10 fits exactly
-		{10 * time.Second, 1 * time.Second, Fail},
+		{0, 4 * time.Second, ActionWait},               // 0+4 <= 10
+		{4 * time.Second, 4 * time.Second, ActionWait}, // 4+4 <= 10
+		{8 * time.Second, 2 * time.Second, ActionWait}, // 8+2 == 10 fits exactly
+		{10 * time.Second, 1 * time.Second, ActionFail},
 	}
 	for i, s := range steps {
 		d := b.Next(rateLimited(s.ra), start.Add(s.at))
-		if d.Action != s.want {
-			t.Fatalf("step %d: %+v, want %v", i, d, s.want)
-		}
+		require.Equal(t, s.want, d.Action, "step %d", i)
 	}
 	// A wait that does not fit fails at once, even early on.
 	b = p.NewBudget(1)
-	if d := b.Next(rateLimited(11*time.Second), now); d.Action != Fail || d.Reason != ErrRateLimitBudgetExceeded {
-		t.Fatalf("first wait larger than the budget: %+v, want ErrRateLimitBudgetExceeded", d)
-	}
+	d := b.Next(rateLimited(11*time.Second), now)
+	assert.Equal(t, ActionFail, d.Action, "a first wait larger than the budget")
+	assert.ErrorIs(t, d.Reason, ErrRateLimitBudgetExceeded, "a first wait larger than the budget")
 	p.MaxRateLimitDuration = 0
-	if d := p.NewBudget(1).Next(rateLimited(time.Second), now); d.Action != Fail || d.Reason != ErrRateLimitBudgetExceeded {
-		t.Fatalf("budget 0: %+v, want immediate failure", d)
-	}
+	d = p.NewBudget(1).Next(rateLimited(time.Second), now)
+	assert.Equal(t, ActionFail, d.Action, "budget 0")
+	assert.ErrorIs(t, d.Reason, ErrRateLimitBudgetExceeded, "budget 0")
 }
 
 func TestBackoffBudget(t *testing.T) {
@@ -192,10 +170,8 @@ func TestBackoffBudget(t *testing.T) {
 	var waits []time.Duration
 	for {
 		d := b.Next(retryable, clock)
-		if d.Action == Fail {
-			if d.Reason != ErrBackoffBudgetExceeded {
-				t.Fatalf("failed with %v, want ErrBackoffBudgetExceeded", d.Reason)
-			}
+		if d.Action == ActionFail {
+			assert.ErrorIs(t, d.Reason, ErrBackoffBudgetExceeded, "the failure's reason")
 			break
 		}
 		waits = append(waits, d.Wait)
@@ -204,25 +180,16 @@ func TestBackoffBudget(t *testing.T) {
 	// Waits 250ms, 500ms, 1s, 2s sum to 3.75s; the next (4s) does not fit in
 	// the 1.25s left, so the batch fails at once rather than sleeping first.
 	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
-	if len(waits) != len(want) {
-		t.Fatalf("waits = %v, want %v", waits, want)
-	}
-	for i := range want {
-		if waits[i] != want[i] {
-			t.Fatalf("waits = %v, want %v", waits, want)
-		}
-	}
-	if b.retries != 4 {
-		t.Fatalf("retries spent = %d, want 4: a wait that does not fit must not spend a retry", b.retries)
-	}
+	assert.Equal(t, want, waits)
+	assert.Equal(t, 4, b.retries, "retries spent: a wait that does not fit must not spend a retry")
 }
 
 func TestBackoffBudgetZeroFailsAtOnce(t *testing.T) {
 	p := testPolicy()
 	p.MaxTotalBackoffDuration = 0
-	if d := p.NewBudget(1).Next(retryable, now); d.Action != Fail || d.Reason != ErrBackoffBudgetExceeded {
-		t.Fatalf("budget 0: %+v, want ErrBackoffBudgetExceeded", d)
-	}
+	d := p.NewBudget(1).Next(retryable, now)
+	assert.Equal(t, ActionFail, d.Action, "budget 0")
+	assert.ErrorIs(t, d.Reason, ErrBackoffBudgetExceeded, "budget 0")
 }
 
 func TestBackoffBudgetStartsAtFirstBackoffFailure(t *testing.T) {
@@ -231,18 +198,16 @@ func TestBackoffBudgetStartsAtFirstBackoffFailure(t *testing.T) {
 	b := p.NewBudget(1)
 	// An hour of rate limiting first does not eat the backoff budget.
 	b.Next(rateLimited(time.Minute), now)
-	if d := b.Next(retryable, now.Add(time.Hour)); d.Action != Wait {
-		t.Fatalf("first backoff failure after an hour of rate limits: %+v, want a wait", d)
-	}
+	d := b.Next(retryable, now.Add(time.Hour))
+	assert.Equal(t, ActionWait, d.Action, "the first backoff failure after an hour of rate limits")
 }
 
 func TestRetryCountCheckedBeforeBudget(t *testing.T) {
 	p := testPolicy()
 	p.RetryCount = 0
 	p.MaxTotalBackoffDuration = 0
-	if d := p.NewBudget(1).Next(retryable, now); d.Reason != ErrRetriesExhausted {
-		t.Fatalf("RetryCount 0: %v, want ErrRetriesExhausted", d.Reason)
-	}
+	d := p.NewBudget(1).Next(retryable, now)
+	assert.ErrorIs(t, d.Reason, ErrRetriesExhausted, "RetryCount 0 and budget 0")
 }
 
 func TestTerminalOutcomes(t *testing.T) {
@@ -253,21 +218,17 @@ func TestTerminalOutcomes(t *testing.T) {
 		r      Result
 		want   Decision
 	}{
-		{"success", 3, Result{Outcome: Success}, Decision{Action: Deliver}},
-		{"413 splits a batch", 2, Result{Outcome: TooLarge}, Decision{Action: Split}},
-		{"413 on one event is fatal", 1, Result{Outcome: TooLarge}, Decision{Action: Fail, Reason: ErrFatalStatus}},
-		{"redirect", 3, Result{Outcome: Redirect}, Decision{Action: Fail, Reason: ErrRedirect}},
-		{"fatal", 3, Result{Outcome: Fatal}, Decision{Action: Fail, Reason: ErrFatalStatus}},
+		{"success", 3, Result{Outcome: OutcomeSuccess}, Decision{Action: ActionDeliver}},
+		{"413 splits a batch", 2, Result{Outcome: OutcomeTooLarge}, Decision{Action: ActionSplit}},
+		{"413 on one event is fatal", 1, Result{Outcome: OutcomeTooLarge}, Decision{Action: ActionFail, Reason: ErrFatalStatus}},
+		{"redirect", 3, Result{Outcome: OutcomeRedirect}, Decision{Action: ActionFail, Reason: ErrRedirect}},
+		{"fatal", 3, Result{Outcome: OutcomeFatal}, Decision{Action: ActionFail, Reason: ErrFatalStatus}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := p.NewBudget(tt.events)
-			if got := b.Next(tt.r, now); got != tt.want {
-				t.Fatalf("Next = %+v, want %+v", got, tt.want)
-			}
-			if b.Attempts() != 1 {
-				t.Fatalf("Attempts() = %d, want 1", b.Attempts())
-			}
+			assert.Equal(t, tt.want, b.Next(tt.r, now))
+			assert.Equal(t, 1, b.Attempts())
 		})
 	}
 }
@@ -277,20 +238,16 @@ func TestBudgetsBelongToOneBatch(t *testing.T) {
 	p.RetryCount = 1
 	a := p.NewBudget(2)
 	a.Next(retryable, now)
-	if d := a.Next(retryable, now); d.Action != Fail {
-		t.Fatalf("first batch: %+v, want exhausted", d)
-	}
-	if d := p.NewBudget(2).Next(retryable, now); d.Action != Wait {
-		t.Fatalf("a new batch must start fresh: %+v", d)
-	}
+	assert.Equal(t, ActionFail, a.Next(retryable, now).Action, "the first batch, exhausted")
+	assert.Equal(t, ActionWait, p.NewBudget(2).Next(retryable, now).Action, "a new batch, which starts fresh")
 }
 
 func BenchmarkDecision(b *testing.B) {
 	p := DefaultPolicy()
 	for b.Loop() {
 		bud := p.NewBudget(250)
-		bud.Next(Result{Outcome: Retryable}, now)
-		bud.Next(Result{Outcome: RateLimited, RetryAfter: time.Second}, now)
-		bud.Next(Result{Outcome: Success}, now)
+		bud.Next(Result{Outcome: OutcomeRetryable}, now)
+		bud.Next(Result{Outcome: OutcomeRateLimited, RetryAfter: time.Second}, now)
+		bud.Next(Result{Outcome: OutcomeSuccess}, now)
 	}
 }

@@ -10,31 +10,34 @@ import (
 // Outcome is how one upload attempt ended, seen by the retry policy.
 type Outcome int
 
+// The outcomes. Each name says it is an Outcome, so that OutcomeRedirect
+// is not read as ErrRedirect, nor OutcomeSuccess as a delivery.
 const (
-	// Success is a 2xx response.
-	Success Outcome = iota + 1
-	// RateLimited is a retryable status that carried a valid Retry-After.
-	RateLimited
-	// Retryable is a retryable status without a valid Retry-After, or a
-	// transport error (no response at all).
-	Retryable
-	// TooLarge is a 413: the server takes less than the batch; the batch is
-	// split rather than resent whole.
-	TooLarge
-	// Redirect is a 3xx that reached the SDK: a POST must not be turned into
-	// a GET, so it is a failure, never followed.
-	Redirect
-	// Fatal is any other status: 1xx, other 4xx, 501, 505, 511.
-	Fatal
+	// OutcomeSuccess is a 2xx response.
+	OutcomeSuccess Outcome = iota + 1
+	// OutcomeRateLimited is a retryable status that carried a valid
+	// Retry-After.
+	OutcomeRateLimited
+	// OutcomeRetryable is a retryable status without a valid Retry-After,
+	// or a transport error (no response at all).
+	OutcomeRetryable
+	// OutcomeTooLarge is a 413: the server takes less than the batch; the
+	// batch is split rather than resent whole.
+	OutcomeTooLarge
+	// OutcomeRedirect is a 3xx that reached the SDK: a POST must not be
+	// turned into a GET, so it is a failure, never followed.
+	OutcomeRedirect
+	// OutcomeFatal is any other status: 1xx, other 4xx, 501, 505, 511.
+	OutcomeFatal
 )
 
 var outcomeNames = [...]string{
-	Success:     "success",
-	RateLimited: "rate-limited",
-	Retryable:   "retryable",
-	TooLarge:    "too large",
-	Redirect:    "redirect",
-	Fatal:       "fatal",
+	OutcomeSuccess:     "success",
+	OutcomeRateLimited: "rate-limited",
+	OutcomeRetryable:   "retryable",
+	OutcomeTooLarge:    "too large",
+	OutcomeRedirect:    "redirect",
+	OutcomeFatal:       "fatal",
 }
 
 // String returns the outcome's name, for logs.
@@ -50,21 +53,21 @@ type Result struct {
 	// Outcome is how the attempt ended.
 	Outcome Outcome
 	// RetryAfter is the server's valid Retry-After, set only when Outcome is
-	// RateLimited.
+	// OutcomeRateLimited.
 	RetryAfter time.Duration
 }
 
-// NoResponse is the Result of an attempt that got no HTTP response: a
+// NoResponse returns the Result of an attempt that got no HTTP response: a
 // transport error or a per-attempt timeout. It is retried on the backoff
 // path, whether or not the request had been written, because every event
 // carries a messageId that the tracking API de-duplicates.
-var NoResponse = Result{Outcome: Retryable}
+func NoResponse() Result { return Result{Outcome: OutcomeRetryable} }
 
-// IsRetryableStatus reports whether status is worth sending again: 408, 410, 429,
-// 460, and 500–599 except 501 (Not Implemented), 505 (HTTP Version Not
-// Supported) and 511 (Network Authentication Required), which no resend can
-// fix.
-func IsRetryableStatus(status int) bool {
+// isRetryableStatus reports whether status is worth sending again: 408,
+// 410, 429, 460, and 500–599 except 501 (Not Implemented), 505 (HTTP
+// Version Not Supported) and 511 (Network Authentication Required), which
+// no resend can fix.
+func isRetryableStatus(status int) bool {
 	switch status {
 	case http.StatusRequestTimeout, http.StatusGone, http.StatusTooManyRequests, 460:
 		return true
@@ -88,16 +91,16 @@ func MayFollowRedirect(status int) bool {
 func Classify(status int, header http.Header, now time.Time) Result {
 	switch {
 	case status >= 200 && status <= 299:
-		return Result{Outcome: Success}
+		return Result{Outcome: OutcomeSuccess}
 	case status == http.StatusRequestEntityTooLarge:
-		return Result{Outcome: TooLarge}
+		return Result{Outcome: OutcomeTooLarge}
 	case status >= 300 && status <= 399:
-		return Result{Outcome: Redirect}
-	case IsRetryableStatus(status):
+		return Result{Outcome: OutcomeRedirect}
+	case isRetryableStatus(status):
 		if d, ok := retryafter.FromHeader(header, now); ok {
-			return Result{Outcome: RateLimited, RetryAfter: d}
+			return Result{Outcome: OutcomeRateLimited, RetryAfter: d}
 		}
-		return Result{Outcome: Retryable}
+		return Result{Outcome: OutcomeRetryable}
 	}
-	return Result{Outcome: Fatal}
+	return Result{Outcome: OutcomeFatal}
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -17,22 +19,18 @@ func TestClassifyStatusTable(t *testing.T) {
 		var want Outcome
 		switch {
 		case status >= 200 && status <= 299:
-			want = Success
+			want = OutcomeSuccess
 		case status == 413:
-			want = TooLarge
+			want = OutcomeTooLarge
 		case status >= 300 && status <= 399:
-			want = Redirect
+			want = OutcomeRedirect
 		case retryable[status]:
-			want = Retryable
+			want = OutcomeRetryable
 		default:
-			want = Fatal
+			want = OutcomeFatal
 		}
-		if got := Classify(status, http.Header{}, now).Outcome; got != want {
-			t.Errorf("Classify(%d) = %v, want %v", status, got, want)
-		}
-		if got := IsRetryableStatus(status); got != retryable[status] {
-			t.Errorf("IsRetryableStatus(%d) = %v, want %v", status, got, retryable[status])
-		}
+		assert.Equal(t, want, Classify(status, http.Header{}, now).Outcome, "Classify(%d)", status)
+		assert.Equal(t, retryable[status], isRetryableStatus(status), "isRetryableStatus(%d)", status)
 	}
 }
 
@@ -44,49 +42,43 @@ func TestClassifyRetryAfter(t *testing.T) {
 		header http.Header
 		want   Result
 	}{
-		{"429 with delta-seconds", 429, h("7"), Result{Outcome: RateLimited, RetryAfter: 7 * time.Second}},
-		{"503 with delta-seconds", 503, h("2"), Result{Outcome: RateLimited, RetryAfter: 2 * time.Second}},
-		{"529 with delta-seconds", 529, h("3"), Result{Outcome: RateLimited, RetryAfter: 3 * time.Second}},
-		{"408 with delta-seconds", 408, h("1"), Result{Outcome: RateLimited, RetryAfter: time.Second}},
-		{"503 with HTTP-date", 503, h(now.Add(90 * time.Second).Format(http.TimeFormat)), Result{Outcome: RateLimited, RetryAfter: 90 * time.Second}},
-		{"429 with 0", 429, h("0"), Result{Outcome: Retryable}},
-		{"429 with -1", 429, h("-1"), Result{Outcome: Retryable}},
-		{"429 with 1.5", 429, h("1.5"), Result{Outcome: Retryable}},
-		{"429 with garbage", 429, h("soon"), Result{Outcome: Retryable}},
-		{"429 with a past date", 429, h(now.Add(-time.Minute).Format(http.TimeFormat)), Result{Outcome: Retryable}},
-		{"400 ignores Retry-After", 400, h("5"), Result{Outcome: Fatal}},
-		{"501 ignores Retry-After", 501, h("5"), Result{Outcome: Fatal}},
-		{"413 ignores Retry-After", 413, h("5"), Result{Outcome: TooLarge}},
-		{"301 ignores Retry-After", 301, h("5"), Result{Outcome: Redirect}},
-		{"200 ignores Retry-After", 200, h("5"), Result{Outcome: Success}},
+		{"429 with delta-seconds", 429, h("7"), Result{Outcome: OutcomeRateLimited, RetryAfter: 7 * time.Second}},
+		{"503 with delta-seconds", 503, h("2"), Result{Outcome: OutcomeRateLimited, RetryAfter: 2 * time.Second}},
+		{"529 with delta-seconds", 529, h("3"), Result{Outcome: OutcomeRateLimited, RetryAfter: 3 * time.Second}},
+		{"408 with delta-seconds", 408, h("1"), Result{Outcome: OutcomeRateLimited, RetryAfter: time.Second}},
+		{"503 with HTTP-date", 503, h(now.Add(90 * time.Second).Format(http.TimeFormat)), Result{Outcome: OutcomeRateLimited, RetryAfter: 90 * time.Second}},
+		{"429 with 0", 429, h("0"), Result{Outcome: OutcomeRetryable}},
+		{"429 with -1", 429, h("-1"), Result{Outcome: OutcomeRetryable}},
+		{"429 with 1.5", 429, h("1.5"), Result{Outcome: OutcomeRetryable}},
+		{"429 with garbage", 429, h("soon"), Result{Outcome: OutcomeRetryable}},
+		{"429 with a past date", 429, h(now.Add(-time.Minute).Format(http.TimeFormat)), Result{Outcome: OutcomeRetryable}},
+		{"400 ignores Retry-After", 400, h("5"), Result{Outcome: OutcomeFatal}},
+		{"501 ignores Retry-After", 501, h("5"), Result{Outcome: OutcomeFatal}},
+		{"413 ignores Retry-After", 413, h("5"), Result{Outcome: OutcomeTooLarge}},
+		{"301 ignores Retry-After", 301, h("5"), Result{Outcome: OutcomeRedirect}},
+		{"200 ignores Retry-After", 200, h("5"), Result{Outcome: OutcomeSuccess}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Classify(tt.status, tt.header, now); got != tt.want {
-				t.Errorf("Classify(%d, %v) = %+v, want %+v", tt.status, tt.header, got, tt.want)
-			}
+			assert.Equal(t, tt.want, Classify(tt.status, tt.header, now), "Classify(%d, %v)", tt.status, tt.header)
 		})
 	}
 }
 
 func TestOutcomeAndPathNames(t *testing.T) {
-	for o := Success; o <= Fatal; o++ {
-		if o.String() == "unknown" || o.String() == "" {
-			t.Errorf("Outcome(%d) has no name", o)
-		}
+	for o := OutcomeSuccess; o <= OutcomeFatal; o++ {
+		assert.NotEqual(t, "unknown", o.String(), "the name of Outcome(%d)", int(o))
+		assert.NotEmpty(t, o.String(), "the name of Outcome(%d)", int(o))
 	}
-	if Outcome(0).String() != "unknown" || Outcome(99).String() != "unknown" {
-		t.Error("out-of-range outcomes must be named unknown")
-	}
-	if BackoffPath.String() != "backoff" || RateLimitPath.String() != "rate-limit" || Path(0).String() != "none" {
-		t.Error("path names changed")
-	}
+	assert.Equal(t, "unknown", Outcome(0).String(), "the name of an out-of-range outcome")
+	assert.Equal(t, "unknown", Outcome(99).String(), "the name of an out-of-range outcome")
+	assert.Equal(t, "backoff", BackoffPath.String())
+	assert.Equal(t, "rate-limit", RateLimitPath.String())
+	assert.Equal(t, "none", Path(0).String())
 }
 
 func TestMayFollowRedirect(t *testing.T) {
 	for status := 100; status <= 599; status++ {
-		if got, want := MayFollowRedirect(status), status == 307 || status == 308; got != want {
-			t.Errorf("MayFollowRedirect(%d) = %v, want %v", status, got, want)
-		}
+		assert.Equal(t, status == 307 || status == 308, MayFollowRedirect(status), "MayFollowRedirect(%d)", status)
 	}
 }

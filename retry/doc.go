@@ -3,10 +3,11 @@
 // retried, and if so on which path and after how long.
 //
 // It holds the SDK's retry policy in one place: the table of retryable
-// statuses ([Classify]), the jittered exponential backoff ([Policy.Backoff]),
-// and the per-batch retry count and duration budgets ([Budget]). It does no
-// I/O and never reads the clock: the caller passes the time in, so the whole
-// loop can be driven by a fake clock in tests.
+// statuses ([Classify]), the jittered exponential backoff, and the
+// per-batch retry count and duration budgets ([Policy], [Budget]), and the
+// client-wide rate-limit pause ([Pause]). It does no I/O and never reads the
+// clock: the caller passes the time in, so every decision can be tested at
+// any instant without waiting.
 //
 // The two paths:
 //
@@ -22,4 +23,8 @@
 //
 // A wait that does not fit in what is left of its budget fails the batch at
 // once; nothing sleeps only to fail afterwards.
+//
+// Every exported name is supported API of this package, for package
+// consumer, which runs the loop, and the analytics package, which holds the
+// Policy and re-exports the sentinel errors. Nothing else is exported.
 package retry

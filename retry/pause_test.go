@@ -1,30 +1,32 @@
 package retry
 
 import (
-	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// waitAt asserts what Pause.Wait answers at t: the wait, and no error.
+func waitAt(t *testing.T, p *Pause, at time.Time, policy *Policy, want time.Duration, msg string) {
+	t.Helper()
+	d, err := p.Wait(at, policy)
+	require.NoError(t, err, msg)
+	assert.Equal(t, want, d, msg)
+}
 
 func TestPauseIsOpenUntilHeld(t *testing.T) {
 	var p Pause
 	policy := testPolicy()
 	t0 := time.Unix(1_000_000, 0)
-	if d, err := p.Wait(t0, &policy); d != 0 || err != nil {
-		t.Fatalf("zero Pause: Wait = %v, %v; want open", d, err)
-	}
+	waitAt(t, &p, t0, &policy, 0, "the zero Pause")
 	p.Hold(t0, 3*time.Second)
-	if d, err := p.Wait(t0.Add(time.Second), &policy); d != 2*time.Second || err != nil {
-		t.Fatalf("1s into a 3s pause: Wait = %v, %v; want 2s", d, err)
-	}
-	if d, err := p.Wait(t0.Add(3*time.Second), &policy); d != 0 || err != nil {
-		t.Fatalf("at the pause's end: Wait = %v, %v; want open", d, err)
-	}
+	waitAt(t, &p, t0.Add(time.Second), &policy, 2*time.Second, "1s into a 3s pause")
+	waitAt(t, &p, t0.Add(3*time.Second), &policy, 0, "at the pause's end")
 	// A shorter hold never shortens the pause.
 	p.Hold(t0, time.Second)
-	if got := p.Until(); !got.Equal(t0.Add(3 * time.Second)) {
-		t.Fatalf("Until = %v, want t0+3s", got)
-	}
+	assert.WithinDuration(t, t0.Add(3*time.Second), p.Until(), 0, "Until after a shorter hold")
 }
 
 // Under sustained rate limiting every batch spends the same episode: a
@@ -36,28 +38,19 @@ func TestPauseWaitsCountAgainstTheEpisode(t *testing.T) {
 	policy.MaxRateLimitDuration = 2 * time.Second
 	t0 := time.Unix(1_000_000, 0)
 	p.Hold(t0, time.Second) // batch A's 429 starts the episode
-	if d, err := p.Wait(t0, &policy); d != time.Second || err != nil {
-		t.Fatalf("Wait = %v, %v; want 1s", d, err)
-	}
+	waitAt(t, &p, t0, &policy, time.Second, "the first hold")
 	p.Hold(t0.Add(time.Second), time.Second) // batch B's 429, a second later
-	if d, err := p.Wait(t0.Add(time.Second), &policy); d != time.Second || err != nil {
-		t.Fatalf("a wait ending exactly at the budget: %v, %v; want 1s", d, err)
-	}
+	waitAt(t, &p, t0.Add(time.Second), &policy, time.Second, "a wait ending exactly at the budget")
 	p.Hold(t0.Add(1500*time.Millisecond), time.Second) // until t0+2.5s
-	if _, err := p.Wait(t0.Add(1500*time.Millisecond), &policy); !errors.Is(err, ErrRateLimitBudgetExceeded) {
-		t.Fatalf("a wait ending 2.5s into a 2s episode: %v, want ErrRateLimitBudgetExceeded", err)
-	}
+	_, err := p.Wait(t0.Add(1500*time.Millisecond), &policy)
+	assert.ErrorIs(t, err, ErrRateLimitBudgetExceeded, "a wait ending 2.5s into a 2s episode")
 	// An attempt answered without Retry-After ends the episode: the pause
 	// already announced still holds, and counts from zero.
 	p.Answered()
-	if d, err := p.Wait(t0.Add(1500*time.Millisecond), &policy); d != time.Second || err != nil {
-		t.Fatalf("after the episode ended: Wait = %v, %v; want the 1s left of the pause", d, err)
-	}
+	waitAt(t, &p, t0.Add(1500*time.Millisecond), &policy, time.Second, "after the episode ended: the 1s left of the pause")
 	// The next 429 starts a new episode.
 	p.Hold(t0.Add(2500*time.Millisecond), 2*time.Second)
-	if d, err := p.Wait(t0.Add(2500*time.Millisecond), &policy); d != 2*time.Second || err != nil {
-		t.Fatalf("a new episode: Wait = %v, %v; want 2s", d, err)
-	}
+	waitAt(t, &p, t0.Add(2500*time.Millisecond), &policy, 2*time.Second, "a new episode")
 }
 
 func TestPauseWithZeroBudgetNeverWaits(t *testing.T) {
@@ -66,7 +59,6 @@ func TestPauseWithZeroBudgetNeverWaits(t *testing.T) {
 	policy.MaxRateLimitDuration = 0
 	t0 := time.Unix(1_000_000, 0)
 	p.Hold(t0, time.Second)
-	if _, err := p.Wait(t0, &policy); !errors.Is(err, ErrRateLimitBudgetExceeded) {
-		t.Fatalf("budget 0: %v, want ErrRateLimitBudgetExceeded", err)
-	}
+	_, err := p.Wait(t0, &policy)
+	assert.ErrorIs(t, err, ErrRateLimitBudgetExceeded, "budget 0")
 }

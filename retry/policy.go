@@ -63,10 +63,10 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// Backoff returns the wait before backoff retry n (n = 1, 2, ...):
+// backoff returns the wait before backoff retry n (n = 1, 2, ...):
 // d/2 + rand[0, d/2) with d = min(BackoffCap, BackoffBase·2^(n−1)). The
 // doubling saturates at BackoffCap, never overflows.
-func (p *Policy) Backoff(n int) time.Duration {
+func (p *Policy) backoff(n int) time.Duration {
 	d := p.backoffCeiling(n)
 	half := d / 2
 	if half <= 0 {
@@ -97,9 +97,9 @@ func (p *Policy) jitter(n time.Duration) time.Duration {
 	return rand.N(n)
 }
 
-// RateLimitWait returns how long the rate-limit path waits for a server's
+// rateLimitWait returns how long the rate-limit path waits for a server's
 // Retry-After: min(retryAfter, RateLimitRetryAfterCap).
-func (p *Policy) RateLimitWait(retryAfter time.Duration) time.Duration {
+func (p *Policy) rateLimitWait(retryAfter time.Duration) time.Duration {
 	return min(retryAfter, p.RateLimitRetryAfterCap)
 }
 

@@ -12,5 +12,7 @@
 // saturate to MaxDelay rather than overflow; the caller caps the delay.
 //
 // The package has no mutable state: every function is safe for concurrent
-// use.
+// use. Its exported names (FromHeader, Parse, ParseHTTPDate, ErrInvalid and
+// MaxDelay) are its supported API; package retry reads the header with
+// FromHeader.
 package retryafter

@@ -1,13 +1,14 @@
 package retryafter
 
 import (
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // rfc850Layout is the RFC 850 form as a time layout, for formatting only.
@@ -27,11 +28,11 @@ func FuzzParse(f *testing.F) {
 	f.Add("Wednesday, 15-Jun-77 00:00:00 GMT")
 	f.Fuzz(func(t *testing.T, value string) {
 		d, err := Parse(value, testRef)
-		if err == nil && d <= 0 {
-			t.Fatalf("Parse(%q) = %v, nil; a valid delay must be > 0", value, d)
-		}
-		if err != nil && (!errors.Is(err, ErrInvalid) || d != 0) {
-			t.Fatalf("Parse(%q) = %v, %v; an error must wrap ErrInvalid and come with 0", value, d, err)
+		if err == nil {
+			assert.Positive(t, d, "Parse(%q): a valid delay", value)
+		} else {
+			assert.ErrorIs(t, err, ErrInvalid, "Parse(%q)", value)
+			assert.Zero(t, d, "Parse(%q): the delay that comes with an error", value)
 		}
 
 		if allDigits(value) {
@@ -44,38 +45,30 @@ func FuzzParse(f *testing.F) {
 				want = time.Duration(n) * time.Second
 			}
 			if want == 0 {
-				if err == nil {
-					t.Fatalf("Parse(%q) = %v, nil; want an error for 0", value, d)
-				}
-			} else if err != nil || d != want {
-				t.Fatalf("Parse(%q) = %v, %v; want %v", value, d, err, want)
+				assert.Error(t, err, "Parse(%q) = %v, want an error for 0", value, d)
+			} else {
+				assert.NoError(t, err, "Parse(%q)", value)
+				assert.Equal(t, want, d, "Parse(%q)", value)
 			}
 			return
 		}
 
 		tm, derr := ParseHTTPDate(value, testRef)
 		if derr != nil {
-			if !errors.Is(derr, ErrInvalid) || !tm.IsZero() {
-				t.Fatalf("ParseHTTPDate(%q) = %v, %v; an error must wrap ErrInvalid and come with the zero time", value, tm, derr)
-			}
-			if err == nil {
-				t.Fatalf("Parse(%q) = %v, nil, but it is neither delta-seconds nor an HTTP-date (%v)", value, d, derr)
-			}
+			assert.ErrorIs(t, derr, ErrInvalid, "ParseHTTPDate(%q)", value)
+			assert.True(t, tm.IsZero(), "ParseHTTPDate(%q) = %v with its error, want the zero time", value, tm)
+			assert.Error(t, err, "Parse(%q) = %v, but it is neither delta-seconds nor an HTTP-date (%v)", value, d, derr)
 		} else {
-			if tm.Location() != time.UTC {
-				t.Fatalf("ParseHTTPDate(%q) = %v in %v; want UTC", value, tm, tm.Location())
-			}
+			assert.Same(t, time.UTC, tm.Location(), "ParseHTTPDate(%q) = %v, want UTC", value, tm)
 			// Strictness: an accepted date is exactly how its time formats in
 			// one of the three forms, so no lenient spelling gets through.
-			if value != tm.Format(http.TimeFormat) && value != tm.Format(rfc850Layout) && value != tm.Format(time.ANSIC) {
-				t.Fatalf("ParseHTTPDate(%q) = %v, which does not format back to the input", value, tm)
-			}
+			forms := []string{tm.Format(http.TimeFormat), tm.Format(rfc850Layout), tm.Format(time.ANSIC)}
+			assert.Contains(t, forms, value, "ParseHTTPDate(%q) = %v, which does not format back to the input", value, tm)
 			if tm.After(testRef) {
-				if err != nil || d != tm.Sub(testRef) {
-					t.Fatalf("Parse(%q) = %v, %v; want %v", value, d, err, tm.Sub(testRef))
-				}
-			} else if err == nil {
-				t.Fatalf("Parse(%q) = %v, nil for a date not after the reference", value, d)
+				assert.NoError(t, err, "Parse(%q)", value)
+				assert.Equal(t, tm.Sub(testRef), d, "Parse(%q)", value)
+			} else {
+				assert.Error(t, err, "Parse(%q) = %v for a date not after the reference", value, d)
 			}
 		}
 
@@ -87,18 +80,16 @@ func FuzzParse(f *testing.F) {
 			if perr != nil || want.Format(layout) != value {
 				continue
 			}
-			if derr != nil || !tm.Equal(want) {
-				t.Fatalf("ParseHTTPDate(%q) = %v, %v; want %v", value, tm, derr, want)
-			}
+			assert.NoError(t, derr, "ParseHTTPDate(%q)", value)
+			assert.WithinDuration(t, want, tm, 0, "ParseHTTPDate(%q)", value)
 		}
 		// For RFC 850, time.Parse puts 69-99 in the 1900s and 00-68 in the
 		// 2000s; compare only where that agrees with the window around
 		// testRef (1976-01-01, 2076-01-01].
 		if want, perr := time.Parse(rfc850Layout, value); perr == nil && want.Format(rfc850Layout) == value &&
 			want.Year() >= 1977 && want.Year() <= 2068 {
-			if derr != nil || !tm.Equal(want) {
-				t.Fatalf("ParseHTTPDate(%q) = %v, %v; want %v", value, tm, derr, want)
-			}
+			assert.NoError(t, derr, "ParseHTTPDate(%q)", value)
+			assert.WithinDuration(t, want, tm, 0, "ParseHTTPDate(%q)", value)
 		}
 	})
 }
@@ -122,32 +113,31 @@ func FuzzHTTPDateRoundTrip(f *testing.F) {
 
 		for _, layout := range []string{http.TimeFormat, time.ANSIC} {
 			s := tm.Format(layout)
-			if got, err := ParseHTTPDate(s, testRef); err != nil || !got.Equal(tm) {
-				t.Fatalf("ParseHTTPDate(%q) = %v, %v; want %v", s, got, err, tm)
-			}
-			if d, err := Parse(s, tm.Add(-time.Second)); err != nil || d != time.Second {
-				t.Fatalf("Parse(%q, one second before) = %v, %v; want 1s", s, d, err)
-			}
-			if d, err := Parse(s, tm); err == nil {
-				t.Fatalf("Parse(%q, same instant) = %v, nil; want an error", s, d)
-			}
+			got, err := ParseHTTPDate(s, testRef)
+			assert.NoError(t, err, "ParseHTTPDate(%q)", s)
+			assert.WithinDuration(t, tm, got, 0, "ParseHTTPDate(%q)", s)
+			d, err := Parse(s, tm.Add(-time.Second))
+			assert.NoError(t, err, "Parse(%q, one second before)", s)
+			assert.Equal(t, time.Second, d, "Parse(%q, one second before)", s)
+			d, err = Parse(s, tm)
+			assert.Error(t, err, "Parse(%q, same instant) = %v", s, d)
 		}
 
 		// RFC 850: any ref that puts tm at most 50 years ahead and less than
 		// 50 years behind resolves the two-digit year to tm's year.
 		s := tm.Format(rfc850Layout)
 		for _, ref := range []time.Time{tm, tm.AddDate(49, 0, 0), tm.AddDate(-49, 0, 0), tm.AddDate(-50, 0, 0)} {
-			if got, err := ParseHTTPDate(s, ref); err != nil || !got.Equal(tm) {
-				t.Fatalf("ParseHTTPDate(%q, ref %v) = %v, %v; want %v", s, ref, got, err, tm)
-			}
+			got, err := ParseHTTPDate(s, ref)
+			assert.NoError(t, err, "ParseHTTPDate(%q, ref %v)", s, ref)
+			assert.WithinDuration(t, tm, got, 0, "ParseHTTPDate(%q, ref %v)", s, ref)
 		}
 		// One second past 50 years ahead, the year must go back a century
 		// (and then may fail the weekday or 29 Feb check). AddDate moves
 		// 29 Feb to 1 Mar, which widens the window, so skip that day.
 		if !(tm.Month() == time.February && tm.Day() == 29) {
 			ref := tm.AddDate(-50, 0, 0).Add(-time.Second)
-			if got, err := ParseHTTPDate(s, ref); err == nil && got.Year() != tm.Year()-100 {
-				t.Fatalf("ParseHTTPDate(%q, ref %v) = %v; want year %d or an error", s, ref, got, tm.Year()-100)
+			if got, err := ParseHTTPDate(s, ref); err == nil {
+				assert.Equal(t, tm.Year()-100, got.Year(), "ParseHTTPDate(%q, ref %v) = %v, want an error or the year a century back", s, ref, got)
 			}
 		}
 	})

@@ -18,7 +18,7 @@ import (
 // Leading and trailing spaces and tabs are stripped from each field value
 // first, because RFC 9110 §5.5 excludes them from the value and a header
 // built by hand may still carry them; everything else is as strict as Parse.
-// FromHeader only reads h and is safe for concurrent use.
+// FromHeader only reads h, so callers may share a header.
 func FromHeader(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	value, ok := singleValue(h, "Retry-After")
 	if !ok {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestFromHeader(t *testing.T) {
@@ -63,9 +65,8 @@ func TestFromHeader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := FromHeader(tt.header, now)
-			if got != tt.want || ok != tt.wantOK {
-				t.Fatalf("FromHeader(%v) = %v, %v; want %v, %v", tt.header, got, ok, tt.want, tt.wantOK)
-			}
+			assert.Equal(t, tt.want, got, "FromHeader(%v)", tt.header)
+			assert.Equal(t, tt.wantOK, ok, "FromHeader(%v) ok", tt.header)
 		})
 	}
 }
@@ -76,12 +77,11 @@ func TestFromHeaderCanonicalKey(t *testing.T) {
 	h := http.Header{}
 	h.Set("retry-after", "7")
 	h.Add("RETRY-AFTER", "8")
-	if d, ok := FromHeader(h, time.Time{}); ok {
-		t.Fatalf("FromHeader with two lines set as %v = %v, true; want false", h, d)
-	}
+	d, ok := FromHeader(h, time.Time{})
+	assert.False(t, ok, "FromHeader with two lines set as %v = %v", h, d)
 	h.Del("Retry-after")
 	h.Set("retry-after", "7")
-	if d, ok := FromHeader(h, time.Time{}); !ok || d != 7*time.Second {
-		t.Fatalf("FromHeader(%v) = %v, %v; want 7s, true", h, d, ok)
-	}
+	d, ok = FromHeader(h, time.Time{})
+	assert.True(t, ok, "FromHeader(%v) ok", h)
+	assert.Equal(t, 7*time.Second, d, "FromHeader(%v)", h)
 }

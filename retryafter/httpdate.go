@@ -7,8 +7,11 @@ import (
 
 // The three HTTP-date forms of RFC 9110 §5.6.7 as fixed-width masks: '9' is
 // an ASCII digit, '?' is any byte (a name or day checked on its own), and any
-// other byte must appear as is. Fixed widths are the point: time.Parse would
-// accept "6" for "06" and would not check the weekday.
+// other byte must appear as is. Fixed widths are the point: time.Parse with
+// http.TimeFormat takes a one-digit hour ("8:49:37"), a fraction after the
+// seconds and names in any case, with time.ANSIC an asctime day written "6"
+// or "06", and it checks only that a weekday is a day's name, not that it is
+// the date's.
 const (
 	imfMask     = "???, 99 ??? 9999 99:99:99 GMT" // Sun, 06 Nov 1994 08:49:37 GMT
 	rfc850Mask  = ", 99-???-99 99:99:99 GMT"      // follows the day name in: Sunday, 06-Nov-94 08:49:37 GMT
@@ -35,7 +38,7 @@ const (
 // the most recent past year with those digits instead.
 //
 // On failure it returns the zero Time and an error that wraps ErrInvalid.
-// ParseHTTPDate never panics and is safe for concurrent use.
+// ParseHTTPDate never panics.
 func ParseHTTPDate(s string, ref time.Time) (time.Time, error) {
 	t, reason := parseHTTPDate(s, ref)
 	if reason != "" {

@@ -1,9 +1,11 @@
 package retryafter
 
 import (
-	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseHTTPDate(t *testing.T) {
@@ -34,14 +36,13 @@ func TestParseHTTPDate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseHTTPDate(tt.value, ref)
 			if tt.want.IsZero() {
-				if err == nil || !errors.Is(err, ErrInvalid) || !got.IsZero() {
-					t.Fatalf("ParseHTTPDate(%q) = %v, %v; want zero time and an error wrapping ErrInvalid", tt.value, got, err)
-				}
+				assert.ErrorIs(t, err, ErrInvalid, "ParseHTTPDate(%q)", tt.value)
+				assert.True(t, got.IsZero(), "ParseHTTPDate(%q) = %v with its error, want the zero time", tt.value, got)
 				return
 			}
-			if err != nil || !got.Equal(tt.want) || got.Location() != time.UTC {
-				t.Fatalf("ParseHTTPDate(%q) = %v (%v), %v; want %v in UTC", tt.value, got, got.Location(), err, tt.want)
-			}
+			require.NoError(t, err, "ParseHTTPDate(%q)", tt.value)
+			assert.WithinDuration(t, tt.want, got, 0, "ParseHTTPDate(%q)", tt.value)
+			assert.Same(t, time.UTC, got.Location(), "ParseHTTPDate(%q) = %v, want UTC", tt.value, got)
 		})
 	}
 }
@@ -77,14 +78,11 @@ func TestRFC850Year(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseHTTPDate(tt.value, tt.ref)
 			if tt.want.IsZero() {
-				if err == nil {
-					t.Fatalf("ParseHTTPDate(%q) = %v, nil; want an error", tt.value, got)
-				}
+				assert.Error(t, err, "ParseHTTPDate(%q) = %v", tt.value, got)
 				return
 			}
-			if err != nil || !got.Equal(tt.want) {
-				t.Fatalf("ParseHTTPDate(%q) = %v, %v; want %v (year %d)", tt.value, got, err, tt.want, tt.want.Year())
-			}
+			require.NoError(t, err, "ParseHTTPDate(%q)", tt.value)
+			assert.WithinDuration(t, tt.want, got, 0, "ParseHTTPDate(%q), want year %d", tt.value, tt.want.Year())
 		})
 	}
 }

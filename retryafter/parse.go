@@ -10,13 +10,11 @@ import (
 )
 
 // ErrInvalid is wrapped by every error Parse and ParseHTTPDate return, so a
-// caller can test for it with errors.Is. It is never reassigned by this
-// package, so comparing against it is safe for concurrent use.
+// caller can test for it with errors.Is.
 var ErrInvalid = errors.New("retryafter: invalid Retry-After")
 
 // MaxDelay is what a delta-seconds value too large for time.Duration
-// saturates to: math.MaxInt64 nanoseconds (about 292 years). It is a
-// constant, so it is safe for concurrent use.
+// saturates to: math.MaxInt64 nanoseconds (about 292 years).
 const MaxDelay = time.Duration(math.MaxInt64)
 
 // maxSeconds is the largest whole number of seconds a time.Duration holds:
@@ -48,7 +46,7 @@ const (
 //
 //	retryafter: invalid Retry-After "1.5": not delta-seconds or an HTTP-date
 //
-// Parse never panics and is safe for concurrent use.
+// Parse never panics.
 func Parse(value string, ref time.Time) (time.Duration, error) {
 	if value == "" {
 		return 0, invalid(value, "empty value")

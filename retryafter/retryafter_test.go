@@ -1,10 +1,12 @@
 package retryafter
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testRef is the default reference time of the table: Thursday 1 Jan 2026.
@@ -148,23 +150,14 @@ func TestParse(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Parse(c.value, c.refOrDefault())
 			if c.want != 0 {
-				if err != nil || got != c.want {
-					t.Fatalf("Parse(%q) = %v, %v; want %v, nil", c.value, got, err, c.want)
-				}
+				require.NoError(t, err, "Parse(%q)", c.value)
+				assert.Equal(t, c.want, got, "Parse(%q)", c.value)
 				return
 			}
-			if err == nil {
-				t.Fatalf("Parse(%q) = %v, nil; want an error containing %q", c.value, got, c.err)
-			}
-			if got != 0 {
-				t.Errorf("Parse(%q) returned delay %v with its error; want 0", c.value, got)
-			}
-			if !errors.Is(err, ErrInvalid) {
-				t.Errorf("Parse(%q) error %v does not wrap ErrInvalid", c.value, err)
-			}
-			if !strings.Contains(err.Error(), c.err) {
-				t.Errorf("Parse(%q) error %q does not say %q", c.value, err, c.err)
-			}
+			require.Error(t, err, "Parse(%q) = %v; want an error saying %q", c.value, got, c.err)
+			assert.Zero(t, got, "Parse(%q): the delay returned with its error", c.value)
+			assert.ErrorIs(t, err, ErrInvalid, "Parse(%q)", c.value)
+			assert.ErrorContains(t, err, c.err, "Parse(%q)", c.value)
 		})
 	}
 }
@@ -184,9 +177,7 @@ func TestParseErrorMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.value, testRef)
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("Parse(%q) error = %v\nwant %s", tt.value, err, tt.want)
-		}
+		assert.EqualError(t, err, tt.want, "Parse(%q)", tt.value)
 	}
 }
 

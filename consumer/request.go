@@ -1,0 +1,66 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"time"
+)
+
+// newRequest builds the POST of one attempt: the body (sentAt is now,
+// gzipped when on), the headers, and a trace that records in phase how far
+// the send gets.
+func (u *Uploader) newRequest(ctx context.Context, events [][]byte, retryCount int, phase *progress) (*http.Request, error) {
+	body := newBatchBody(events, u.context, time.Now())
+	var reader func() io.Reader
+	length := body.Len()
+	if u.gzip {
+		payload := compress(body)
+		length = len(payload)
+		reader = func() io.Reader { return bytes.NewReader(payload) }
+	} else {
+		reader = body.Reader
+	}
+
+	ctx = httptrace.WithClientTrace(ctx, u.trace(phase, length))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	// GetBody lets net/http send the body again after a 307/308.
+	req.Body, req.ContentLength = io.NopCloser(reader()), int64(length)
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(reader()), nil }
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", u.auth)
+	req.Header.Set("User-Agent", u.userAgent)
+	if u.gzip {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	if retryCount > 0 {
+		req.Header.Set("X-Retry-Count", strconv.Itoa(retryCount))
+	}
+	return req, nil
+}
+
+// trace records in phase how far each send of a request gets, and counts
+// the length bytes of its body each time one is written.
+func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		// Each send asks for a connection: the first, a followed 307/308,
+		// or net/http's own resend of a request nothing was written of.
+		// What counts is how far the last one got, so each starts over,
+		// and a redirect whose dial is refused is "not connected".
+		GetConn: func(string) { phase.restart(PhaseNotConnected) },
+		GotConn: func(httptrace.GotConnInfo) { phase.restart(PhaseConnected) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				phase.reach(PhaseWritten)
+				u.stats.bytesSent.Add(int64(length))
+			}
+		},
+		GotFirstResponseByte: func() { phase.reach(PhaseResponding) },
+	}
+}
