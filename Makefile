@@ -41,3 +41,4 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzHTTPDateRoundTrip$$' -fuzztime=$(FUZZTIME) ./retryafter
 	$(GO) test -run='^$$' -fuzz='^FuzzEncodeProperties$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzInput$$' -fuzztime=$(FUZZTIME) ./e2e/cli
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/decimal

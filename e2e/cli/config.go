@@ -3,11 +3,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/decimal"
 )
 
 // unit is how a config value is written in the input.
@@ -116,101 +115,16 @@ func (s settings) options() []analytics.Option {
 	return opts
 }
 
-var (
-	errFraction = errors.New("not a whole number at this scale")
-	errRange    = errors.New("out of range")
-)
-
-// decimal is a JSON number held exactly: ±digits × 10^exp. digits has no
-// leading or trailing zeros; "" is zero.
-type decimal struct {
-	neg    bool
-	digits string
-	exp    int64
-}
-
-// parseDecimal reads a JSON number literal. It does no arithmetic on the
-// exponent beyond clamping it, so "1e999999999" costs nothing.
-func parseDecimal(s string) (decimal, bool) {
-	var d decimal
-	if strings.HasPrefix(s, "-") {
-		d.neg, s = true, s[1:]
-	}
-	mant, expText, hasExp := strings.Cut(strings.ToLower(s), "e")
-	whole, frac, dot := strings.Cut(mant, ".")
-	if whole == "" || !allDigits(whole) || !allDigits(frac) || dot && frac == "" {
-		return decimal{}, false
-	}
-	if hasExp {
-		digits := strings.TrimLeft(expText, "+-")
-		if digits == "" || !allDigits(digits) {
-			return decimal{}, false
-		}
-		e, err := strconv.ParseInt(expText, 10, 64)
-		if err != nil {
-			// Saturate: past ±2^40 every non-zero value is out of any
-			// range we use or finer than a nanosecond.
-			e = 1 << 40
-			if strings.HasPrefix(expText, "-") {
-				e = -e
-			}
-		}
-		d.exp = max(min(e, 1<<40), -1<<40)
-	}
-	digits := strings.TrimLeft(whole+frac, "0")
-	d.exp -= int64(len(frac))
-	trimmed := strings.TrimRight(digits, "0")
-	d.exp += int64(len(digits) - len(trimmed))
-	d.digits = trimmed
-	if d.digits == "" {
-		d.neg, d.exp = false, 0
-	}
-	return d, true
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// scaled returns d × 10^scale as an int64: errFraction when that is not a
-// whole number, errRange when it does not fit.
-func (d decimal) scaled(scale int64) (int64, error) {
-	if d.digits == "" {
-		return 0, nil
-	}
-	e := d.exp + scale
-	if e < 0 {
-		return 0, errFraction
-	}
-	if int64(len(d.digits))+e > 19 { // int64 has at most 19 digits
-		return 0, errRange
-	}
-	text := d.digits + strings.Repeat("0", int(e))
-	if d.neg {
-		text = "-" + text
-	}
-	v, err := strconv.ParseInt(text, 10, 64)
-	if err != nil {
-		return 0, errRange
-	}
-	return v, nil
-}
-
 // parseInt reads an integer config value; 10.0 and 1e1 are 10, 10.5 is bad
 // input.
 func parseInt(n json.Number, path string) (int, error) {
-	d, ok := parseDecimal(n.String())
+	d, ok := decimal.Parse(n.String())
 	if !ok {
 		return 0, inputErr(path, "want an integer, got %q", short(n.String()))
 	}
-	v, err := d.scaled(0)
+	v, err := d.Scaled(0)
 	switch {
-	case errors.Is(err, errFraction):
+	case errors.Is(err, decimal.ErrFraction):
 		return 0, inputErr(path, "want an integer, got %s", short(n.String()))
 	case err != nil || int64(int(v)) != v:
 		return 0, inputErr(path, "%s is out of range", short(n.String()))
@@ -221,7 +135,7 @@ func parseInt(n json.Number, path string) (int, error) {
 // parseDuration reads a duration in unit u exactly, with no float64 on the
 // way: 0.1 seconds is 100ms, not 100ms ± 1ns.
 func parseDuration(n json.Number, u unit, path string) (time.Duration, error) {
-	d, ok := parseDecimal(n.String())
+	d, ok := decimal.Parse(n.String())
 	if !ok {
 		return 0, inputErr(path, "want a number of %s, got %q", u, short(n.String()))
 	}
@@ -229,9 +143,9 @@ func parseDuration(n json.Number, u unit, path string) (time.Duration, error) {
 	if u == second {
 		scale = 9
 	}
-	v, err := d.scaled(scale)
+	v, err := d.Scaled(scale)
 	switch {
-	case errors.Is(err, errFraction):
+	case errors.Is(err, decimal.ErrFraction):
 		return 0, inputErr(path, "%s %s is finer than a nanosecond", short(n.String()), u)
 	case err != nil:
 		return 0, inputErr(path, "%s %s is out of range (a duration is at most about 292 years)", short(n.String()), u)

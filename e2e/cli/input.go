@@ -11,6 +11,7 @@ import (
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/decimal"
 )
 
 // input is a decoded and fully validated input document: running it can
@@ -258,7 +259,7 @@ func decodeSequence(v any, path string, w *warnings) (sequence, error) {
 		if !ok {
 			return sequence{}, wantErr(p, "a non-negative number", d)
 		}
-		if dec, ok := parseDecimal(n.String()); ok && dec.neg {
+		if dec, ok := decimal.Parse(n.String()); ok && dec.Negative() {
 			return sequence{}, inputErr(p, "want a non-negative number, got %s", short(n.String()))
 		}
 		delay, err := parseDuration(n, millisecond, p)

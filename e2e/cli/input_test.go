@@ -264,46 +264,6 @@ func TestMessageIDAndTimestampKept(t *testing.T) {
 	assert.True(t, m.Timestamp.Equal(want), "timestamp %v, want %v", m.Timestamp, want)
 }
 
-func TestParseDecimal(t *testing.T) {
-	tests := []struct {
-		in    string
-		scale int64
-		want  int64
-		err   error
-	}{
-		{"0", 0, 0, nil},
-		{"-0.0e5", 9, 0, nil},
-		{"0e999999999999999999999", 0, 0, nil},
-		{"12", 0, 12, nil},
-		{"1.20", 0, 0, errFraction},
-		{"1.20", 1, 12, nil},
-		{"-3.5", 6, -3500000, nil},
-		{"1e-999999999999999999999", 9, 0, errFraction},
-		{"1e999999999999999999999", 0, 0, errRange},
-		{"9223372036854775807", 0, 1<<63 - 1, nil},
-		{"9223372036854775808", 0, 0, errRange},
-		{"-9223372036854775808", 0, -1 << 63, nil},
-		{"00012.3400", 2, 1234, nil},
-	}
-	for _, tt := range tests {
-		d, ok := parseDecimal(tt.in)
-		if !assert.True(t, ok, "parseDecimal(%q) failed", tt.in) {
-			continue
-		}
-		got, err := d.scaled(tt.scale)
-		assert.Equal(t, tt.want, got, "%q scaled by 10^%d", tt.in, tt.scale)
-		if tt.err == nil {
-			assert.NoError(t, err, "%q scaled by 10^%d", tt.in, tt.scale)
-		} else {
-			assert.ErrorIs(t, err, tt.err, "%q scaled by 10^%d", tt.in, tt.scale)
-		}
-	}
-	for _, bad := range []string{"", "-", ".5", "1.", "1e", "1e+", "0x10", "1_000", "+1", "1.2.3"} {
-		_, ok := parseDecimal(bad)
-		assert.False(t, ok, "parseDecimal(%q) accepted it", bad)
-	}
-}
-
 func TestInputFromFileAndStdin(t *testing.T) {
 	api := newTrackingAPI(t)
 	b, err := json.Marshal(api.doc(nil, seq(0, track("m-file"))))
