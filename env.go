@@ -3,21 +3,27 @@ package analytics
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/dualpath/analytics-go/internal/decimal"
 )
 
 // OptionsFromEnv reads settings from the environment, with the names and
 // units shared by the Segment SDKs, so a deployment tunes the SDK without a
 // rebuild:
 //
+//	ANALYTICS_WRITE_KEY                   read by NewFromEnv only, never shown
 //	ANALYTICS_ENDPOINT                    URL
 //	ANALYTICS_FLUSH_AT                    events
 //	ANALYTICS_FLUSH_INTERVAL              seconds
 //	ANALYTICS_RETRY_COUNT                 retries
+//	ANALYTICS_BACKOFF_BASE                seconds
+//	ANALYTICS_BACKOFF_CAP                 seconds
 //	ANALYTICS_MAX_TOTAL_BACKOFF_DURATION  seconds
 //	ANALYTICS_MAX_RATE_LIMIT_DURATION     seconds
 //	ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP  seconds
@@ -27,99 +33,210 @@ import (
 //	ANALYTICS_MAX_QUEUE_SIZE              events
 //	ANALYTICS_MAX_QUEUE_BYTES             bytes
 //
-// Durations are in seconds and may have a fraction ("0.5"). An unset or
-// empty variable leaves the default. A malformed one is an error naming the
-// variable, and so is a number out of range for its type (a count beyond an
-// int, seconds beyond a time.Duration); a well-formed value beyond the
-// option's bound is caught by New, naming the option. Pass the result to
-// New before or after options of your own: later options win.
+// Seconds are a decimal number, read exactly: 5, 0.5 or 1e-3 (a digit
+// before any point, an optional sign, no unit). Counts are whole numbers.
+// Spaces around a value are ignored, and an unset or empty variable leaves
+// the default.
+//
+// Any other variable whose name starts with ANALYTICS_ (in any case) is an
+// error, so that a misspelt name cannot pass silently; the error suggests
+// the name meant when one is close. So is a malformed value, or a number
+// out of range for its type (a count beyond an int, seconds beyond a
+// time.Duration, a fraction of a nanosecond). The error lists every
+// problem at once, one line each, naming the variable and the form it
+// expects; it never shows the value of ANALYTICS_WRITE_KEY, nor of a
+// variable it does not know. A well-formed value beyond the option's
+// bound is caught by New, naming the option.
+//
+// Pass the result to New before or after options of your own: later
+// options win. NewFromEnv also takes the write key from the environment.
 func OptionsFromEnv() ([]Option, error) {
-	return optionsFromLookup(os.LookupEnv)
+	return optionsFromEnviron(os.Environ())
 }
 
-func optionsFromLookup(lookup func(string) (string, bool)) ([]Option, error) {
-	var opts []Option
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
+func optionsFromEnviron(environ []string) ([]Option, error) {
+	env := readEnv(environ)
+	if len(env.problems) > 0 {
+		return nil, errors.Join(env.problems...)
 	}
-	if v, ok := get("ANALYTICS_ENDPOINT"); ok {
-		opts = append(opts, WithEndpoint(v))
+	return env.opts, nil
+}
+
+// NewFromEnv returns a client configured by the environment alone: the
+// write key from ANALYTICS_WRITE_KEY, every other setting as OptionsFromEnv
+// reads it. The environment's options are applied after opts, so a
+// variable that is set overrides the program's own setting: the code gives
+// the defaults, the deployment tunes them. (For a setting the environment
+// must not change, call New with OptionsFromEnv's options before your
+// own.)
+//
+// An unset or empty ANALYTICS_WRITE_KEY is an error naming the variable,
+// reported together with every problem OptionsFromEnv finds; the key never
+// appears in an error. Then New validates the result, naming the option at
+// fault.
+func NewFromEnv(opts ...Option) (*Client, error) {
+	return newFromEnviron(os.Environ(), opts)
+}
+
+func newFromEnviron(environ []string, opts []Option) (*Client, error) {
+	env := readEnv(environ)
+	if env.writeKey == "" {
+		missing := envProblem(envWriteKey, "empty or unset; set it to the write key of your source")
+		env.problems = append([]error{missing}, env.problems...)
 	}
-	ints := []struct {
-		name string
-		opt  func(int) Option
-	}{
-		{"ANALYTICS_FLUSH_AT", WithFlushAt},
-		{"ANALYTICS_RETRY_COUNT", WithRetryCount},
-		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", WithMaxConcurrentRequests},
-		{"ANALYTICS_MAX_QUEUE_SIZE", WithMaxQueueSize},
-		{"ANALYTICS_MAX_QUEUE_BYTES", WithMaxQueueBytes},
+	if len(env.problems) > 0 {
+		return nil, errors.Join(env.problems...)
 	}
-	for _, e := range ints {
-		v, ok := get(e.name)
-		if !ok {
+	return New(env.writeKey, append(slices.Clip(opts), env.opts...)...)
+}
+
+const (
+	envPrefix   = "ANALYTICS_"
+	envWriteKey = "ANALYTICS_WRITE_KEY"
+)
+
+// An envVar is a variable the SDK reads. read turns a non-empty value into
+// its option; it is nil for the write key, which is never an Option (an
+// Option could be printed) and is read by NewFromEnv alone.
+type envVar struct {
+	name string
+	read func(value string) (Option, error)
+}
+
+// envVars are the variables of OptionsFromEnv, in the order of its doc and
+// of its errors. An option with an environment form gets a row here.
+var envVars = []envVar{
+	{envWriteKey, nil},
+	{"ANALYTICS_ENDPOINT", func(v string) (Option, error) { return WithEndpoint(v), nil }},
+	{"ANALYTICS_FLUSH_AT", envCount(WithFlushAt, "events", "100")},
+	{"ANALYTICS_FLUSH_INTERVAL", envSeconds(WithFlushInterval)},
+	{"ANALYTICS_RETRY_COUNT", envCount(WithRetryCount, "retries", "3")},
+	{"ANALYTICS_BACKOFF_BASE", envSeconds(WithBackoffBase)},
+	{"ANALYTICS_BACKOFF_CAP", envSeconds(WithBackoffCap)},
+	{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", envSeconds(WithMaxTotalBackoffDuration)},
+	{"ANALYTICS_MAX_RATE_LIMIT_DURATION", envSeconds(WithMaxRateLimitDuration)},
+	{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", envSeconds(WithRateLimitRetryAfterCap)},
+	{"ANALYTICS_REQUEST_TIMEOUT", envSeconds(WithRequestTimeout)},
+	{"ANALYTICS_GZIP", envBool(WithGzip)},
+	{"ANALYTICS_MAX_CONCURRENT_REQUESTS", envCount(WithMaxConcurrentRequests, "requests", "8")},
+	{"ANALYTICS_MAX_QUEUE_SIZE", envCount(WithMaxQueueSize, "events", "10000")},
+	{"ANALYTICS_MAX_QUEUE_BYTES", envCount(WithMaxQueueBytes, "bytes", "33554432")},
+}
+
+// envReading is what the environment says: the options of the variables
+// set, the write key, and every problem found.
+type envReading struct {
+	opts     []Option
+	writeKey string
+	problems []error
+}
+
+// readEnv reads environ, in the form of os.Environ. When a name appears
+// twice the first value wins, as with os.Getenv.
+func readEnv(environ []string) envReading {
+	values := map[string]string{}
+	var unknown []string
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(strings.ToUpper(name), envPrefix) {
 			continue
 		}
+		if _, seen := values[name]; seen {
+			continue
+		}
+		values[name] = strings.TrimSpace(value)
+		if !slices.ContainsFunc(envVars, func(v envVar) bool { return v.name == name }) {
+			unknown = append(unknown, name)
+		}
+	}
+	var env envReading
+	for _, v := range envVars {
+		value := values[v.name]
+		switch {
+		case value == "":
+		case v.read == nil:
+			env.writeKey = value
+		default:
+			opt, err := v.read(value)
+			if err != nil {
+				env.problems = append(env.problems, envProblem(v.name, err.Error()))
+				continue
+			}
+			env.opts = append(env.opts, opt)
+		}
+	}
+	slices.Sort(unknown)
+	for _, name := range unknown {
+		reason := "unknown name (the doc of analytics.OptionsFromEnv lists the names it reads)"
+		if known := suggestEnvName(name); known != "" {
+			reason = "unknown name; did you mean " + known + "?"
+		}
+		env.problems = append(env.problems, envProblem(name, reason))
+	}
+	return env
+}
+
+func envProblem(name, reason string) error {
+	return fmt.Errorf("analytics: environment variable %s: %s", name, reason)
+}
+
+// envCount reads a whole number of unit; example is a well-formed value
+// to show in the error.
+func envCount(opt func(int) Option, unit, example string) func(string) (Option, error) {
+	return func(v string) (Option, error) {
 		n, err := strconv.Atoi(v)
 		if errors.Is(err, strconv.ErrRange) {
-			return nil, fmt.Errorf("analytics: environment variable %s: %q is out of range", e.name, v)
+			return nil, fmt.Errorf("%s is out of range", quoteValue(v))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("analytics: environment variable %s: %q is not a whole number", e.name, v)
+			return nil, fmt.Errorf("%s is not a whole number of %s; write e.g. %s", quoteValue(v), unit, example)
 		}
-		opts = append(opts, e.opt(n))
+		return opt(n), nil
 	}
-	durations := []struct {
-		name string
-		opt  func(time.Duration) Option
-	}{
-		{"ANALYTICS_FLUSH_INTERVAL", WithFlushInterval},
-		{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", WithMaxTotalBackoffDuration},
-		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", WithMaxRateLimitDuration},
-		{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", WithRateLimitRetryAfterCap},
-		{"ANALYTICS_REQUEST_TIMEOUT", WithRequestTimeout},
-	}
-	for _, e := range durations {
-		v, ok := get(e.name)
+}
+
+// envSeconds reads a number of seconds exactly: 0.1 is 100ms, not the
+// float64 nearest to it. A leading "+" is allowed, as for counts.
+func envSeconds(opt func(time.Duration) Option) func(string) (Option, error) {
+	return func(v string) (Option, error) {
+		text := v
+		if rest, ok := strings.CutPrefix(v, "+"); ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+			text = rest
+		}
+		d, ok := decimal.Parse(text)
 		if !ok {
-			continue
+			return nil, fmt.Errorf("%s is not a number of seconds; write 5 or 0.5", quoteValue(v))
 		}
-		d, err := parseSeconds(v)
-		if err != nil {
-			return nil, fmt.Errorf("analytics: environment variable %s: %v", e.name, err)
+		ns, err := d.Scaled(9)
+		switch {
+		case errors.Is(err, decimal.ErrFraction):
+			return nil, fmt.Errorf("%s seconds is finer than a nanosecond; write at most 9 digits after the point", quoteValue(v))
+		case err != nil:
+			return nil, fmt.Errorf("%s seconds is out of range (a duration is at most about 292 years)", quoteValue(v))
 		}
-		opts = append(opts, e.opt(d))
+		return opt(time.Duration(ns)), nil
 	}
-	if v, ok := get("ANALYTICS_GZIP"); ok {
+}
+
+func envBool(opt func(bool) Option) func(string) (Option, error) {
+	return func(v string) (Option, error) {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, fmt.Errorf("analytics: environment variable ANALYTICS_GZIP: %q is not true or false", v)
+			return nil, fmt.Errorf("%s is not a boolean; write true or false", quoteValue(v))
 		}
-		opts = append(opts, WithGzip(on))
+		return opt(on), nil
 	}
-	return opts, nil
 }
 
-// SecondsToDuration converts a number of seconds, as the cross-SDK settings
-// give them (fractions allowed), to a time.Duration. It rejects NaN, ±Inf
-// and values too large for a time.Duration rather than wrapping around.
-func SecondsToDuration(s float64) (time.Duration, error) {
-	if math.IsNaN(s) || math.IsInf(s, 0) {
-		return 0, fmt.Errorf("%v is not a number of seconds", s)
+// quoteValue quotes a malformed value for an error, cut to 40 bytes.
+func quoteValue(v string) string {
+	const most = 40
+	if len(v) <= most {
+		return strconv.Quote(v)
 	}
-	ns := s * float64(time.Second)
-	if ns >= math.MaxInt64 || ns <= math.MinInt64 {
-		return 0, fmt.Errorf("%v seconds is too long", s)
+	cut := most
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
 	}
-	return time.Duration(math.Round(ns)), nil
-}
-
-func parseSeconds(v string) (time.Duration, error) {
-	s, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a number of seconds", v)
-	}
-	return SecondsToDuration(s)
+	return strconv.Quote(v[:cut]) + "…"
 }

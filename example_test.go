@@ -162,5 +162,5 @@ func ExampleOptionsFromEnv() {
 	fmt.Println(err)
 	// Output:
 	// 2 <nil>
-	// analytics: environment variable ANALYTICS_FLUSH_AT: "fifty" is not a whole number
+	// analytics: environment variable ANALYTICS_FLUSH_AT: "fifty" is not a whole number of events; write e.g. 100
 }

@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -242,21 +241,5 @@ func TestOutOfRangeEnvValueIsCaughtByNew(t *testing.T) {
 	}
 	if _, err := New(testWriteKey, opts...); err == nil || !strings.Contains(err.Error(), "RetryCount") {
 		t.Fatalf("New with ANALYTICS_RETRY_COUNT=-3: %v", err)
-	}
-}
-
-func TestSecondsToDuration(t *testing.T) {
-	for _, tt := range []struct {
-		s    float64
-		want time.Duration
-		ok   bool
-	}{
-		{0, 0, true}, {1, time.Second, true}, {0.001, time.Millisecond, true}, {43200, 12 * time.Hour, true},
-		{math.NaN(), 0, false}, {math.Inf(1), 0, false}, {1e12, 0, false},
-	} {
-		got, err := SecondsToDuration(tt.s)
-		if (err == nil) != tt.ok || tt.ok && got != tt.want {
-			t.Errorf("SecondsToDuration(%v) = %v, %v", tt.s, got, err)
-		}
 	}
 }

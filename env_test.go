@@ -1,0 +1,330 @@
+package analytics
+
+import (
+	"encoding/base64"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// optionsFromLookup reads the known variables through lookup, as
+// OptionsFromEnv reads the environment: for tests that give a variable or
+// two as a function.
+func optionsFromLookup(lookup func(string) (string, bool)) ([]Option, error) {
+	var environ []string
+	for _, v := range envVars {
+		if value, ok := lookup(v.name); ok {
+			environ = append(environ, v.name+"="+value)
+		}
+	}
+	return optionsFromEnviron(environ)
+}
+
+// configFromEnv applies what environ sets to the default config.
+func configFromEnv(t *testing.T, environ ...string) config {
+	t.Helper()
+	opts, err := optionsFromEnviron(environ)
+	require.NoError(t, err, "environment %q", environ)
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// envErrorLines returns the lines of the error environ gives, one per
+// problem.
+func envErrorLines(t *testing.T, environ ...string) []string {
+	t.Helper()
+	_, err := optionsFromEnviron(environ)
+	require.Error(t, err, "environment %q", environ)
+	return strings.Split(err.Error(), "\n")
+}
+
+// clearAnalyticsEnv unsets every ANALYTICS_ variable for the test, so
+// that the tests of the real environment see only what they set.
+func clearAnalyticsEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(strings.ToUpper(name), envPrefix) {
+			t.Setenv(name, "") // restores the value after the test
+			require.NoError(t, os.Unsetenv(name))
+		}
+	}
+}
+
+func TestEnvEveryVariable(t *testing.T) {
+	tests := []struct {
+		name, value string
+		got         func(config) any
+		want        any
+	}{
+		{"ANALYTICS_ENDPOINT", "http://127.0.0.1:8080", func(c config) any { return c.endpoint }, "http://127.0.0.1:8080"},
+		{"ANALYTICS_FLUSH_AT", "100", func(c config) any { return c.flushAt }, 100},
+		{"ANALYTICS_FLUSH_INTERVAL", "0.5", func(c config) any { return c.flushInterval }, 500 * time.Millisecond},
+		{"ANALYTICS_RETRY_COUNT", "0", func(c config) any { return c.policy.RetryCount }, 0},
+		{"ANALYTICS_BACKOFF_BASE", "0.25", func(c config) any { return c.policy.BackoffBase }, 250 * time.Millisecond},
+		{"ANALYTICS_BACKOFF_CAP", "30", func(c config) any { return c.policy.BackoffCap }, 30 * time.Second},
+		{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", "60", func(c config) any { return c.policy.MaxTotalBackoffDuration }, time.Minute},
+		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "120.25", func(c config) any { return c.policy.MaxRateLimitDuration }, 120250 * time.Millisecond},
+		{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", "30", func(c config) any { return c.policy.RateLimitRetryAfterCap }, 30 * time.Second},
+		{"ANALYTICS_REQUEST_TIMEOUT", "2.5", func(c config) any { return c.requestTimeout }, 2500 * time.Millisecond},
+		{"ANALYTICS_GZIP", "false", func(c config) any { return c.gzip }, false},
+		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "2", func(c config) any { return c.maxConcurrentRequests }, 2},
+		{"ANALYTICS_MAX_QUEUE_SIZE", "500", func(c config) any { return c.maxQueueSize }, 500},
+		{"ANALYTICS_MAX_QUEUE_BYTES", "1000000", func(c config) any { return c.maxQueueBytes }, 1_000_000},
+	}
+	tested := map[string]bool{envWriteKey: true} // NewFromEnv's tests
+	for _, tt := range tests {
+		tested[tt.name] = true
+		assert.NotEqual(t, tt.want, tt.got(defaultConfig()), "%s: the test value is the default", tt.name)
+		c := configFromEnv(t, tt.name+"="+tt.value)
+		assert.Equal(t, tt.want, tt.got(c), "%s=%s", tt.name, tt.value)
+	}
+	for _, v := range envVars {
+		assert.True(t, tested[v.name], "%s has no test", v.name)
+	}
+}
+
+func TestEnvSecondsAreExact(t *testing.T) {
+	for value, want := range map[string]time.Duration{
+		"5":           5 * time.Second,
+		"0.5":         500 * time.Millisecond,
+		"0.1":         100 * time.Millisecond,
+		"1e-3":        time.Millisecond,
+		"2.5E1":       25 * time.Second,
+		"0.000000001": time.Nanosecond,
+		"+5":          5 * time.Second,
+		" 7 ":         7 * time.Second,
+		"-1":          -time.Second, // New refuses it, naming the option
+	} {
+		c := configFromEnv(t, "ANALYTICS_REQUEST_TIMEOUT="+value)
+		assert.Equal(t, want, c.requestTimeout, "ANALYTICS_REQUEST_TIMEOUT=%q", value)
+	}
+}
+
+// Every malformed value gets a message that shows the expected form.
+func TestEnvMessagesShowTheExpectedForm(t *testing.T) {
+	tests := []struct{ name, value, want string }{
+		{"ANALYTICS_FLUSH_INTERVAL", "5s", `"5s" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_FLUSH_INTERVAL", "500ms", `"500ms" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_BACKOFF_BASE", ".5", `".5" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_BACKOFF_CAP", "5.", `"5." is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_REQUEST_TIMEOUT", "+-5", `"+-5" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_REQUEST_TIMEOUT", "++5", `"++5" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_REQUEST_TIMEOUT", "NaN", `"NaN" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_REQUEST_TIMEOUT", "Inf", `"Inf" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_REQUEST_TIMEOUT", "0x10", `"0x10" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_REQUEST_TIMEOUT", "1_000", `"1_000" is not a number of seconds; write 5 or 0.5`},
+		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "1e-10", `"1e-10" seconds is finer than a nanosecond; write at most 9 digits after the point`},
+		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "1e300", `"1e300" seconds is out of range (a duration is at most about 292 years)`},
+		{"ANALYTICS_FLUSH_AT", "ten", `"ten" is not a whole number of events; write e.g. 100`},
+		{"ANALYTICS_RETRY_COUNT", "1.5", `"1.5" is not a whole number of retries; write e.g. 3`},
+		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "many", `"many" is not a whole number of requests; write e.g. 8`},
+		{"ANALYTICS_MAX_QUEUE_SIZE", "1e4", `"1e4" is not a whole number of events; write e.g. 10000`},
+		{"ANALYTICS_MAX_QUEUE_BYTES", "32MiB", `"32MiB" is not a whole number of bytes; write e.g. 33554432`},
+		{"ANALYTICS_MAX_QUEUE_BYTES", "-9223372036854775809", `"-9223372036854775809" is out of range`},
+		{"ANALYTICS_GZIP", "yes please", `"yes please" is not a boolean; write true or false`},
+		{"ANALYTICS_FLUSH_AT", strings.Repeat("9x", 30), `"` + strings.Repeat("9x", 20) + `"… is not a whole number of events; write e.g. 100`},
+		{"ANALYTICS_GZIP", "x" + strings.Repeat("é", 30), `"x` + strings.Repeat("é", 19) + `"… is not a boolean; write true or false`},
+	}
+	for _, tt := range tests {
+		lines := envErrorLines(t, tt.name+"="+tt.value)
+		assert.Equal(t, []string{"analytics: environment variable " + tt.name + ": " + tt.want}, lines, "%s=%q", tt.name, tt.value)
+	}
+}
+
+func TestEnvUnknownNames(t *testing.T) {
+	tests := []struct{ name, suggestion string }{
+		{"ANALYTICS_FLUSH_INTERVALL", "ANALYTICS_FLUSH_INTERVAL"},
+		{"ANALYTICS_FLUSHAT", "ANALYTICS_FLUSH_AT"},
+		{"ANALYTICS_FLUHS_AT", "ANALYTICS_FLUSH_AT"},
+		{"analytics_flush_at", "ANALYTICS_FLUSH_AT"},
+		{"Analytics_Gzip", "ANALYTICS_GZIP"},
+		{"ANALYTICS_WRITEKEY", "ANALYTICS_WRITE_KEY"},
+		{"ANALYTICS_MAX_RETRY_COUNT", "ANALYTICS_RETRY_COUNT"},
+		{"ANALYTICS_MAX_BACKOFF_DURATION", "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION"},
+		{"ANALYTICS_BACKOFF_MAX", "ANALYTICS_BACKOFF_CAP"},
+		{"ANALYTICS_TIMEOUT", "ANALYTICS_REQUEST_TIMEOUT"},
+		{"ANALYTICS_ENDPOINT_URL", "ANALYTICS_ENDPOINT"},
+		{"ANALYTICS_QUEUE_SIZE", "ANALYTICS_MAX_QUEUE_SIZE"},
+		{"ANALYTICS_HOST", ""},
+		{"ANALYTICS_CLOSE_TIMEOUT", ""},
+		{"ANALYTICS_BACKOFF", ""}, // BACKOFF_BASE, BACKOFF_CAP, ...: no guess
+		{"ANALYTICS_", ""},
+	}
+	for _, tt := range tests {
+		want := "analytics: environment variable " + tt.name + ": unknown name (the doc of analytics.OptionsFromEnv lists the names it reads)"
+		if tt.suggestion != "" {
+			want = "analytics: environment variable " + tt.name + ": unknown name; did you mean " + tt.suggestion + "?"
+		}
+		lines := envErrorLines(t, tt.name+"=1")
+		assert.Equal(t, []string{want}, lines, "%s", tt.name)
+	}
+}
+
+// The value of a variable the SDK does not know may be a secret under a
+// misspelt name: it is never shown.
+func TestEnvUnknownValueIsNotShown(t *testing.T) {
+	_, err := optionsFromEnviron([]string{"ANALYTICS_WRITEKEY=wk_SECRET_typo", "ANALYTICS_KEY=wk_SECRET_other"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "SECRET")
+}
+
+func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
+	lines := envErrorLines(t,
+		"PATH=/bin",
+		"ANALYTICS_WRITE_KEY=wk_SECRET",
+		"ANALYTICS_GZIP=yes",
+		"ANALYTICS_FLUSH_INTERVAL=5s",
+		"ANALYTICS_FLUSH_AT=100",
+		"ANALYTICS_RETRYCOUNT=3",
+		"ANALYTICS_FLUSH_AT=ignored, the first wins",
+		"ANALYTICS_REQUEST_TIMEOUT=10ms",
+		"ANALYTICS_AAA=1",
+	)
+	// The known variables in the order of the doc, then the unknown by name.
+	assert.Equal(t, []string{
+		`analytics: environment variable ANALYTICS_FLUSH_INTERVAL: "5s" is not a number of seconds; write 5 or 0.5`,
+		`analytics: environment variable ANALYTICS_REQUEST_TIMEOUT: "10ms" is not a number of seconds; write 5 or 0.5`,
+		`analytics: environment variable ANALYTICS_GZIP: "yes" is not a boolean; write true or false`,
+		`analytics: environment variable ANALYTICS_AAA: unknown name (the doc of analytics.OptionsFromEnv lists the names it reads)`,
+		`analytics: environment variable ANALYTICS_RETRYCOUNT: unknown name; did you mean ANALYTICS_RETRY_COUNT?`,
+	}, lines)
+}
+
+func TestEnvWriteKeyIsKnownButNoOption(t *testing.T) {
+	opts, err := optionsFromEnviron([]string{"ANALYTICS_WRITE_KEY=wk_SECRET"})
+	require.NoError(t, err)
+	assert.Empty(t, opts)
+}
+
+func TestEnvUnsetOrEmptyLeavesDefaults(t *testing.T) {
+	environ := []string{"HOME=/root", "=C:=C:\\"} // the second as on Windows
+	for _, v := range envVars {
+		environ = append(environ, v.name+"=", v.name+"=ignored, the first wins")
+	}
+	opts, err := optionsFromEnviron(environ)
+	require.NoError(t, err)
+	assert.Empty(t, opts)
+}
+
+// OptionsFromEnv and NewFromEnv read the process environment.
+func TestEnvFromTheProcess(t *testing.T) {
+	clearAnalyticsEnv(t)
+	t.Setenv("ANALYTICS_FLUSH_AT", "20")
+	opts, err := OptionsFromEnv()
+	require.NoError(t, err)
+	assert.Len(t, opts, 1)
+
+	_, err = NewFromEnv()
+	require.Error(t, err, "no write key")
+	assert.Equal(t, "analytics: environment variable ANALYTICS_WRITE_KEY: empty or unset; set it to the write key of your source", err.Error())
+
+	t.Setenv("ANALYTICS_WRITE_KEY", testWriteKey)
+	c, err := NewFromEnv()
+	require.NoError(t, err)
+	assert.Equal(t, 20, c.cfg.flushAt)
+	require.NoError(t, c.Close())
+
+	t.Setenv("ANALYTICS_FLUSH_INTERVALL", "5")
+	_, err = OptionsFromEnv()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did you mean ANALYTICS_FLUSH_INTERVAL?")
+	_, err = NewFromEnv()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did you mean ANALYTICS_FLUSH_INTERVAL?")
+}
+
+// NewFromEnv sends with the write key of ANALYTICS_WRITE_KEY.
+func TestNewFromEnvUsesTheWriteKey(t *testing.T) {
+	api := newAPI()
+	c, err := newFromEnviron(
+		[]string{"ANALYTICS_WRITE_KEY= " + testWriteKey + "\n", "ANALYTICS_ENDPOINT=http://api.test"},
+		[]Option{WithHTTPClient(api.Client(CheckRedirect))},
+	)
+	require.NoError(t, err)
+	require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+	require.NoError(t, c.Close())
+	reqs := api.Requests()
+	require.Len(t, reqs, 1)
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(testWriteKey+":"))
+	assert.Equal(t, want, reqs[0].Header.Get("Authorization"))
+}
+
+// The environment's options come after the code's: a variable that is set
+// wins, one that is not leaves the code's setting.
+func TestNewFromEnvEnvironmentOverridesCode(t *testing.T) {
+	c, err := newFromEnviron(
+		[]string{"ANALYTICS_WRITE_KEY=" + testWriteKey, "ANALYTICS_FLUSH_AT=20"},
+		[]Option{WithFlushAt(10), WithRetryCount(2)},
+	)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	assert.Equal(t, 20, c.cfg.flushAt, "set in both")
+	assert.Equal(t, 2, c.cfg.policy.RetryCount, "set in code only")
+}
+
+func TestNewFromEnvMissingWriteKey(t *testing.T) {
+	for _, environ := range [][]string{
+		nil,
+		{"ANALYTICS_WRITE_KEY="},
+		{"ANALYTICS_WRITE_KEY=  \t"},
+		{"analytics_write_key=" + testWriteKey},
+	} {
+		_, err := newFromEnviron(environ, nil)
+		require.Error(t, err, "environment %q", environ)
+		assert.Contains(t, err.Error(), "analytics: environment variable ANALYTICS_WRITE_KEY: empty or unset", "environment %q", environ)
+		assert.NotContains(t, err.Error(), testWriteKey, "environment %q", environ)
+	}
+}
+
+// Every problem is in the one error, the missing write key first; the key
+// itself is never in it.
+func TestNewFromEnvReportsEveryProblemAtOnce(t *testing.T) {
+	_, err := newFromEnviron([]string{"ANALYTICS_FLUSH_AT=ten", "ANALYTICS_GZIPP=true"}, nil)
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		"analytics: environment variable ANALYTICS_WRITE_KEY: empty or unset; set it to the write key of your source",
+		`analytics: environment variable ANALYTICS_FLUSH_AT: "ten" is not a whole number of events; write e.g. 100`,
+		"analytics: environment variable ANALYTICS_GZIPP: unknown name; did you mean ANALYTICS_GZIP?",
+	}, strings.Split(err.Error(), "\n"))
+
+	_, err = newFromEnviron([]string{"ANALYTICS_WRITE_KEY=" + testWriteKey, "ANALYTICS_FLUSH_AT=ten", "ANALYTICS_GZIPP=true"}, nil)
+	require.Error(t, err)
+	assert.Len(t, strings.Split(err.Error(), "\n"), 2)
+	assert.NotContains(t, err.Error(), testWriteKey)
+}
+
+// A well-formed value beyond the option's bound is New's error, naming the
+// option; the write key is not in it.
+func TestNewFromEnvValueOutOfBounds(t *testing.T) {
+	_, err := newFromEnviron([]string{"ANALYTICS_WRITE_KEY=" + testWriteKey, "ANALYTICS_BACKOFF_CAP=0"}, nil)
+	require.Error(t, err)
+	assert.Equal(t, "analytics: invalid option BackoffCap: must be positive, got 0s", err.Error())
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "abc", 3},
+		{"abc", "", 3},
+		{"FLUSH_AT", "FLUSH_AT", 0},
+		{"FLUSHAT", "FLUSH_AT", 1},
+		{"FLUHS_AT", "FLUSH_AT", 1},
+		{"FLUSH_INTERVALL", "FLUSH_INTERVAL", 1},
+		{"GZIP", "HOST", 4},
+		{"kitten", "sitting", 3},
+		{"ca", "abc", 3}, // the optimal string alignment distance, not Damerau's 2
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q to %q", tt.a, tt.b)
+	}
+}
