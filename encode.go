@@ -169,7 +169,8 @@ func (e *encoder) openObject() object {
 
 func (o *object) close() { o.e.buf = append(o.e.buf, '}') }
 
-// key writes the member name (and the comma before it when needed).
+// key writes a member name from the caller's data, escaped as any JSON
+// string, with the comma before it when needed and the colon after it.
 func (o *object) key(k string) {
 	if !o.empty {
 		o.e.buf = append(o.e.buf, ',')
@@ -208,7 +209,8 @@ func (o *object) time(k string, t time.Time) {
 	}
 }
 
-// fields writes a map member, omitted when empty. name is for errors.
+// fields writes the map member k, omitted when m is empty. Its errors name
+// no field: the caller does (see tail).
 func (o *object) fields(k string, m map[string]any) error {
 	if len(m) == 0 {
 		return nil

@@ -1,5 +1,5 @@
 // Command e2e-cli drives the SDK for the cross-SDK conformance harness
-// (SPEC.md §9): it reads one JSON document describing a write key, an API
+// (docs/SPEC.md §9): it reads one JSON document describing a write key, an API
 // host, SDK settings and sequences of events, sends the events through an
 // analytics.Client, closes it, and prints the outcome.
 //
