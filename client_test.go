@@ -458,7 +458,7 @@ func TestCallbackPanicIsRecovered(t *testing.T) {
 		e := newEnv(t, api)
 		calls := 0
 		var mu sync.Mutex
-		e.client.callback = callbackFunc(func(m Message, err error) {
+		e.client.callback = CallbackFunc(func(m Message, err error) {
 			mu.Lock()
 			calls++
 			mu.Unlock()
@@ -477,11 +477,6 @@ func TestCallbackPanicIsRecovered(t *testing.T) {
 		}
 	})
 }
-
-type callbackFunc func(Message, error)
-
-func (f callbackFunc) Success(m Message)            { f(m, nil) }
-func (f callbackFunc) Failure(m Message, err error) { f(m, err) }
 
 // concurrency wraps a RoundTripper and records the most requests it had in
 // flight at once. It also counts CloseIdleConnections calls.

@@ -127,7 +127,7 @@ func BenchmarkEnqueueCallback(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			c, err := New("wk", WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
 				WithMaxQueueSize(quietQueue), WithFlushAt(quietQueue), WithFlushInterval(time.Hour),
-				WithCallback(callbackFunc(func(Message, error) {})))
+				WithCallback(CallbackFunc(func(Message, error) {})))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -42,7 +42,7 @@ func TestDefaults(t *testing.T) {
 
 func TestOptionsApply(t *testing.T) {
 	client := &http.Client{}
-	cb := callbackFunc(func(Message, error) {})
+	cb := CallbackFunc(func(Message, error) {})
 	opts := []Option{
 		WithEndpoint("http://127.0.0.1:9/"), WithFlushAt(7), WithFlushInterval(time.Second),
 		WithMaxQueueSize(70), WithMaxQueueBytes(64_000), WithMaxConcurrentRequests(3), WithRetryCount(0),
