@@ -130,13 +130,8 @@ func (c *Client) Enqueue(msg Message) error {
 		return err
 	}
 	// Refuse before encoding what the queue would refuse anyway.
-	switch c.queue.Admission() {
-	case queue.Closed:
-		c.stats.rejClosed.Add(1)
-		return ErrClosed
-	case queue.Full:
-		c.stats.rejFull.Add(1)
-		return ErrQueueFull
+	if err := c.refusal(c.queue.Admission()); err != nil {
+		return err
 	}
 	e := getEncoder()
 	defer putEncoder(e)
@@ -166,13 +161,8 @@ func (c *Client) Enqueue(msg Message) error {
 	// The queue's own lock orders this push against shutdown's Close of
 	// the queue: an event is either accepted before it, or refused.
 	res, n := c.queue.Push(e.buf, value, kept)
-	switch res {
-	case queue.Closed:
-		c.stats.rejClosed.Add(1)
-		return ErrClosed
-	case queue.Full:
-		c.stats.rejFull.Add(1)
-		return ErrQueueFull
+	if err := c.refusal(res); err != nil {
+		return err
 	}
 	c.stats.enqueued.Add(1)
 	// Wake the loop when the queue reaches FlushAt. Pushes happen one at a
@@ -183,6 +173,20 @@ func (c *Client) Enqueue(msg Message) error {
 		case c.wake <- struct{}{}:
 		default:
 		}
+	}
+	return nil
+}
+
+// refusal returns the error Enqueue returns when the queue refuses an
+// event (Closed or Full), and counts the refusal; nil for Pushed.
+func (c *Client) refusal(res queue.Admission) error {
+	switch res {
+	case queue.Closed:
+		c.stats.rejClosed.Add(1)
+		return ErrClosed
+	case queue.Full:
+		c.stats.rejFull.Add(1)
+		return ErrQueueFull
 	}
 	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
@@ -29,14 +31,10 @@ func TestBatchCutAtFlushAt(t *testing.T) {
 		msgs := tracks("m", 25)
 		e.enqueue(msgs...)
 		synctest.Wait()
-		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{10, 10}) {
-			t.Fatalf("after 25 events with FlushAt 10: batches %v, want [10 10]", got)
-		}
+		assert.Equal(t, []int{10, 10}, batchSizes(e.api.Requests()), "batches after 25 events with FlushAt 10")
 		e.flush()
 		reqs := e.api.Requests()
-		if got := batchSizes(reqs); !reflect.DeepEqual(got, []int{10, 10, 5}) {
-			t.Fatalf("after Flush: batches %v, want [10 10 5]", got)
-		}
+		assert.Equal(t, []int{10, 10, 5}, batchSizes(reqs), "batches after Flush")
 		// Enqueue order within each batch.
 		for _, r := range reqs {
 			ids := r.MessageIDs()
@@ -44,8 +42,8 @@ func TestBatchCutAtFlushAt(t *testing.T) {
 				var a, b int
 				fmt.Sscanf(ids[j-1], "m%d", &a)
 				fmt.Sscanf(ids[j], "m%d", &b)
-				if b != a+1 {
-					t.Fatalf("batch %v is not in Enqueue order", ids)
+				if !assert.Equal(t, a+1, b, "batch %v is in Enqueue order", ids) {
+					break
 				}
 			}
 		}
@@ -60,27 +58,19 @@ func TestBatchCutAtFlushInterval(t *testing.T) {
 		e.enqueue(tracks("a", 3)...)
 		time.Sleep(5*time.Second - time.Millisecond)
 		synctest.Wait()
-		if n := len(e.api.Requests()); n != 0 {
-			t.Fatalf("%d requests before FlushInterval passed", n)
-		}
+		assert.Empty(t, e.api.Requests(), "requests before FlushInterval passed")
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3}) {
-			t.Fatalf("at FlushInterval: batches %v, want [3]", got)
-		}
+		assert.Equal(t, []int{3}, batchSizes(e.api.Requests()), "batches at FlushInterval")
 		// The interval counts from the last cut.
 		time.Sleep(2 * time.Second)
 		e.enqueue(tracks("b", 2)...)
 		time.Sleep(3*time.Second - time.Millisecond)
 		synctest.Wait()
-		if n := len(e.api.Requests()); n != 1 {
-			t.Fatalf("%d requests 5s after the last cut minus 1ms, want 1", n)
-		}
+		assert.Len(t, e.api.Requests(), 1, "requests 5s after the last cut minus 1ms")
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3, 2}) {
-			t.Fatalf("batches %v, want [3 2]", got)
-		}
+		assert.Equal(t, []int{3, 2}, batchSizes(e.api.Requests()), "batches 5s after the last cut")
 		e.close()
 	})
 }
@@ -93,14 +83,10 @@ func TestFlushIntervalCountsFromAnyCut(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(time.Second + 100*time.Millisecond)
 		synctest.Wait()
-		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3}) {
-			t.Fatalf("at 5.1s: batches %v, want [3]: the cut at 4s restarts the interval", got)
-		}
+		assert.Equal(t, []int{3}, batchSizes(e.api.Requests()), "batches at 5.1s: the cut at 4s restarts the interval")
 		time.Sleep(4 * time.Second)
 		synctest.Wait()
-		if got := batchSizes(e.api.Requests()); !reflect.DeepEqual(got, []int{3, 1}) {
-			t.Fatalf("at 9.1s: batches %v, want [3 1]", got)
-		}
+		assert.Equal(t, []int{3, 1}, batchSizes(e.api.Requests()), "batches at 9.1s")
 		e.close()
 	})
 }
@@ -113,13 +99,9 @@ func TestFlushWaitsForFinalOutcomes(t *testing.T) {
 		e.enqueue(msgs...)
 		start := time.Now()
 		e.flush()
-		if st := e.client.Stats(); st.Delivered != 4 {
-			t.Fatalf("Flush returned with %d of 4 delivered", st.Delivered)
-		}
+		assert.Equal(t, int64(4), e.client.Stats().Delivered, "events delivered when Flush returned")
 		// Two backoff waits: 250ms + 500ms.
-		if waited := time.Since(start); waited != 750*time.Millisecond {
-			t.Fatalf("Flush returned after %v, want the two backoff waits (750ms)", waited)
-		}
+		assert.Equal(t, 750*time.Millisecond, time.Since(start), "Flush returned after the two backoff waits")
 		e.close()
 		e.assertDeliveredOnce(msgs)
 	})
@@ -132,17 +114,16 @@ func TestFlushReturnsWhenContextEnds(t *testing.T) {
 		e.enqueue(tracks("m", 1)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := e.client.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Flush = %v, want DeadlineExceeded", err)
-		}
+		assert.ErrorIs(t, e.client.Flush(ctx), context.DeadlineExceeded, "Flush")
 		// The batch is still in retry, not failed, and Close delivers it.
-		if st := e.client.Stats(); st.Delivered+st.Failed.Shutdown != 0 || st.InFlight != 1 {
-			t.Fatalf("stats after Flush timed out: %+v", st)
-		}
+		st := e.client.Stats()
+		assert.Zero(t, st.Delivered, "delivered after Flush timed out")
+		assert.Zero(t, st.Failed.Shutdown, "failed after Flush timed out")
+		assert.Equal(t, int64(1), st.InFlight, "in flight after Flush timed out")
 		e.close()
-		if ok, failed := e.out.counts(); ok != 1 || failed != 0 {
-			t.Fatalf("callbacks: %d successes, %d failures", ok, failed)
-		}
+		ok, failed := e.out.counts()
+		assert.Equal(t, 1, ok, "Success callbacks")
+		assert.Zero(t, failed, "Failure callbacks")
 	})
 }
 
@@ -163,45 +144,36 @@ func TestQueueFullNeverBlocks(t *testing.T) {
 			accepted++
 			synctest.Wait() // let the loop cut a batch when it can
 		}
-		if !errors.Is(err, ErrQueueFull) {
-			t.Fatalf("Enqueue = %v, want ErrQueueFull", err)
-		}
-		if time.Since(start) != 0 {
-			t.Fatalf("Enqueue blocked for %v", time.Since(start))
-		}
+		assert.ErrorIs(t, err, ErrQueueFull, "Enqueue")
+		assert.Zero(t, time.Since(start), "time Enqueue blocked")
 		// The bound counts events in flight too: one batch of 10 has its
 		// request stalled; the next 10 wait in the queue for the one
 		// request slot.
-		if st := e.client.Stats(); accepted != 20 || st.QueueDepth != 10 || st.InFlight != 10 || st.Rejected.QueueFull != 1 {
-			t.Fatalf("accepted %d; stats %+v", accepted, st)
-		}
+		assert.Equal(t, 20, accepted, "events accepted")
+		st := e.client.Stats()
+		assert.Equal(t, 10, st.QueueDepth, "events queued")
+		assert.Equal(t, int64(10), st.InFlight, "events in flight")
+		assert.Equal(t, int64(1), st.Rejected.QueueFull, "events refused as queue full")
 		// Nothing already queued is touched by the refusal; a Shutdown that
 		// runs out of time reports every event as failed.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if err := e.client.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
-		}
+		assert.ErrorIs(t, e.client.Shutdown(ctx), context.DeadlineExceeded, "Shutdown")
 		failures := e.out.failed()
-		if len(failures) != 20 {
-			t.Fatalf("%d failure callbacks, want 20", len(failures))
-		}
+		assert.Len(t, failures, 20, "failure callbacks")
 		neverSent := 0
 		for _, f := range failures {
+			assert.ErrorIs(t, f.err, context.DeadlineExceeded, "failure wraps the context's error")
 			var be *BatchError
-			if !errors.Is(f.err, context.DeadlineExceeded) || !errors.As(f.err, &be) {
-				t.Fatalf("failure %v does not wrap the context's error", f.err)
-			}
-			if be.Attempts == 0 {
+			if assert.ErrorAs(t, f.err, &be, "failure is a BatchError") && be.Attempts == 0 {
 				neverSent++
 			}
 		}
-		if neverSent != 10 {
-			t.Fatalf("%d events reported as never sent, want the 10 queued", neverSent)
-		}
-		if st := e.client.Stats(); st.Failed.Shutdown != 20 || st.QueueDepth != 0 || st.InFlight != 0 {
-			t.Fatalf("stats after Shutdown: %+v", st)
-		}
+		assert.Equal(t, 10, neverSent, "events reported as never sent: the 10 queued")
+		st = e.client.Stats()
+		assert.Equal(t, int64(20), st.Failed.Shutdown, "events failed by Shutdown")
+		assert.Zero(t, st.QueueDepth, "events queued after Shutdown")
+		assert.Zero(t, st.InFlight, "events in flight after Shutdown")
 	})
 }
 
@@ -217,21 +189,15 @@ func TestQueueBoundedByBytes(t *testing.T) {
 			if errors.Is(err, ErrQueueFull) {
 				break
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err, "Enqueue")
 			accepted++
 		}
-		if accepted != 3 {
-			t.Fatalf("accepted %d events of ~10 KB into a 32,000-byte queue, want 3", accepted)
-		}
-		if st := e.client.Stats(); st.QueueBytes > MaxMessageBytes || st.QueueDepth != 3 {
-			t.Fatalf("stats %+v", st)
-		}
+		assert.Equal(t, 3, accepted, "events of ~10 KB accepted into a 32,000-byte queue")
+		st := e.client.Stats()
+		assert.LessOrEqual(t, st.QueueBytes, MaxMessageBytes, "bytes queued")
+		assert.Equal(t, 3, st.QueueDepth, "events queued")
 		e.close()
-		if st := e.client.Stats(); st.Delivered != 3 {
-			t.Fatalf("delivered %d, want 3", st.Delivered)
-		}
+		assert.Equal(t, int64(3), e.client.Stats().Delivered, "events delivered")
 	})
 }
 
@@ -247,14 +213,10 @@ func TestNoBodyOverTheBatchLimit(t *testing.T) {
 		e.close()
 		reqs := e.api.Requests()
 		for _, r := range reqs {
-			if len(r.Body) > MaxBatchBytes {
-				t.Fatalf("a body of %d bytes was sent", len(r.Body))
-			}
+			assert.LessOrEqual(t, len(r.Body), MaxBatchBytes, "bytes of a body sent")
 		}
 		// 60 × ~31 KB needs at least 4 bodies; each as full as it can be.
-		if len(reqs) != 4 {
-			t.Fatalf("%d requests, want 4 (16 events of ~31 KB per 500 KB body)", len(reqs))
-		}
+		assert.Len(t, reqs, 4, "requests: 16 events of ~31 KB per 500 KB body")
 		e.assertDeliveredOnce(msgs)
 	})
 }
@@ -269,19 +231,18 @@ func TestFailingBatchDoesNotWedgeTheNext(t *testing.T) {
 		e.enqueue(second...)
 		e.close()
 		failures := e.out.failed()
-		if len(failures) != 5 {
-			t.Fatalf("%d failures, want the 5 of the first batch", len(failures))
-		}
+		assert.Len(t, failures, 5, "failures: the 5 of the first batch")
 		for _, f := range failures {
+			id := MessageID(f.msg)
+			assert.True(t, strings.HasPrefix(id, "a"), "failure %s is of the first batch", id)
+			assert.ErrorIs(t, f.err, ErrFatalStatus, "failure %s", id)
 			var he *HTTPError
-			if !strings.HasPrefix(messageID(f.msg), "a") || !errors.Is(f.err, ErrFatalStatus) || !errors.As(f.err, &he) || he.StatusCode != 400 {
-				t.Fatalf("failure %s: %v", messageID(f.msg), f.err)
+			if assert.ErrorAs(t, f.err, &he, "failure %s", id) {
+				assert.Equal(t, 400, he.StatusCode, "failure %s: status", id)
 			}
 		}
 		e.assertDeliveredOnce(second)
-		if n := len(e.api.Requests()); n != 2 {
-			t.Fatalf("%d requests, want 2: a fatal status is not retried", n)
-		}
+		assert.Len(t, e.api.Requests(), 2, "requests: a fatal status is not retried")
 	})
 }
 
@@ -294,9 +255,7 @@ func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 		start := time.Now()
 		e.close()
 		// 250ms backoff, 20s Retry-After, 500ms backoff.
-		if took := time.Since(start); took != 20750*time.Millisecond {
-			t.Fatalf("Close took %v, want 20.75s of retry waits", took)
-		}
+		assert.Equal(t, 20750*time.Millisecond, time.Since(start), "Close took the retry waits")
 		e.assertDeliveredOnce(msgs)
 	})
 }
@@ -310,31 +269,25 @@ func TestShutdownDeadlineFailsBatchInRetry(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		start := time.Now()
-		if err := e.client.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
-		}
-		if took := time.Since(start); took != 5*time.Second {
-			t.Fatalf("Shutdown took %v, want its 5s deadline", took)
-		}
+		assert.ErrorIs(t, e.client.Shutdown(ctx), context.DeadlineExceeded, "Shutdown")
+		assert.Equal(t, 5*time.Second, time.Since(start), "Shutdown took its deadline")
 		failures := e.out.failed()
-		if len(failures) != 2 {
-			t.Fatalf("%d failures, want 2", len(failures))
-		}
+		assert.Len(t, failures, 2, "failures")
 		for _, f := range failures {
+			assert.ErrorIs(t, f.err, context.DeadlineExceeded, "failure")
 			var be *BatchError
+			if assert.ErrorAs(t, f.err, &be, "failure") {
+				assert.Equal(t, 1, be.Attempts, "attempts of a failed batch")
+			}
 			var he *HTTPError
-			if !errors.Is(f.err, context.DeadlineExceeded) || !errors.As(f.err, &be) || be.Attempts != 1 ||
-				!errors.As(f.err, &he) || he.StatusCode != 503 {
-				t.Fatalf("failure %v, want the deadline, 1 attempt and the last 503", f.err)
+			if assert.ErrorAs(t, f.err, &he, "failure: the last attempt's answer") {
+				assert.Equal(t, 503, he.StatusCode, "status of the last attempt")
 			}
 		}
 		// Idempotent afterwards.
-		if err := e.client.Close(); err != nil {
-			t.Fatalf("Close after Shutdown = %v", err)
-		}
-		if _, failed := e.out.counts(); failed != 2 {
-			t.Fatalf("a second close reported again: %d failures", failed)
-		}
+		assert.NoError(t, e.client.Close(), "Close after Shutdown")
+		_, failed := e.out.counts()
+		assert.Equal(t, 2, failed, "failures after a second close: none reported again")
 	})
 }
 
@@ -354,25 +307,15 @@ func TestClosedClient(t *testing.T) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			if err != nil {
-				t.Fatalf("concurrent Close = %v", err)
-			}
+			assert.NoError(t, err, "concurrent Close")
 		}
-		if err := e.client.Enqueue(Track{UserId: "u", Event: "E"}); !errors.Is(err, ErrClosed) {
-			t.Fatalf("Enqueue after Close = %v, want ErrClosed", err)
-		}
-		if err := e.client.Flush(context.Background()); !errors.Is(err, ErrClosed) {
-			t.Fatalf("Flush after Close = %v, want ErrClosed", err)
-		}
-		if err := e.client.Shutdown(context.Background()); err != nil {
-			t.Fatalf("Shutdown after Close = %v", err)
-		}
-		if ok, failed := e.out.counts(); ok != 3 || failed != 0 {
-			t.Fatalf("callbacks %d/%d, want 3 successes", ok, failed)
-		}
-		if st := e.client.Stats(); st.Rejected.Closed != 1 {
-			t.Fatalf("stats %+v", st)
-		}
+		assert.ErrorIs(t, e.client.Enqueue(Track{UserId: "u", Event: "E"}), ErrClosed, "Enqueue after Close")
+		assert.ErrorIs(t, e.client.Flush(context.Background()), ErrClosed, "Flush after Close")
+		assert.NoError(t, e.client.Shutdown(context.Background()), "Shutdown after Close")
+		ok, failed := e.out.counts()
+		assert.Equal(t, 3, ok, "Success callbacks")
+		assert.Zero(t, failed, "Failure callbacks")
+		assert.Equal(t, int64(1), e.client.Stats().Rejected.Closed, "events refused as closed")
 	})
 }
 
@@ -399,8 +342,8 @@ func TestEnqueueRacingClose(t *testing.T) {
 					}
 					return
 				}
-				if err != nil && !errors.Is(err, ErrQueueFull) {
-					t.Errorf("Enqueue = %v", err)
+				if err != nil {
+					assert.ErrorIs(t, err, ErrQueueFull, "Enqueue")
 				}
 				if err == nil {
 					mu.Lock()
@@ -415,16 +358,15 @@ func TestEnqueueRacingClose(t *testing.T) {
 	enqueuers.Wait()
 	successes, failures := e.out.ids()
 	for id := range accepted {
-		if successes[id]+failures[id] != 1 {
-			t.Fatalf("accepted event %s got %d callbacks", id, successes[id]+failures[id])
+		if !assert.Equal(t, 1, successes[id]+failures[id], "callbacks for accepted event %s", id) {
+			break
 		}
 	}
-	if len(successes)+len(failures) != len(accepted) || len(accepted) < 2000 {
-		t.Fatalf("%d callbacks for %d accepted events", len(successes)+len(failures), len(accepted))
-	}
-	if st := e.client.Stats(); st.Enqueued != int64(len(accepted)) || st.Delivered != int64(len(accepted)) {
-		t.Fatalf("stats %+v for %d accepted events", st, len(accepted))
-	}
+	assert.Equal(t, len(accepted), len(successes)+len(failures), "callbacks, one per accepted event")
+	assert.GreaterOrEqual(t, len(accepted), 2000, "events accepted before Close")
+	st := e.client.Stats()
+	assert.Equal(t, int64(len(accepted)), st.Enqueued, "events enqueued")
+	assert.Equal(t, int64(len(accepted)), st.Delivered, "events delivered")
 }
 
 func TestOneRetryAfterPausesEveryUpload(t *testing.T) {
@@ -438,17 +380,13 @@ func TestOneRetryAfterPausesEveryUpload(t *testing.T) {
 		e.enqueue(tracks("other", 3)...)
 		e.close()
 		reqs := e.api.Requests()
-		if len(reqs) != 5 {
-			t.Fatalf("%d requests, want 5", len(reqs))
-		}
+		require.Len(t, reqs, 5, "requests")
 		for _, r := range reqs[1:] {
-			if r.At.Sub(start) < 30*time.Second {
-				t.Fatalf("request %v sent %v after the 429, inside its Retry-After of 30s", r.MessageIDs(), r.At.Sub(start))
-			}
+			assert.GreaterOrEqual(t, r.At.Sub(start), 30*time.Second, "request %v sent after the 429's Retry-After of 30s", r.MessageIDs())
 		}
-		if st := e.client.Stats(); st.Retries.RateLimit != 1 || st.RateLimitedWaits != 4 {
-			t.Fatalf("stats %+v: want 1 rate-limit retry and 4 uploads held", st)
-		}
+		st := e.client.Stats()
+		assert.Equal(t, int64(1), st.Retries.RateLimit, "rate-limit retries")
+		assert.Equal(t, int64(4), st.RateLimitedWaits, "uploads held by the pause")
 	})
 }
 
@@ -458,7 +396,7 @@ func TestCallbackPanicIsRecovered(t *testing.T) {
 		e := newEnv(t, api)
 		calls := 0
 		var mu sync.Mutex
-		e.client.callback = callbackFunc(func(m Message, err error) {
+		e.client.callback = CallbackFunc(func(m Message, err error) {
 			mu.Lock()
 			calls++
 			mu.Unlock()
@@ -466,22 +404,11 @@ func TestCallbackPanicIsRecovered(t *testing.T) {
 		})
 		e.enqueue(tracks("m", 3)...)
 		e.close()
-		if calls != 3 {
-			t.Fatalf("%d callbacks after panics, want 3", calls)
-		}
-		if !strings.Contains(e.logs.String(), "callback panicked") {
-			t.Fatalf("panic not logged: %s", e.logs.String())
-		}
-		if st := e.client.Stats(); st.Delivered != 3 {
-			t.Fatalf("stats %+v", st)
-		}
+		assert.Equal(t, 3, calls, "callbacks after panics")
+		assert.Contains(t, e.logs.String(), "callback panicked", "the log")
+		assert.Equal(t, int64(3), e.client.Stats().Delivered, "events delivered")
 	})
 }
-
-type callbackFunc func(Message, error)
-
-func (f callbackFunc) Success(m Message)            { f(m, nil) }
-func (f callbackFunc) Failure(m Message, err error) { f(m, err) }
 
 // concurrency wraps a RoundTripper and records the most requests it had in
 // flight at once. It also counts CloseIdleConnections calls.
@@ -519,14 +446,10 @@ func TestConcurrentUploadsAreBounded(t *testing.T) {
 		msgs := tracks("m", 100)
 		e.enqueue(msgs...)
 		e.close()
-		if rt.peak != 3 {
-			t.Fatalf("%d uploads ran at once, want MaxConcurrentRequests (3)", rt.peak)
-		}
+		assert.Equal(t, 3, rt.peak, "uploads at once: MaxConcurrentRequests")
 		e.assertDeliveredOnce(msgs)
 		// The SDK never closes idle connections of a client it was given.
-		if rt.closeIdleConnCalls != 0 {
-			t.Fatalf("CloseIdleConnections called %d times on the user's transport", rt.closeIdleConnCalls)
-		}
+		assert.Zero(t, rt.closeIdleConnCalls, "CloseIdleConnections calls on the user's transport")
 	})
 }
 
@@ -541,23 +464,19 @@ func TestMessageIDAndTotals(t *testing.T) {
 		e.close()
 		e.client.Enqueue(Track{UserId: "u", Event: "E"})
 		for _, f := range e.out.failed() {
-			if id := MessageID(f.msg); !strings.HasPrefix(id, "bad") {
-				t.Fatalf("MessageID of a failed event = %q", id)
-			}
+			id := MessageID(f.msg)
+			assert.True(t, strings.HasPrefix(id, "bad"), "MessageID of a failed event %q is one of the bad batch", id)
 		}
 		e.out.mu.Lock()
-		ids := []string{MessageID(e.out.successes[0]), MessageID(e.out.successes[1])}
+		successes := append([]Message(nil), e.out.successes...)
 		e.out.mu.Unlock()
-		if len(ids[0]) != 36 || ids[1] != "al" {
-			t.Fatalf("MessageID of delivered events = %q, want a filled UUID and the given id", ids)
-		}
-		if MessageID(nil) != "" {
-			t.Fatal("MessageID(nil) is not empty")
-		}
+		require.Len(t, successes, 2, "Success callbacks")
+		assertUUIDv4(t, MessageID(successes[0]))
+		assert.Equal(t, "al", MessageID(successes[1]), "MessageID of a delivered event with its own id")
+		assert.Empty(t, MessageID(nil), "MessageID(nil)")
 		st := e.client.Stats()
-		if st.Failed.Total() != 2 || st.Rejected.Total() != 2 {
-			t.Fatalf("totals: failed %d, rejected %d; stats %+v", st.Failed.Total(), st.Rejected.Total(), st)
-		}
+		assert.Equal(t, int64(2), st.Failed.Total(), "failed in total")
+		assert.Equal(t, int64(2), st.Rejected.Total(), "rejected in total")
 	})
 }
 
@@ -567,13 +486,11 @@ func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
 		e.enqueue(tracks("m", 1)...)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := e.client.Shutdown(ctx); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Shutdown = %v", err)
-		}
+		assert.ErrorIs(t, e.client.Shutdown(ctx), context.Canceled, "Shutdown")
 		f := e.out.failed()
-		if len(f) != 1 || !errors.Is(f[0].err, ErrShutdown) || !errors.Is(f[0].err, context.Canceled) {
-			t.Fatalf("failures %+v, want ErrShutdown wrapping context.Canceled", f)
-		}
+		require.Len(t, f, 1, "failures")
+		assert.ErrorIs(t, f[0].err, ErrShutdown, "failure")
+		assert.ErrorIs(t, f[0].err, context.Canceled, "failure")
 	})
 }
 
@@ -587,17 +504,13 @@ func TestBatchInBackoffDoesNotHoldARequestSlot(t *testing.T) {
 		e.enqueue(tracks("b", 1)...)
 		e.close()
 		reqs := api.Requests()
-		if len(reqs) != 3 {
-			t.Fatalf("%d requests, want 3", len(reqs))
-		}
+		require.Len(t, reqs, 3, "requests")
 		// a fails, and while it waits 250ms to retry, b goes out on the one
 		// request slot.
-		if got := reqs[1].MessageIDs()[0]; got != "b0" || reqs[1].At.Sub(start) != 0 {
-			t.Fatalf("second request %s at %v, want b0 at once", got, reqs[1].At.Sub(start))
-		}
-		if got := reqs[2].MessageIDs()[0]; got != "a0" || reqs[2].At.Sub(start) != 250*time.Millisecond {
-			t.Fatalf("third request %s at %v, want a0's retry at 250ms", got, reqs[2].At.Sub(start))
-		}
+		assert.Equal(t, []string{"b0"}, reqs[1].MessageIDs(), "events of the second request")
+		assert.Zero(t, reqs[1].At.Sub(start), "time of the second request: at once")
+		assert.Equal(t, []string{"a0"}, reqs[2].MessageIDs(), "events of the third request: a0's retry")
+		assert.Equal(t, 250*time.Millisecond, reqs[2].At.Sub(start), "time of the third request")
 	})
 }
 
@@ -608,9 +521,7 @@ func TestShutdownAfterCloseIgnoresAnEndedContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for range 100 {
-		if err := e.client.Shutdown(ctx); err != nil {
-			t.Fatalf("Shutdown after a finished Close = %v, want nil", err)
-		}
+		require.NoError(t, e.client.Shutdown(ctx), "Shutdown after a finished Close")
 	}
 }
 
@@ -622,13 +533,13 @@ func TestQueueBudgetIsGivenBackOnceEventsEnd(t *testing.T) {
 		for round := range 4 {
 			e.enqueue(tracks(fmt.Sprintf("r%d-", round), 5)...)
 			e.flush()
-			if st := e.client.Stats(); st.QueueDepth != 0 || st.InFlight != 0 {
-				t.Fatalf("round %d: %d queued, %d in flight after Flush", round, st.QueueDepth, st.InFlight)
-			}
+			st := e.client.Stats()
+			assert.Zero(t, st.QueueDepth, "round %d: events queued after Flush", round)
+			assert.Zero(t, st.InFlight, "round %d: events in flight after Flush", round)
 		}
 		e.close()
-		if st := e.client.Stats(); st.Delivered != 20 || st.Rejected.QueueFull != 0 {
-			t.Fatalf("stats %+v, want 20 delivered and none refused", st)
-		}
+		st := e.client.Stats()
+		assert.Equal(t, int64(20), st.Delivered, "events delivered")
+		assert.Zero(t, st.Rejected.QueueFull, "events refused as queue full")
 	})
 }

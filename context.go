@@ -32,7 +32,7 @@ type Context struct {
 	Traits    Traits       `json:"traits,omitempty"`    // traits of the user
 
 	// Extra holds members the struct has no field for.
-	Extra map[string]any `json:"-"` // context.Context.-
+	Extra map[string]any `json:"-"` // written inline, not as a member "extra"
 }
 
 // AppInfo is context.app.

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/dualpath/analytics-go/consumer"
 )
 
@@ -39,13 +41,12 @@ type encoder struct {
 	buf   []byte
 	pairs []pair // scratch for sorting map members
 	depth int
-	// id is the messageId written for a message without one: a UUID v4,
-	// generated into id by newID.
+	// id is the messageId written for a message without one: a UUID v4
+	// that newID draws from random and writes here in its text form.
 	id [36]byte
-	// random holds random bytes for the next few ids: one read of the
-	// system's generator serves 16 of them.
-	random [16 * 16]byte
-	used   int
+	// random is this encoder's own buffer of crypto/rand bytes (not
+	// uuid.EnableRandPool's, which the whole process shares under a lock).
+	random randomBytes
 	// over, once the message is known to be too large, is a lower bound
 	// on its encoded size; 0 until then.
 	over int
@@ -85,27 +86,45 @@ func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err er
 	return generated, nil
 }
 
-// newID writes a random (version 4, RFC 9562) UUID into e.id.
+// newID writes a new random (version 4, RFC 9562) UUID into e.id.
 func (e *encoder) newID() {
-	if e.used == 0 || e.used == len(e.random) {
-		_, _ = rand.Read(e.random[:]) // crypto/rand.Read never fails: it crashes the program instead
-		e.used = 0
-	}
-	var b [16]byte
-	copy(b[:], e.random[e.used:])
-	clear(e.random[e.used : e.used+16]) // each id's randomness is used once and not kept
-	e.used += 16
-	b[6] = b[6]&0x0f | 0x40 // version 4
-	b[8] = b[8]&0x3f | 0x80 // variant 10
-	hex.Encode(e.id[0:8], b[0:4])
+	u, _ := uuid.NewRandomFromReader(&e.random) // randomBytes never fails
+	// As u.String() writes it, without allocating a string per id.
+	hex.Encode(e.id[0:8], u[0:4])
 	e.id[8] = '-'
-	hex.Encode(e.id[9:13], b[4:6])
+	hex.Encode(e.id[9:13], u[4:6])
 	e.id[13] = '-'
-	hex.Encode(e.id[14:18], b[6:8])
+	hex.Encode(e.id[14:18], u[6:8])
 	e.id[18] = '-'
-	hex.Encode(e.id[19:23], b[8:10])
+	hex.Encode(e.id[19:23], u[8:10])
 	e.id[23] = '-'
-	hex.Encode(e.id[24:36], b[10:16])
+	hex.Encode(e.id[24:36], u[10:16])
+}
+
+// randomBytes is an io.Reader of crypto/rand bytes, read from the system
+// idsPerRead messageIds at a time. It is what bufio.Reader would be over
+// crypto/rand.Reader, for less per id, and it clears the bytes it hands
+// out: an id's randomness is used once and not kept.
+type randomBytes struct {
+	buf    [idsPerRead * len(uuid.UUID{})]byte
+	unread int // the last unread bytes of buf
+}
+
+// idsPerRead is how many messageIds one read of crypto/rand serves.
+const idsPerRead = 16
+
+// Read fills p from the buffer, and the buffer from crypto/rand when it is
+// empty.
+func (r *randomBytes) Read(p []byte) (int, error) {
+	if r.unread == 0 {
+		_, _ = rand.Read(r.buf[:]) // crypto/rand.Read never fails: it crashes the program instead
+		r.unread = len(r.buf)
+	}
+	from := len(r.buf) - r.unread
+	n := copy(p, r.buf[from:])
+	clear(r.buf[from : from+n])
+	r.unread -= n
+	return n, nil
 }
 
 // errStop ends the encoding of a message found over MaxMessageBytes; e.over
@@ -150,7 +169,8 @@ func (e *encoder) openObject() object {
 
 func (o *object) close() { o.e.buf = append(o.e.buf, '}') }
 
-// key writes the member name (and the comma before it when needed).
+// key writes a member name from the caller's data, escaped as any JSON
+// string, with the comma before it when needed and the colon after it.
 func (o *object) key(k string) {
 	if !o.empty {
 		o.e.buf = append(o.e.buf, ',')
@@ -189,7 +209,8 @@ func (o *object) time(k string, t time.Time) {
 	}
 }
 
-// fields writes a map member, omitted when empty. name is for errors.
+// fields writes the map member k, omitted when m is empty. Its errors name
+// no field: the caller does (see tail).
 func (o *object) fields(k string, m map[string]any) error {
 	if len(m) == 0 {
 		return nil

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // refuseBudget is how many bytes refusing an oversized message may
@@ -68,21 +71,17 @@ func TestOversizedRefusedAtTheLimit(t *testing.T) {
 	for _, tt := range tests {
 		var err error
 		allocated := allocatedBy(func() { err = e.client.Enqueue(tt.msg) })
-		if !errors.Is(err, ErrMessageTooLarge) {
-			t.Errorf("%s: Enqueue = %v, want ErrMessageTooLarge", tt.name, err)
-		}
-		if allocated > refuseBudget {
-			t.Errorf("%s: refusing it allocated %d bytes, want at most %d", tt.name, allocated, refuseBudget)
-		}
+		assert.ErrorIs(t, err, ErrMessageTooLarge, "%s: Enqueue", tt.name)
+		assert.LessOrEqual(t, allocated, uint64(refuseBudget), "%s: bytes allocated to refuse it", tt.name)
 	}
 	e.close()
 	st := e.client.Stats()
-	if st.Rejected.TooLarge != int64(len(tests)) || st.Rejected.Invalid != 0 || st.Delivered != 0 {
-		t.Fatalf("stats %+v, want %d rejected as too large", st, len(tests))
-	}
-	if ok, failed := e.out.counts(); ok+failed != 0 {
-		t.Fatalf("%d callbacks for refused messages", ok+failed)
-	}
+	assert.Equal(t, int64(len(tests)), st.Rejected.TooLarge, "events rejected as too large")
+	assert.Zero(t, st.Rejected.Invalid, "events rejected as invalid")
+	assert.Zero(t, st.Delivered, "events delivered")
+	ok, failed := e.out.counts()
+	assert.Zero(t, ok, "Success callbacks for refused messages")
+	assert.Zero(t, failed, "Failure callbacks for refused messages")
 }
 
 // allocatedBy returns the bytes the program allocated while f ran.
@@ -125,17 +124,13 @@ func TestLimitBoundsRefuseNothingThatFits(t *testing.T) {
 				Properties: Properties{"a": strings.Repeat("x", pad), "z": tt.last}}
 		}
 		base, err := encodeMessage(msg(0), "", fixedTime)
-		if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
+		require.NoError(t, err, tt.name)
 		exact := MaxMessageBytes - len(base)
-		if b, err := encodeMessage(msg(exact), "", fixedTime); err != nil || len(b) != MaxMessageBytes {
-			t.Errorf("%s: message of exactly %d bytes: %d bytes, %v", tt.name, MaxMessageBytes, len(b), err)
-		}
+		b, err := encodeMessage(msg(exact), "", fixedTime)
+		assert.NoError(t, err, "%s: encoding a message of exactly MaxMessageBytes", tt.name)
+		assert.Equal(t, MaxMessageBytes, len(b), "%s: bytes of a message at the limit", tt.name)
 		_, err = encodeMessage(msg(exact+1), "", fixedTime)
-		if !errors.Is(err, ErrMessageTooLarge) {
-			t.Errorf("%s: message of %d bytes: %v, want ErrMessageTooLarge", tt.name, MaxMessageBytes+1, err)
-		}
+		assert.ErrorIs(t, err, ErrMessageTooLarge, "%s: encoding a message of MaxMessageBytes+1", tt.name)
 	}
 }
 
@@ -148,9 +143,8 @@ func (c count) MarshalJSON() ([]byte, error) { return []byte(strconv.Itoa(len(c)
 // JSON is measured by what it writes, never refused for its length.
 func TestMarshalerLengthBoundsNothing(t *testing.T) {
 	b, err := encodeMessage(Track{UserId: "u", Event: "E", Properties: Properties{"n": make(count, 1_000_000)}}, "id", fixedTime)
-	if err != nil || !strings.Contains(string(b), `"n":1000000`) {
-		t.Fatalf("encoding = %s, %v; want the method's output", b, err)
-	}
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"n":1000000`, "the method's output")
 }
 
 // BenchmarkRefuseOversized is the cost of refusing each oversized message:

@@ -183,8 +183,6 @@ type FieldError struct {
 	// Name is the field, e.g. "Event", or a path such as
 	// `Properties["price"]` for a value JSON cannot hold.
 	Name string
-	// Value is the offending value, when there is one to show.
-	Value any
 	// Reason says what is wrong with it.
 	Reason string
 }

@@ -118,6 +118,34 @@ func ExampleClient_Shutdown() {
 	// failed: 1
 }
 
+func ExampleCallbackFunc() {
+	// The tracking API refuses the first batch (400) and accepts the next.
+	_, endpoint, stop := localAPI(mockapi.Status(400))
+	defer stop()
+
+	// One function gets every outcome: err is nil for a delivered event.
+	// Like any Callback, it is called from several goroutines at once.
+	outcome := analytics.CallbackFunc(func(msg analytics.Message, err error) {
+		if err != nil {
+			fmt.Println(analytics.MessageID(msg), "failed; fatal status:", errors.Is(err, analytics.ErrFatalStatus))
+			return
+		}
+		fmt.Println(analytics.MessageID(msg), "delivered")
+	})
+	client, err := analytics.New("YOUR_WRITE_KEY", analytics.WithEndpoint(endpoint), analytics.WithCallback(outcome))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	client.Enqueue(analytics.Track{MessageId: "order-1", UserId: "user-42", Event: "Order Completed"})
+	client.Flush(context.Background()) // returns once order-1 has its outcome
+	client.Enqueue(analytics.Track{MessageId: "order-2", UserId: "user-42", Event: "Order Completed"})
+	client.Close()
+	// Output:
+	// order-1 failed; fatal status: true
+	// order-2 delivered
+}
+
 func ExampleWithRetryCount() {
 	_, endpoint, stop := localAPI()
 	defer stop()

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
@@ -31,6 +33,10 @@ type failure struct {
 	msg Message
 	err error
 }
+
+// String shows the failure with its error's text: fmt shows an error in an
+// unexported field as a pointer.
+func (f failure) String() string { return fmt.Sprintf("%s: %v", MessageID(f.msg), f.err) }
 
 func (o *outcomes) Success(m Message) {
 	o.mu.Lock()
@@ -62,30 +68,12 @@ func (o *outcomes) ids() (successes, failures map[string]int) {
 	defer o.mu.Unlock()
 	successes, failures = map[string]int{}, map[string]int{}
 	for _, s := range o.successes {
-		successes[messageID(s)]++
+		successes[MessageID(s)]++
 	}
 	for _, f := range o.failures {
-		failures[messageID(f.msg)]++
+		failures[MessageID(f.msg)]++
 	}
 	return successes, failures
-}
-
-func messageID(m Message) string {
-	switch m := m.(type) {
-	case Track:
-		return m.MessageId
-	case Identify:
-		return m.MessageId
-	case Page:
-		return m.MessageId
-	case Screen:
-		return m.MessageId
-	case Group:
-		return m.MessageId
-	case Alias:
-		return m.MessageId
-	}
-	return ""
 }
 
 // logBuffer collects everything the client logs.
@@ -128,9 +116,7 @@ func newEnv(t *testing.T, api *mockapi.Server, opts ...Option) *env {
 		WithLogger(slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 	}
 	c, err := New(testWriteKey, append(base, opts...)...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	require.NoError(t, err, "New")
 	e.client = c
 	return e
 }
@@ -138,26 +124,20 @@ func newEnv(t *testing.T, api *mockapi.Server, opts ...Option) *env {
 func (e *env) enqueue(msgs ...Message) {
 	e.t.Helper()
 	for _, m := range msgs {
-		if err := e.client.Enqueue(m); err != nil {
-			e.t.Fatalf("Enqueue(%#v): %v", m, err)
-		}
+		require.NoError(e.t, e.client.Enqueue(m), "Enqueue(%#v)", m)
 	}
 }
 
 func (e *env) close() {
 	e.t.Helper()
-	if err := e.client.Close(); err != nil {
-		e.t.Fatalf("Close: %v", err)
-	}
+	require.NoError(e.t, e.client.Close(), "Close")
 }
 
 func (e *env) flush() {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	if err := e.client.Flush(ctx); err != nil {
-		e.t.Fatalf("Flush: %v", err)
-	}
+	require.NoError(e.t, e.client.Flush(ctx), "Flush")
 }
 
 // tracks returns n valid Track events with messageIds prefix0..prefix(n-1).
@@ -176,13 +156,10 @@ func (e *env) assertDeliveredOnce(msgs []Message) {
 	got := e.api.Delivered()
 	successes, failures := e.out.ids()
 	for _, m := range msgs {
-		id := messageID(m)
-		if got[id] != 1 {
-			e.t.Errorf("messageId %s delivered %d times, want 1", id, got[id])
-		}
-		if successes[id] != 1 || failures[id] != 0 {
-			e.t.Errorf("messageId %s got %d Success and %d Failure callbacks, want 1 and 0", id, successes[id], failures[id])
-		}
+		id := MessageID(m)
+		assert.Equal(e.t, 1, got[id], "times messageId %s was delivered", id)
+		assert.Equal(e.t, 1, successes[id], "Success callbacks for messageId %s", id)
+		assert.Zero(e.t, failures[id], "Failure callbacks for messageId %s", id)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Message shapes for measuring what a kept message costs. Each call builds
@@ -62,9 +64,8 @@ func BenchmarkKeptMessage(b *testing.B) {
 			heap, encoded, estimate := measureKept(b, shape.make)
 			msg, e := shape.make(1), getEncoder()
 			defer putEncoder(e)
-			if _, err := e.encodeMessage(msg, time.Now()); err != nil {
-				b.Fatal(err)
-			}
+			_, err := e.encodeMessage(msg, time.Now())
+			require.NoError(b, err)
 			enc := append([]byte(nil), e.buf...)
 			for b.Loop() {
 				keptSink += keptBytes(msg, enc)
@@ -95,7 +96,7 @@ func measureKept(tb testing.TB, shape func(int) Message) (heap, encoded, estimat
 	for i := range kept {
 		msg := shape(i)
 		generated, err := e.encodeMessage(msg, now)
-		if err != nil {
+		if err != nil { // not require, which would call tb.Helper while the heap is measured
 			tb.Fatal(err)
 		}
 		id := ""
@@ -127,10 +128,8 @@ func BenchmarkEnqueueCallback(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			c, err := New("wk", WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
 				WithMaxQueueSize(quietQueue), WithFlushAt(quietQueue), WithFlushInterval(time.Hour),
-				WithCallback(callbackFunc(func(Message, error) {})))
-			if err != nil {
-				b.Fatal(err)
-			}
+				WithCallback(CallbackFunc(func(Message, error) {})))
+			require.NoError(b, err, "New")
 			defer c.Close()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {

@@ -2,7 +2,6 @@ package analytics
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -10,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
@@ -75,14 +76,14 @@ func (e *env) assertOutcomes(ok, failed []Message) {
 	e.t.Helper()
 	successes, failures := e.out.ids()
 	for _, m := range ok {
-		if id := messageID(m); successes[id] != 1 || failures[id] != 0 {
-			e.t.Errorf("messageId %s got %d Success and %d Failure callbacks, want 1 and 0", id, successes[id], failures[id])
-		}
+		id := MessageID(m)
+		assert.Equal(e.t, 1, successes[id], "Success callbacks for messageId %s", id)
+		assert.Zero(e.t, failures[id], "Failure callbacks for messageId %s", id)
 	}
 	for _, m := range failed {
-		if id := messageID(m); successes[id] != 0 || failures[id] != 1 {
-			e.t.Errorf("messageId %s got %d Success and %d Failure callbacks, want 0 and 1", id, successes[id], failures[id])
-		}
+		id := MessageID(m)
+		assert.Zero(e.t, successes[id], "Success callbacks for messageId %s", id)
+		assert.Equal(e.t, 1, failures[id], "Failure callbacks for messageId %s", id)
 	}
 }
 
@@ -99,31 +100,31 @@ func TestLogPanicOnFailureKeepsStatsExact(t *testing.T) {
 		refused := tracks("a", 10)
 		e.enqueue(refused...)
 		e.flush()
-		if h.count() != 1 {
-			t.Fatalf("the handler panicked %d times, want 1", h.count())
-		}
+		assert.Equal(t, 1, h.count(), "panics of the handler")
 		st := e.client.Stats()
-		if st.Enqueued != 10 || st.Failed.Total() != 10 || st.Failed.FatalStatus != 10 || st.InFlight != 0 || st.QueueDepth != 0 {
-			t.Fatalf("stats %+v, want 10 enqueued, 10 failed, none held", st)
-		}
+		assert.Equal(t, int64(10), st.Enqueued, "events enqueued")
+		assert.Equal(t, int64(10), st.Failed.Total(), "events failed")
+		assert.Equal(t, int64(10), st.Failed.FatalStatus, "events failed with a fatal status")
+		assert.Zero(t, st.InFlight, "events in flight")
+		assert.Zero(t, st.QueueDepth, "events queued")
 		// The bound holds: 10 of 30 events fit while the uploads stall.
 		accepted := 0
 		for _, m := range tracks("b", 30) {
 			err := e.client.Enqueue(m)
 			if err == nil {
 				accepted++
-			} else if !errors.Is(err, ErrQueueFull) {
-				t.Fatalf("Enqueue: %v", err)
+			} else {
+				assert.ErrorIs(t, err, ErrQueueFull, "Enqueue")
 			}
 		}
-		if accepted != 10 {
-			t.Fatalf("accepted %d of 30 events with MaxQueueSize 10", accepted)
-		}
+		assert.Equal(t, 10, accepted, "events of 30 accepted with MaxQueueSize 10")
 		e.close()
 		e.assertOutcomes(tracks("b", 10), refused)
-		if st := e.client.Stats(); st.Enqueued != 20 || st.Delivered != 10 || st.Failed.Total() != 10 || st.InFlight != 0 {
-			t.Fatalf("stats after Close %+v, want 20 enqueued, 10 delivered, 10 failed", st)
-		}
+		st = e.client.Stats()
+		assert.Equal(t, int64(20), st.Enqueued, "events enqueued after Close")
+		assert.Equal(t, int64(10), st.Delivered, "events delivered after Close")
+		assert.Equal(t, int64(10), st.Failed.Total(), "events failed after Close")
+		assert.Zero(t, st.InFlight, "events in flight after Close")
 	})
 }
 
@@ -139,13 +140,12 @@ func TestLogPanicAfterCallbackPanicCallsBackOnce(t *testing.T) {
 		msgs := tracks("m", 10)
 		e.enqueue(msgs...)
 		e.close()
-		if h.count() != 1 {
-			t.Fatalf("the handler panicked %d times, want 1", h.count())
-		}
+		assert.Equal(t, 1, h.count(), "panics of the handler")
 		e.assertDeliveredOnce(msgs)
-		if st := e.client.Stats(); st.Delivered != 10 || st.Failed.Total() != 0 || st.InFlight != 0 {
-			t.Fatalf("stats %+v, want 10 delivered", st)
-		}
+		st := e.client.Stats()
+		assert.Equal(t, int64(10), st.Delivered, "events delivered")
+		assert.Zero(t, st.Failed.Total(), "events failed")
+		assert.Zero(t, st.InFlight, "events in flight")
 	})
 }
 
@@ -174,13 +174,13 @@ func TestLogPanicOnEveryRecordCrashesNothing(t *testing.T) {
 		e.enqueue(bad...)
 		e.close()
 		e.assertOutcomes(good, bad)
-		if h.count() < 3 {
-			t.Fatalf("the handler panicked %d times, want at least 3 (retry, failure, callback)", h.count())
-		}
+		assert.GreaterOrEqual(t, h.count(), 3, "panics of the handler: a retry, a failure, a callback")
 		st := e.client.Stats()
-		if st.Enqueued != 10 || st.Delivered != 5 || st.Failed.FatalStatus != 5 || st.Retries.Backoff != 1 || st.InFlight != 0 {
-			t.Fatalf("stats %+v, want 5 delivered after a retry and 5 failed", st)
-		}
+		assert.Equal(t, int64(10), st.Enqueued, "events enqueued")
+		assert.Equal(t, int64(5), st.Delivered, "events delivered")
+		assert.Equal(t, int64(5), st.Failed.FatalStatus, "events failed with a fatal status")
+		assert.Equal(t, int64(1), st.Retries.Backoff, "backoff retries")
+		assert.Zero(t, st.InFlight, "events in flight")
 	})
 }
 
@@ -221,11 +221,11 @@ func TestBatchReportSurvivesAPanickingLogCall(t *testing.T) {
 		e.enqueue(more...)
 		e.close()
 		e.assertOutcomes(append(good, more...), bad)
-		if h.count() != 21 {
-			t.Fatalf("the handler panicked %d times, want 21 (a failed batch, 20 callbacks)", h.count())
-		}
-		if st := e.client.Stats(); st.Enqueued != 20 || st.Delivered != 15 || st.Failed.Total() != 5 || st.InFlight != 0 {
-			t.Fatalf("stats %+v, want 15 delivered and 5 failed of 20", st)
-		}
+		assert.Equal(t, 21, h.count(), "panics of the handler: a failed batch, 20 callbacks")
+		st := e.client.Stats()
+		assert.Equal(t, int64(20), st.Enqueued, "events enqueued")
+		assert.Equal(t, int64(15), st.Delivered, "events delivered")
+		assert.Equal(t, int64(5), st.Failed.Total(), "events failed")
+		assert.Zero(t, st.InFlight, "events in flight")
 	})
 }

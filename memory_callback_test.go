@@ -9,6 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
@@ -43,32 +46,25 @@ func TestCallbackMessagesCountAgainstMaxQueueBytes(t *testing.T) {
 			if errors.Is(err, ErrQueueFull) {
 				break
 			}
-			if err != nil {
-				t.Fatalf("Enqueue %d: %v", accepted, err)
-			}
+			require.NoError(t, err, "Enqueue %d", accepted)
 		}
 		synctest.Wait() // the uploads have taken their batches and stall
 		grown := int64(heapInUse()) - int64(before)
 		st := e.client.Stats()
 		t.Logf("accepted %d events of the 20-property shape; heap grew %.2f MiB for a MaxQueueBytes of %.0f MiB",
 			accepted, float64(grown)/(1<<20), float64(maxQueueBytes)/(1<<20))
-		if limit := int64(maxQueueBytes * 3 / 2); grown > limit {
-			t.Fatalf("heap grew by %d bytes holding %d events, over 1.5 × MaxQueueBytes (%d)", grown, accepted, limit)
-		}
-		if int64(accepted) != int64(st.QueueDepth)+st.InFlight || st.Enqueued != int64(accepted) {
-			t.Fatalf("accepted %d; stats %+v", accepted, st)
-		}
+		assert.LessOrEqual(t, grown, int64(maxQueueBytes*3/2), "heap growth holding %d events: at most 1.5 × MaxQueueBytes", accepted)
+		assert.Equal(t, int64(accepted), int64(st.QueueDepth)+st.InFlight, "events queued or in flight: those accepted")
+		assert.Equal(t, int64(accepted), st.Enqueued, "events enqueued")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if err := e.client.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown = %v", err)
-		}
-		if _, failed := e.out.counts(); failed != accepted {
-			t.Fatalf("%d failure callbacks, want one for each of the %d accepted events", failed, accepted)
-		}
-		if st := e.client.Stats(); st.Failed.Shutdown != int64(accepted) || st.QueueDepth != 0 || st.InFlight != 0 {
-			t.Fatalf("after Shutdown: %+v", st)
-		}
+		assert.ErrorIs(t, e.client.Shutdown(ctx), context.DeadlineExceeded, "Shutdown")
+		_, failed := e.out.counts()
+		assert.Equal(t, accepted, failed, "Failure callbacks: one for each accepted event")
+		st = e.client.Stats()
+		assert.Equal(t, int64(accepted), st.Failed.Shutdown, "events failed by Shutdown")
+		assert.Zero(t, st.QueueDepth, "events queued after Shutdown")
+		assert.Zero(t, st.InFlight, "events in flight after Shutdown")
 	})
 }
 
@@ -91,25 +87,23 @@ func TestKeptBytesAreGivenBack(t *testing.T) {
 				if errors.Is(err, ErrQueueFull) {
 					return n
 				}
-				if err != nil {
-					t.Fatalf("Enqueue: %v", err)
-				}
+				require.NoError(t, err, "Enqueue")
 			}
-			t.Fatal("the queue never filled")
+			require.Fail(t, "the queue never filled")
 			return n
 		}
 		first := fill(1)
 		e.flush()
-		if st := e.client.Stats(); st.QueueDepth != 0 || st.InFlight != 0 || st.Delivered != int64(first) {
-			t.Fatalf("after the first round of %d: %+v", first, st)
-		}
-		if second := fill(2); second != first {
-			t.Fatalf("the second round filled the queue with %d events, the first with %d", second, first)
-		}
-		e.close()
 		st := e.client.Stats()
-		if ok, failed := e.out.counts(); st.Delivered != int64(2*first) || ok != 2*first || failed != 0 {
-			t.Fatalf("%d Success callbacks, %d Failure; stats %+v", ok, failed, st)
-		}
+		assert.Zero(t, st.QueueDepth, "events queued after the first round")
+		assert.Zero(t, st.InFlight, "events in flight after the first round")
+		assert.Equal(t, int64(first), st.Delivered, "events delivered after the first round")
+		assert.Equal(t, first, fill(2), "events the second round fills the queue with: as many as the first")
+		e.close()
+		st = e.client.Stats()
+		ok, failed := e.out.counts()
+		assert.Equal(t, int64(2*first), st.Delivered, "events delivered")
+		assert.Equal(t, 2*first, ok, "Success callbacks")
+		assert.Zero(t, failed, "Failure callbacks")
 	})
 }

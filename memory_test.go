@@ -8,6 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
@@ -42,7 +45,7 @@ func TestStalledAPIKeepsMemoryBounded(t *testing.T) {
 			case errors.Is(err, ErrQueueFull):
 				full++
 			default:
-				t.Fatalf("Enqueue %d: %v", i, err)
+				require.NoError(t, err, "Enqueue %d", i)
 			}
 			switch i {
 			case 50_000:
@@ -51,37 +54,27 @@ func TestStalledAPIKeepsMemoryBounded(t *testing.T) {
 				half = heapInUse()
 			}
 		}
-		if took := time.Since(start); took != 0 {
-			t.Fatalf("Enqueue waited %v on a stalled API", took)
-		}
+		assert.Zero(t, time.Since(start), "time Enqueue waited on a stalled API")
 		after := heapInUse()
 		grown := after - before
 		// The second 100,000 offers, all refused, cost nothing that stays.
-		if after > half+1<<20 {
-			t.Fatalf("heap grew by %d bytes while every Enqueue was refused", after-half)
-		}
+		assert.LessOrEqual(t, after, half+1<<20, "heap after the second 100,000 offers, all refused: at most 1 MiB over the heap before them (%d)", half)
 		st := e.client.Stats()
 		// Queued bytes are bounded by MaxQueueBytes; in flight, at most
 		// MaxConcurrentRequests batches of at most MaxBatchBytes.
-		limit := uint64(maxQueueBytes + 8*MaxBatchBytes + 4<<20)
-		if grown > limit || st.QueueBytes > maxQueueBytes {
-			t.Fatalf("heap grew by %d bytes (limit %d); queue holds %d bytes", grown, limit, st.QueueBytes)
-		}
-		if full == 0 || accepted+full != 200_000 || int64(accepted) != int64(st.QueueDepth)+st.InFlight {
-			t.Fatalf("accepted %d, refused %d; stats %+v", accepted, full, st)
-		}
+		assert.LessOrEqual(t, grown, uint64(maxQueueBytes+8*MaxBatchBytes+4<<20), "heap growth")
+		assert.LessOrEqual(t, st.QueueBytes, maxQueueBytes, "bytes queued")
+		assert.NotZero(t, full, "offers refused")
+		assert.Equal(t, 200_000, accepted+full, "offers accepted or refused")
+		assert.Equal(t, int64(accepted), int64(st.QueueDepth)+st.InFlight, "events queued or in flight: those accepted")
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		start = time.Now()
-		if err := e.client.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown = %v", err)
-		}
-		if took := time.Since(start); took != 2*time.Second {
-			t.Fatalf("Shutdown returned after %v, want when its context ended (2s)", took)
-		}
-		if st := e.client.Stats(); st.Failed.Shutdown != int64(accepted) || st.Delivered != 0 {
-			t.Fatalf("after Shutdown: %+v; want all %d accepted events failed", st, accepted)
-		}
+		assert.ErrorIs(t, e.client.Shutdown(ctx), context.DeadlineExceeded, "Shutdown")
+		assert.Equal(t, 2*time.Second, time.Since(start), "Shutdown returned when its context ended")
+		end := e.client.Stats()
+		assert.Equal(t, int64(accepted), end.Failed.Shutdown, "events failed by Shutdown: every accepted one")
+		assert.Zero(t, end.Delivered, "events delivered")
 		t.Logf("accepted %d, refused %d, heap grew %.1f MiB (queue %d bytes)", accepted, full, float64(grown)/(1<<20), st.QueueBytes)
 	})
 }

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// encodeTail writes the members after the head: context, then the
-// free-form maps. A value JSON cannot hold becomes a *FieldError naming the
-// field and the path inside it.
+// tail writes the members after the head (context, then the free-form
+// maps) and closes the object. A value JSON cannot hold becomes a
+// *FieldError naming typ, the field and the path inside it; errStop (the
+// message is too large) passes through as it is.
 func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
 	o.name("context")
 	if err := o.e.encodeContext(ctx); err != nil {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"math"
 	"net"
-	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // encodeMessage returns the JSON of m in a slice of its own, with id and ts
@@ -32,14 +34,23 @@ var fixedTime = time.Date(2026, 11, 29, 12, 34, 56, 789_123_456, time.UTC)
 func decode(t *testing.T, m Message) map[string]any {
 	t.Helper()
 	b, err := encodeMessage(m, "default-id", fixedTime)
-	if err != nil {
-		t.Fatalf("encode %#v: %v", m, err)
-	}
+	require.NoError(t, err, "encode %#v", m)
 	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("encoding of %#v is not JSON: %v\n%s", m, err, b)
-	}
+	require.NoError(t, json.Unmarshal(b, &out), "encoding of %#v is JSON: %s", m, b)
 	return out
+}
+
+// assertUUIDv4 checks that id is a random (version 4) UUID of the RFC 4122
+// variant, written in the canonical form: lower case, with hyphens.
+func assertUUIDv4(t *testing.T, id string) {
+	t.Helper()
+	u, err := uuid.Parse(id)
+	if !assert.NoError(t, err, "messageId %q is a UUID", id) {
+		return
+	}
+	assert.Equal(t, uuid.Version(4), u.Version(), "version of messageId %q", id)
+	assert.Equal(t, uuid.RFC4122, u.Variant(), "variant of messageId %q", id)
+	assert.Equal(t, u.String(), id, "messageId %q in the canonical form", id)
 }
 
 func TestValidationNamesTheField(t *testing.T) {
@@ -59,14 +70,13 @@ func TestValidationNamesTheField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := tt.msg.Validate()
+		assert.ErrorIs(t, err, ErrInvalidMessage, "%#v: Validate()", tt.msg)
 		var fe *FieldError
-		if !errors.Is(err, ErrInvalidMessage) || !errors.As(err, &fe) {
-			t.Errorf("%#v: Validate() = %v, want a FieldError wrapping ErrInvalidMessage", tt.msg, err)
+		if !assert.ErrorAs(t, err, &fe, "%#v: Validate()", tt.msg) {
 			continue
 		}
-		if got := fe.Type + "." + fe.Name; got != tt.field || !strings.Contains(err.Error(), tt.field) {
-			t.Errorf("%#v: error %q names %s, want %s", tt.msg, err, got, tt.field)
-		}
+		assert.Equal(t, tt.field, fe.Type+"."+fe.Name, "%#v: the field the FieldError names", tt.msg)
+		assert.ErrorContains(t, err, tt.field, "%#v: Validate()", tt.msg)
 	}
 	valid := []Message{
 		Track{UserId: "u", Event: "E"}, Track{AnonymousId: "a", Event: "E"},
@@ -75,9 +85,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		Group{UserId: "u", GroupId: "g"}, Alias{UserId: "u", PreviousId: "p"},
 	}
 	for _, m := range valid {
-		if err := m.Validate(); err != nil {
-			t.Errorf("%#v: Validate() = %v, want nil", m, err)
-		}
+		assert.NoError(t, m.Validate(), "%#v: Validate()", m)
 	}
 }
 
@@ -106,14 +114,10 @@ func TestSegmentFieldNames(t *testing.T) {
 	for _, tt := range tests {
 		got := decode(t, tt.msg)
 		for k, v := range tt.want {
-			if !reflect.DeepEqual(got[k], v) {
-				t.Errorf("%T: %s = %#v, want %#v", tt.msg, k, got[k], v)
-			}
+			assert.Equal(t, v, got[k], "%T: member %s", tt.msg, k)
 		}
 		for _, k := range []string{"messageId", "timestamp", "context"} {
-			if _, ok := got[k]; !ok {
-				t.Errorf("%T: no %s in %v", tt.msg, k, got)
-			}
+			assert.Contains(t, got, k, "%T: members", tt.msg)
 		}
 		// Nothing but the Segment members.
 		allowed := map[string]bool{"messageId": true, "timestamp": true, "context": true}
@@ -121,32 +125,23 @@ func TestSegmentFieldNames(t *testing.T) {
 			allowed[k] = true
 		}
 		for k := range got {
-			if !allowed[k] {
-				t.Errorf("%T: unexpected member %q", tt.msg, k)
-			}
+			assert.True(t, allowed[k], "%T: unexpected member %q", tt.msg, k)
 		}
 	}
 }
 
 func TestDefaultsFilledAtEnqueue(t *testing.T) {
 	got := decode(t, Track{UserId: "u", Event: "E"})
-	if got["messageId"] != "default-id" {
-		t.Errorf("messageId = %v, want the default passed in", got["messageId"])
-	}
-	if got["timestamp"] != "2026-11-29T12:34:56.789Z" {
-		t.Errorf("timestamp = %v, want RFC 3339 UTC with milliseconds", got["timestamp"])
-	}
+	assert.Equal(t, "default-id", got["messageId"], "messageId: the default passed in")
+	assert.Equal(t, "2026-11-29T12:34:56.789Z", got["timestamp"], "timestamp: RFC 3339, UTC, milliseconds")
 	lib := got["context"].(map[string]any)["library"]
-	if !reflect.DeepEqual(lib, map[string]any{"name": "analytics-go", "version": Version}) {
-		t.Errorf("context.library = %v", lib)
-	}
+	assert.Equal(t, map[string]any{"name": "analytics-go", "version": Version}, lib, "context.library")
 
 	// The caller's values are kept; a non-UTC timestamp is written in UTC.
 	ts := time.Date(2020, 2, 3, 4, 5, 6, 7_000_000, time.FixedZone("X", 3600))
 	got = decode(t, Track{UserId: "u", Event: "E", MessageId: "mine", Timestamp: ts})
-	if got["messageId"] != "mine" || got["timestamp"] != "2020-02-03T03:05:06.007Z" {
-		t.Errorf("caller's messageId/timestamp not kept: %v %v", got["messageId"], got["timestamp"])
-	}
+	assert.Equal(t, "mine", got["messageId"], "the caller's messageId")
+	assert.Equal(t, "2020-02-03T03:05:06.007Z", got["timestamp"], "the caller's timestamp, in UTC")
 }
 
 func TestEnqueueFillsUUIDv4AndNow(t *testing.T) {
@@ -156,32 +151,26 @@ func TestEnqueueFillsUUIDv4AndNow(t *testing.T) {
 	e.close()
 	after := time.Now().UTC()
 	reqs := e.api.Requests()
-	if len(reqs) != 1 || len(reqs[0].Events) != 2 {
-		t.Fatalf("requests %+v", reqs)
-	}
-	uuidV4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	require.Len(t, reqs, 1, "requests")
+	require.Len(t, reqs[0].Events, 2, "events in the request")
 	ids := reqs[0].MessageIDs()
 	for _, id := range ids {
-		if !uuidV4.MatchString(id) {
-			t.Errorf("messageId %q is not a UUID v4", id)
-		}
+		assertUUIDv4(t, id)
 	}
-	if ids[0] == ids[1] {
-		t.Error("two events share a messageId")
-	}
-	ts, err := time.Parse(time.RFC3339Nano, reqs[0].Events[0]["timestamp"].(string))
-	if err != nil || ts.Before(before) || ts.After(after) {
-		t.Errorf("timestamp %v (%v) not between %v and %v", ts, err, before, after)
+	assert.NotEqual(t, ids[0], ids[1], "the two events' messageIds")
+	stamp, _ := reqs[0].Events[0]["timestamp"].(string)
+	ts, err := time.Parse(time.RFC3339Nano, stamp)
+	if assert.NoError(t, err, "timestamp %q", stamp) {
+		assert.WithinRange(t, ts, before, after, "timestamp")
 	}
 	// The callback gets the message as sent, defaults filled.
 	e.out.mu.Lock()
-	defer e.out.mu.Unlock()
-	if got := messageID(e.out.successes[0]); got != ids[0] {
-		t.Errorf("callback messageId %q, sent %q", got, ids[0])
-	}
-	if e.out.successes[0].(Track).Timestamp.IsZero() {
-		t.Error("callback message has no Timestamp")
-	}
+	successes := append([]Message(nil), e.out.successes...)
+	e.out.mu.Unlock()
+	require.NotEmpty(t, successes, "Success callbacks")
+	assert.Equal(t, ids[0], MessageID(successes[0]), "messageId in the callback")
+	require.IsType(t, Track{}, successes[0], "message in the callback")
+	assert.False(t, successes[0].(Track).Timestamp.IsZero(), "the callback's message has a Timestamp")
 }
 
 func TestContextMergedWithLibrary(t *testing.T) {
@@ -205,12 +194,8 @@ func TestContextMergedWithLibrary(t *testing.T) {
 		"custom":    float64(1),
 		"locale":    "fr-FR", // Extra fills a field that is unset
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("context = %#v\nwant      %#v", got, want)
-	}
-	if ctx.Library.Name != "impostor" {
-		t.Error("encoding changed the caller's Context")
-	}
+	assert.Equal(t, want, got, "context")
+	assert.Equal(t, "impostor", ctx.Library.Name, "the caller's Context, unchanged by encoding")
 }
 
 func TestUnencodableValuesAreRejected(t *testing.T) {
@@ -236,27 +221,24 @@ func TestUnencodableValuesAreRejected(t *testing.T) {
 	e := newEnv(t, newAPI())
 	for _, tt := range tests {
 		err := e.client.Enqueue(tt.msg)
+		assert.ErrorIs(t, err, ErrInvalidMessage, "%s: Enqueue", tt.name)
 		var fe *FieldError
-		if !errors.Is(err, ErrInvalidMessage) || !errors.As(err, &fe) {
-			t.Errorf("%s: Enqueue = %v, want a FieldError wrapping ErrInvalidMessage", tt.name, err)
+		if !assert.ErrorAs(t, err, &fe, "%s: Enqueue", tt.name) {
 			continue
 		}
-		if !strings.HasPrefix(fe.Name, tt.field) || !strings.Contains(err.Error(), tt.field) {
-			t.Errorf("%s: error %q names %q, want %s", tt.name, err, fe.Name, tt.field)
-		}
+		assert.True(t, strings.HasPrefix(fe.Name, tt.field), "%s: field %q begins with %s", tt.name, fe.Name, tt.field)
+		assert.ErrorContains(t, err, tt.field, "%s: Enqueue", tt.name)
 	}
 	// None reached the queue, and a valid event sent after them is
 	// delivered alone.
-	if st := e.client.Stats(); st.QueueDepth != 0 || st.Rejected.Invalid != int64(len(tests)) {
-		t.Fatalf("stats after rejections: %+v", st)
-	}
+	st := e.client.Stats()
+	assert.Zero(t, st.QueueDepth, "events queued after the rejections")
+	assert.Equal(t, int64(len(tests)), st.Rejected.Invalid, "events rejected as invalid")
 	good := tracks("ok", 1)
 	e.enqueue(good...)
 	e.close()
 	e.assertDeliveredOnce(good)
-	if n := len(e.api.Requests()); n != 1 {
-		t.Fatalf("%d requests, want 1", n)
-	}
+	assert.Len(t, e.api.Requests(), 1, "requests")
 }
 
 func TestMessageSizeLimit(t *testing.T) {
@@ -265,29 +247,22 @@ func TestMessageSizeLimit(t *testing.T) {
 		return Track{UserId: "u", Event: "E", MessageId: "m", Properties: Properties{"pad": strings.Repeat("x", pad)}}
 	}
 	base, err := encodeMessage(msg(0), "", fixedTime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	exact := MaxMessageBytes - len(base)
-	if b, err := encodeMessage(msg(exact), "", fixedTime); err != nil || len(b) != MaxMessageBytes {
-		t.Fatalf("message of exactly %d bytes: %d bytes, %v", MaxMessageBytes, len(b), err)
-	}
+	b, err := encodeMessage(msg(exact), "", fixedTime)
+	assert.NoError(t, err, "encoding a message of exactly MaxMessageBytes")
+	assert.Equal(t, MaxMessageBytes, len(b), "bytes of a message at the limit")
 	_, err = encodeMessage(msg(exact+1), "", fixedTime)
-	if !errors.Is(err, ErrMessageTooLarge) || !strings.Contains(err.Error(), "32001 bytes") {
-		t.Fatalf("message of %d bytes: %v, want ErrMessageTooLarge naming the size", MaxMessageBytes+1, err)
-	}
+	assert.ErrorIs(t, err, ErrMessageTooLarge, "encoding a message of MaxMessageBytes+1")
+	assert.ErrorContains(t, err, "32001 bytes", "the error names the size")
 
 	e := newEnv(t, newAPI())
-	if err := e.client.Enqueue(msg(exact + 1)); !errors.Is(err, ErrMessageTooLarge) {
-		t.Fatalf("Enqueue of an oversized message = %v", err)
-	}
-	if err := e.client.Enqueue(msg(exact)); err != nil {
-		t.Fatalf("Enqueue of a message at the limit = %v", err)
-	}
+	assert.ErrorIs(t, e.client.Enqueue(msg(exact+1)), ErrMessageTooLarge, "Enqueue of an oversized message")
+	assert.NoError(t, e.client.Enqueue(msg(exact)), "Enqueue of a message at the limit")
 	e.close()
-	if st := e.client.Stats(); st.Rejected.TooLarge != 1 || st.Delivered != 1 {
-		t.Fatalf("stats %+v", st)
-	}
+	st := e.client.Stats()
+	assert.Equal(t, int64(1), st.Rejected.TooLarge, "events rejected as too large")
+	assert.Equal(t, int64(1), st.Delivered, "events delivered")
 }
 
 func TestEncodedOnceAtEnqueue(t *testing.T) {
@@ -299,10 +274,10 @@ func TestEncodedOnceAtEnqueue(t *testing.T) {
 	props["list"].([]any)[0] = "changed"
 	props["added"] = true
 	e.close()
-	got := e.api.Requests()[0].Events[0]["properties"]
-	if !reflect.DeepEqual(got, map[string]any{"plan": "free", "list": []any{"a"}}) {
-		t.Fatalf("sent properties %v, want the values at Enqueue", got)
-	}
+	reqs := e.api.Requests()
+	require.Len(t, reqs, 1, "requests")
+	require.Len(t, reqs[0].Events, 1, "events in the request")
+	assert.Equal(t, map[string]any{"plan": "free", "list": []any{"a"}}, reqs[0].Events[0]["properties"], "properties sent: the values at Enqueue")
 }
 
 func TestEncoderMatchesEncodingJSON(t *testing.T) {
@@ -319,19 +294,14 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, v := range values {
 		var e encoder
-		if err := e.value(v); err != nil {
-			t.Errorf("%#v: %v", v, err)
+		if !assert.NoError(t, e.value(v), "%#v", v) {
 			continue
 		}
 		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "json.Marshal(%#v)", v)
 		// encoding/json also escapes <, > and & for HTML; none of the
 		// values has them, so the bytes must be the same.
-		if string(e.buf) != string(want) {
-			t.Errorf("%#v:\n got  %s\n want %s", v, e.buf, want)
-		}
+		assert.Equal(t, string(want), string(e.buf), "%#v", v)
 	}
 }
 
@@ -346,28 +316,21 @@ func TestV3StyleCodeCompiles(t *testing.T) {
 		Screen{UserId: "u", Name: "Main", Integrations: NewIntegrations().EnableAll().Disable("Salesforce")},
 	}
 	for _, m := range msgs {
-		if err := m.Validate(); err != nil {
-			t.Errorf("%T: %v", m, err)
-		}
-		if _, err := encodeMessage(m, "id", fixedTime); err != nil {
-			t.Errorf("%T: %v", m, err)
-		}
+		assert.NoError(t, m.Validate(), "%T: Validate", m)
+		_, err := encodeMessage(m, "id", fixedTime)
+		assert.NoError(t, err, "%T: encoding", m)
 	}
 }
 
 func TestContextJSONRoundTrip(t *testing.T) {
 	in := Context{IP: net.ParseIP("1.2.3.4"), Locale: "en", Extra: map[string]any{"custom": "x"}}
 	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "json.Marshal")
 	var out Context
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	if !out.IP.Equal(in.IP) || out.Locale != "en" || out.Extra["custom"] != "x" {
-		t.Fatalf("round trip of %s gave %+v", b, out)
-	}
+	require.NoError(t, json.Unmarshal(b, &out), "json.Unmarshal(%s)", b)
+	assert.True(t, out.IP.Equal(in.IP), "IP after a round trip of %s: %v", b, out.IP)
+	assert.Equal(t, "en", out.Locale, "Locale after a round trip of %s", b)
+	assert.Equal(t, map[string]any{"custom": "x"}, out.Extra, "Extra after a round trip of %s", b)
 }
 
 func FuzzEncodeProperties(f *testing.F) {
@@ -380,52 +343,39 @@ func FuzzEncodeProperties(f *testing.F) {
 			return
 		}
 		b, err := encodeMessage(Track{UserId: "u", Event: "E", Properties: props}, "id", fixedTime)
-		if err != nil {
-			if errors.Is(err, ErrMessageTooLarge) {
-				return
-			}
-			t.Fatalf("JSON-decoded properties failed to encode: %v", err)
+		if errors.Is(err, ErrMessageTooLarge) {
+			return
 		}
+		require.NoError(t, err, "encoding JSON-decoded properties")
 		var back map[string]any
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("encoding is not JSON: %v\n%s", err, b)
-		}
+		require.NoError(t, json.Unmarshal(b, &back), "the encoding is JSON:\n%s", b)
 		if len(props) == 0 {
 			return
 		}
 		want, _ := json.Marshal(props)
 		got, _ := json.Marshal(back["properties"])
-		if string(got) != string(want) {
-			t.Fatalf("properties changed:\n got  %s\n want %s", got, want)
-		}
+		require.Equal(t, string(want), string(got), "properties after encoding")
 	})
 }
 
 func TestContextExtraKeepsLargeIntegers(t *testing.T) {
 	var c Context
-	if err := json.Unmarshal([]byte(`{"locale":"en","big":12345678901234567890}`), &c); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(`{"locale":"en","big":12345678901234567890}`), &c))
 	got := decode(t, Track{UserId: "u", Event: "E", Context: &c})["context"].(map[string]any)
-	if got["big"] != float64(12345678901234567890) {
-		t.Fatalf("context = %v", got)
-	}
-	b, _ := encodeMessage(Track{UserId: "u", Event: "E", Context: &c}, "id", fixedTime)
-	if !strings.Contains(string(b), `"big":12345678901234567890`) {
-		t.Fatalf("large integer not written as given: %s", b)
-	}
+	assert.Equal(t, float64(12345678901234567890), got["big"], "context.big")
+	b, err := encodeMessage(Track{UserId: "u", Event: "E", Context: &c}, "id", fixedTime)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"big":12345678901234567890`, "the large integer, written as given")
 }
 
 func TestGeneratedIDsAreDistinctUUIDv4(t *testing.T) {
-	uuidV4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	e := &encoder{}
 	seen := map[string]bool{}
 	for range 100 { // more than one read of the random buffer
 		e.newID()
 		id := string(e.id[:])
-		if !uuidV4.MatchString(id) || seen[id] {
-			t.Fatalf("id %q: not a UUID v4, or seen before", id)
-		}
+		assertUUIDv4(t, id)
+		require.False(t, seen[id], "id %q seen before", id)
 		seen[id] = true
 	}
 }

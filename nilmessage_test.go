@@ -1,9 +1,11 @@
 package analytics
 
 import (
-	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ownTrack is a caller's type that embeds a Track: its pointer is a
@@ -22,29 +24,19 @@ func TestTypedNilMessageIsInvalid(t *testing.T) {
 	e := newEnv(t, newAPI())
 	for _, m := range msgs {
 		var err error
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					t.Errorf("Enqueue(%T(nil)) panicked: %v", m, p)
-				}
-			}()
-			err = e.client.Enqueue(m)
-		}()
+		assert.NotPanics(t, func() { err = e.client.Enqueue(m) }, "Enqueue(%T(nil))", m)
+		assert.ErrorIs(t, err, ErrInvalidMessage, "Enqueue(%T(nil))", m)
 		var fe *FieldError
-		if !errors.Is(err, ErrInvalidMessage) || !errors.As(err, &fe) {
-			t.Errorf("Enqueue(%T(nil)) = %v, want a *FieldError wrapping ErrInvalidMessage", m, err)
-		}
-		if id := MessageID(m); id != "" {
-			t.Errorf("MessageID(%T(nil)) = %q", m, id)
-		}
+		assert.ErrorAs(t, err, &fe, "Enqueue(%T(nil))", m)
+		assert.Empty(t, MessageID(m), "MessageID(%T(nil))", m)
 	}
 	e.close()
-	if st := e.client.Stats(); st.Rejected.Invalid != int64(len(msgs)) || st.Rejected.Total() != int64(len(msgs)) {
-		t.Fatalf("stats %+v, want %d rejected as invalid", st, len(msgs))
-	}
-	if ok, failed := e.out.counts(); ok+failed != 0 {
-		t.Fatalf("%d callbacks for refused messages", ok+failed)
-	}
+	st := e.client.Stats()
+	assert.Equal(t, int64(len(msgs)), st.Rejected.Invalid, "events rejected as invalid")
+	assert.Equal(t, int64(len(msgs)), st.Rejected.Total(), "events rejected")
+	ok, failed := e.out.counts()
+	assert.Zero(t, ok, "Success callbacks for refused messages")
+	assert.Zero(t, failed, "Failure callbacks for refused messages")
 }
 
 // TestPointerMessageCallbackGetsTheValue: a pointer to a message is
@@ -55,16 +47,14 @@ func TestPointerMessageCallbackGetsTheValue(t *testing.T) {
 	e.enqueue(&Track{MessageId: "p1", UserId: "u", Event: "E"}, &Alias{MessageId: "p2", UserId: "u", PreviousId: "p"})
 	e.close()
 	e.out.mu.Lock()
-	defer e.out.mu.Unlock()
-	if len(e.out.successes) != 2 {
-		t.Fatalf("%d successes, want 2", len(e.out.successes))
-	}
-	for _, m := range e.out.successes {
-		if k := reflect.TypeOf(m).Kind(); k != reflect.Struct || MessageID(m) == "" {
-			t.Errorf("callback got a %T (%v), want the message value", m, k)
-		}
-		if tr, ok := m.(Track); ok && tr.Timestamp.IsZero() {
-			t.Errorf("callback got %+v, want the Timestamp filled", tr)
+	successes := append([]Message(nil), e.out.successes...)
+	e.out.mu.Unlock()
+	require.Len(t, successes, 2, "Success callbacks")
+	for _, m := range successes {
+		assert.Equal(t, reflect.Struct, reflect.TypeOf(m).Kind(), "kind of the %T the callback got: the message value", m)
+		assert.NotEmpty(t, MessageID(m), "MessageID of the %T the callback got", m)
+		if tr, ok := m.(Track); ok {
+			assert.False(t, tr.Timestamp.IsZero(), "the callback's Track has its Timestamp filled")
 		}
 	}
 }

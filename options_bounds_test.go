@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // newOrPanic calls New, turning a panic into an error so that a test can
@@ -37,14 +38,11 @@ func TestHugeMaxConcurrentRequestsIsRefused(t *testing.T) {
 			continue // a 32-bit platform cannot even ask for it
 		}
 		c, err := newOrPanic(WithMaxConcurrentRequests(int(n)))
-		if err == nil {
+		if !assert.Error(t, err, "New with MaxConcurrentRequests %d", n) {
 			closeAccepted(c)
-			t.Errorf("MaxConcurrentRequests %d: New accepted it", n)
 			continue
 		}
-		if !strings.Contains(err.Error(), "invalid option MaxConcurrentRequests:") {
-			t.Errorf("MaxConcurrentRequests %d: error %q does not name the option", n, err)
-		}
+		assert.ErrorContains(t, err, "invalid option MaxConcurrentRequests:", "New with MaxConcurrentRequests %d", n)
 	}
 }
 
@@ -76,20 +74,16 @@ func TestNumericOptionBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, err := newOrPanic(append(tt.alsoSetting, tt.at)...)
-		if err != nil {
-			t.Errorf("%s at its bound: %v", tt.option, err)
-		} else if err := c.Close(); err != nil {
-			t.Errorf("%s at its bound: Close: %v", tt.option, err)
+		if assert.NoError(t, err, "%s at its bound", tt.option) {
+			assert.NoError(t, c.Close(), "%s at its bound: Close", tt.option)
 		}
 		c, err = newOrPanic(append(tt.alsoSetting, tt.beyond)...)
-		if err == nil {
+		if !assert.Error(t, err, "%s beyond its bound", tt.option) {
 			closeAccepted(c)
-			t.Errorf("%s beyond its bound: New accepted it", tt.option)
 			continue
 		}
-		if !strings.Contains(err.Error(), "analytics: invalid option "+tt.option+":") || !strings.Contains(err.Error(), tt.bound) {
-			t.Errorf("%s beyond its bound: error %q does not name the option and its bound %s", tt.option, err, tt.bound)
-		}
+		assert.ErrorContains(t, err, "analytics: invalid option "+tt.option+":", "%s beyond its bound", tt.option)
+		assert.ErrorContains(t, err, tt.bound, "%s beyond its bound", tt.option)
 	}
 }
 
@@ -127,23 +121,17 @@ func TestHugeEnvValuesAreRefused(t *testing.T) {
 			return "", false
 		})
 		if tt.option == "" {
-			if err == nil || !strings.Contains(err.Error(), tt.variable) {
-				t.Errorf("%s=%s: OptionsFromEnv: %v, want an error naming the variable", tt.variable, tt.value, err)
-			}
+			assert.ErrorContains(t, err, tt.variable, "%s=%s: OptionsFromEnv", tt.variable, tt.value)
 			continue
 		}
-		if err != nil {
-			t.Errorf("%s=%s: OptionsFromEnv: %v", tt.variable, tt.value, err)
+		if !assert.NoError(t, err, "%s=%s: OptionsFromEnv", tt.variable, tt.value) {
 			continue
 		}
 		c, err := newOrPanic(opts...)
-		if err == nil {
+		if !assert.Error(t, err, "%s=%s: New", tt.variable, tt.value) {
 			closeAccepted(c)
-			t.Errorf("%s=%s: New accepted it", tt.variable, tt.value)
 			continue
 		}
-		if !strings.Contains(err.Error(), "invalid option "+tt.option+":") {
-			t.Errorf("%s=%s: error %q does not name option %s", tt.variable, tt.value, err, tt.option)
-		}
+		assert.ErrorContains(t, err, "invalid option "+tt.option+":", "%s=%s: New", tt.variable, tt.value)
 	}
 }

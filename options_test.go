@@ -2,9 +2,11 @@ package analytics
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dualpath/analytics-go/retry"
 )
@@ -22,26 +24,30 @@ func TestDefaults(t *testing.T) {
 		requestTimeout:        10 * time.Second,
 		gzip:                  true,
 	}
-	if c.endpoint != want.endpoint || c.flushAt != want.flushAt || c.flushInterval != want.flushInterval ||
-		c.maxQueueSize != want.maxQueueSize || c.maxQueueBytes != want.maxQueueBytes ||
-		c.maxConcurrentRequests != want.maxConcurrentRequests || c.requestTimeout != want.requestTimeout ||
-		c.gzip != want.gzip || c.httpClient != nil || c.logger != nil || c.callback != nil {
-		t.Fatalf("defaults = %+v", c)
-	}
+	assert.Equal(t, want.endpoint, c.endpoint, "Endpoint")
+	assert.Equal(t, want.flushAt, c.flushAt, "FlushAt")
+	assert.Equal(t, want.flushInterval, c.flushInterval, "FlushInterval")
+	assert.Equal(t, want.maxQueueSize, c.maxQueueSize, "MaxQueueSize")
+	assert.Equal(t, want.maxQueueBytes, c.maxQueueBytes, "MaxQueueBytes")
+	assert.Equal(t, want.maxConcurrentRequests, c.maxConcurrentRequests, "MaxConcurrentRequests")
+	assert.Equal(t, want.requestTimeout, c.requestTimeout, "RequestTimeout")
+	assert.Equal(t, want.gzip, c.gzip, "Gzip")
+	assert.Nil(t, c.httpClient, "HTTPClient")
+	assert.Nil(t, c.logger, "Logger")
+	assert.Nil(t, c.callback, "Callback")
 	p := c.policy
-	if p.RetryCount != 10 || p.BackoffBase != 500*time.Millisecond || p.BackoffCap != 60*time.Second ||
-		p.MaxTotalBackoffDuration != 12*time.Hour || p.MaxRateLimitDuration != 12*time.Hour ||
-		p.RateLimitRetryAfterCap != 300*time.Second {
-		t.Fatalf("retry defaults = %+v", p)
-	}
-	if err := c.validate(); err != nil {
-		t.Fatalf("defaults do not validate: %v", err)
-	}
+	assert.Equal(t, 10, p.RetryCount, "RetryCount")
+	assert.Equal(t, 500*time.Millisecond, p.BackoffBase, "BackoffBase")
+	assert.Equal(t, 60*time.Second, p.BackoffCap, "BackoffCap")
+	assert.Equal(t, 12*time.Hour, p.MaxTotalBackoffDuration, "MaxTotalBackoffDuration")
+	assert.Equal(t, 12*time.Hour, p.MaxRateLimitDuration, "MaxRateLimitDuration")
+	assert.Equal(t, 300*time.Second, p.RateLimitRetryAfterCap, "RateLimitRetryAfterCap")
+	assert.NoError(t, c.validate(), "the defaults validate")
 }
 
 func TestOptionsApply(t *testing.T) {
 	client := &http.Client{}
-	cb := callbackFunc(func(Message, error) {})
+	cb := CallbackFunc(func(Message, error) {})
 	opts := []Option{
 		WithEndpoint("http://127.0.0.1:9/"), WithFlushAt(7), WithFlushInterval(time.Second),
 		WithMaxQueueSize(70), WithMaxQueueBytes(64_000), WithMaxConcurrentRequests(3), WithRetryCount(0),
@@ -53,18 +59,25 @@ func TestOptionsApply(t *testing.T) {
 	for _, o := range opts {
 		o(&c)
 	}
-	if err := c.validate(); err != nil {
-		t.Fatalf("validate: %v", err)
-	}
+	require.NoError(t, c.validate(), "validate")
 	p := c.policy
-	if c.endpoint != "http://127.0.0.1:9/" || c.batchURLBase() != "http://127.0.0.1:9" || c.flushAt != 7 ||
-		c.flushInterval != time.Second || c.maxQueueSize != 70 || c.maxQueueBytes != 64_000 ||
-		c.maxConcurrentRequests != 3 || p.RetryCount != 0 || p.BackoffBase != 0 || p.BackoffCap != time.Second ||
-		p.MaxTotalBackoffDuration != 0 || p.MaxRateLimitDuration != time.Minute ||
-		p.RateLimitRetryAfterCap != 2*time.Second || c.requestTimeout != 3*time.Second || c.gzip ||
-		c.httpClient != client || c.callback == nil {
-		t.Fatalf("options not applied: %+v", c)
-	}
+	assert.Equal(t, "http://127.0.0.1:9/", c.endpoint, "Endpoint")
+	assert.Equal(t, "http://127.0.0.1:9", c.batchURLBase(), "the base of the batch URL")
+	assert.Equal(t, 7, c.flushAt, "FlushAt")
+	assert.Equal(t, time.Second, c.flushInterval, "FlushInterval")
+	assert.Equal(t, 70, c.maxQueueSize, "MaxQueueSize")
+	assert.Equal(t, 64_000, c.maxQueueBytes, "MaxQueueBytes")
+	assert.Equal(t, 3, c.maxConcurrentRequests, "MaxConcurrentRequests")
+	assert.Zero(t, p.RetryCount, "RetryCount")
+	assert.Zero(t, p.BackoffBase, "BackoffBase")
+	assert.Equal(t, time.Second, p.BackoffCap, "BackoffCap")
+	assert.Zero(t, p.MaxTotalBackoffDuration, "MaxTotalBackoffDuration")
+	assert.Equal(t, time.Minute, p.MaxRateLimitDuration, "MaxRateLimitDuration")
+	assert.Equal(t, 2*time.Second, p.RateLimitRetryAfterCap, "RateLimitRetryAfterCap")
+	assert.Equal(t, 3*time.Second, c.requestTimeout, "RequestTimeout")
+	assert.False(t, c.gzip, "Gzip")
+	assert.Same(t, client, c.httpClient, "HTTPClient")
+	assert.NotNil(t, c.callback, "Callback")
 }
 
 func TestInvalidOptionsNameTheOption(t *testing.T) {
@@ -96,21 +109,15 @@ func TestInvalidOptionsNameTheOption(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, err := New(testWriteKey, tt.opt)
-		if err == nil {
+		if !assert.Error(t, err, "New with an invalid %s", tt.option) {
 			c.Close()
-			t.Errorf("option %s: New accepted an invalid value", tt.option)
 			continue
 		}
-		if !strings.Contains(err.Error(), "invalid option "+tt.option+":") {
-			t.Errorf("error %q does not name option %s", err, tt.option)
-		}
-		if strings.Contains(err.Error(), testWriteKey) {
-			t.Errorf("error %q contains the write key", err)
-		}
+		assert.ErrorContains(t, err, "invalid option "+tt.option+":", "New with an invalid %s", tt.option)
+		assert.NotContains(t, err.Error(), testWriteKey, "the error of New with an invalid %s", tt.option)
 	}
-	if _, err := New(""); err == nil || !strings.Contains(err.Error(), "WriteKey") {
-		t.Errorf("empty write key: %v", err)
-	}
+	_, err := New("")
+	assert.ErrorContains(t, err, "WriteKey", "New with an empty write key")
 }
 
 // No endpoint error shows a password: not for an endpoint url.Parse
@@ -131,16 +138,13 @@ func TestEndpointErrorHidesThePassword(t *testing.T) {
 		"ftp://user:s3cret@host",
 	} {
 		c, err := New(testWriteKey, WithEndpoint(endpoint))
-		if err == nil {
+		if !assert.Error(t, err, "New with endpoint %q", endpoint) {
 			c.Close()
-			t.Errorf("endpoint %q: New accepted it", endpoint)
 			continue
 		}
-		if !strings.Contains(err.Error(), "invalid option Endpoint:") {
-			t.Errorf("endpoint %q: error %q does not name the option", endpoint, err)
-		}
-		if msg := err.Error(); strings.Contains(msg, "s3") || strings.Contains(msg, "cret") || strings.Contains(msg, "%zz") {
-			t.Errorf("endpoint %q: error %q shows the password", endpoint, err)
+		assert.ErrorContains(t, err, "invalid option Endpoint:", "New with endpoint %q", endpoint)
+		for _, part := range []string{"s3", "cret", "%zz"} { // of the password
+			assert.NotContains(t, err.Error(), part, "the error of New with endpoint %q", endpoint)
 		}
 	}
 }
@@ -148,12 +152,8 @@ func TestEndpointErrorHidesThePassword(t *testing.T) {
 func TestZeroMeansZero(t *testing.T) {
 	// Zero is valid where it has a meaning.
 	c, err := New(testWriteKey, WithRetryCount(0), WithBackoffBase(0), WithMaxTotalBackoffDuration(0), WithMaxRateLimitDuration(0))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "New")
+	assert.NoError(t, c.Close(), "Close")
 }
 
 func TestOptionsFromEnv(t *testing.T) {
@@ -175,21 +175,24 @@ func TestOptionsFromEnv(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	opts, err := OptionsFromEnv()
-	if err != nil {
-		t.Fatalf("OptionsFromEnv: %v", err)
-	}
+	require.NoError(t, err, "OptionsFromEnv")
 	c := defaultConfig()
 	for _, o := range opts {
 		o(&c)
 	}
 	p := c.policy
-	if c.endpoint != "http://127.0.0.1:8080" || c.flushAt != 100 || c.flushInterval != 500*time.Millisecond ||
-		p.RetryCount != 0 || p.MaxTotalBackoffDuration != time.Minute ||
-		p.MaxRateLimitDuration != 120250*time.Millisecond || p.RateLimitRetryAfterCap != 30*time.Second ||
-		c.requestTimeout != 2500*time.Millisecond || c.gzip || c.maxConcurrentRequests != 2 ||
-		c.maxQueueSize != 500 || c.maxQueueBytes != 1_000_000 {
-		t.Fatalf("config from env = %+v", c)
-	}
+	assert.Equal(t, "http://127.0.0.1:8080", c.endpoint, "ANALYTICS_ENDPOINT")
+	assert.Equal(t, 100, c.flushAt, "ANALYTICS_FLUSH_AT")
+	assert.Equal(t, 500*time.Millisecond, c.flushInterval, "ANALYTICS_FLUSH_INTERVAL")
+	assert.Zero(t, p.RetryCount, "ANALYTICS_RETRY_COUNT")
+	assert.Equal(t, time.Minute, p.MaxTotalBackoffDuration, "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION")
+	assert.Equal(t, 120250*time.Millisecond, p.MaxRateLimitDuration, "ANALYTICS_MAX_RATE_LIMIT_DURATION")
+	assert.Equal(t, 30*time.Second, p.RateLimitRetryAfterCap, "ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP")
+	assert.Equal(t, 2500*time.Millisecond, c.requestTimeout, "ANALYTICS_REQUEST_TIMEOUT")
+	assert.False(t, c.gzip, "ANALYTICS_GZIP")
+	assert.Equal(t, 2, c.maxConcurrentRequests, "ANALYTICS_MAX_CONCURRENT_REQUESTS")
+	assert.Equal(t, 500, c.maxQueueSize, "ANALYTICS_MAX_QUEUE_SIZE")
+	assert.Equal(t, 1_000_000, c.maxQueueBytes, "ANALYTICS_MAX_QUEUE_BYTES")
 }
 
 func TestOptionsFromEnvUnsetLeavesDefaults(t *testing.T) {
@@ -197,13 +200,11 @@ func TestOptionsFromEnvUnsetLeavesDefaults(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	opts, err := optionsFromLookup(func(string) (string, bool) { return "", false })
-	if err != nil || len(opts) != 0 {
-		t.Fatalf("no variables: %d options, %v", len(opts), err)
-	}
+	assert.NoError(t, err, "no variables")
+	assert.Empty(t, opts, "options from no variables")
 	opts, err = OptionsFromEnv()
-	if err != nil || len(opts) != 0 {
-		t.Fatalf("empty variables: %d options, %v", len(opts), err)
-	}
+	assert.NoError(t, err, "empty variables")
+	assert.Empty(t, opts, "options from empty variables")
 }
 
 func TestOptionsFromEnvMalformedNamesTheVariable(t *testing.T) {
@@ -227,19 +228,14 @@ func TestOptionsFromEnvMalformedNamesTheVariable(t *testing.T) {
 			}
 			return "", false
 		})
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s=%q: error %v, want one naming the variable", name, value, err)
-		}
+		assert.ErrorContains(t, err, name, "%s=%q", name, value)
 	}
 }
 
 func TestOutOfRangeEnvValueIsCaughtByNew(t *testing.T) {
 	t.Setenv("ANALYTICS_RETRY_COUNT", "-3")
 	opts, err := OptionsFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := New(testWriteKey, opts...); err == nil || !strings.Contains(err.Error(), "RetryCount") {
-		t.Fatalf("New with ANALYTICS_RETRY_COUNT=-3: %v", err)
-	}
+	require.NoError(t, err, "OptionsFromEnv")
+	_, err = New(testWriteKey, opts...)
+	assert.ErrorContains(t, err, "RetryCount", "New with ANALYTICS_RETRY_COUNT=-3")
 }

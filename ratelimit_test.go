@@ -1,10 +1,11 @@
 package analytics
 
 import (
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
@@ -25,16 +26,12 @@ func TestSustainedRateLimitEndsWithinTheBudget(t *testing.T) {
 		// The episode starts with the first 429; the last wait that fits
 		// ends at the budget, and the answers then may ask for one more
 		// Retry-After (1s) before the batches still waiting fail.
-		if took := time.Since(start); took > budget+time.Second {
-			t.Errorf("Close took %v under sustained 429s, want at most the %v budget plus one Retry-After", took, budget)
-		}
+		assert.LessOrEqual(t, time.Since(start), budget+time.Second, "time Close took under sustained 429s: the budget plus one Retry-After")
 		failures := e.out.failed()
-		if len(failures) != len(msgs) {
-			t.Fatalf("%d failures, want %d", len(failures), len(msgs))
-		}
+		assert.Len(t, failures, len(msgs), "failures")
 		for _, f := range failures {
-			if !errors.Is(f.err, ErrRateLimitBudgetExceeded) {
-				t.Fatalf("failure %v, want ErrRateLimitBudgetExceeded", f.err)
+			if !assert.ErrorIs(t, f.err, ErrRateLimitBudgetExceeded, "failure of %s", MessageID(f.msg)) {
+				break
 			}
 		}
 	})

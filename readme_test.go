@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestReadmeProgramsCompile builds every complete Go program in README.md
@@ -17,18 +20,12 @@ func TestReadmeProgramsCompile(t *testing.T) {
 		t.Skip("builds programs")
 	}
 	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
 	root, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sum, err := os.ReadFile("go.sum")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	programs := 0
 	for i, b := range blocks {
 		if !strings.HasPrefix(b[1], "package main") {
@@ -43,18 +40,13 @@ func TestReadmeProgramsCompile(t *testing.T) {
 			"go.sum": string(sum),
 		}
 		for name, content := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
 		}
 		cmd := exec.Command("go", "vet", ".")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("README code block %d does not compile: %v\n%s\n%s", i+1, err, out, b[1])
-		}
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "README code block %d compiles:\n%s\n%s", i+1, out, b[1])
 	}
-	if programs == 0 {
-		t.Fatal("no complete program found in README.md")
-	}
+	assert.NotZero(t, programs, "complete programs found in README.md")
 }

@@ -5,13 +5,14 @@ package analytics
 // in package retry, the loop in package consumer.
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
@@ -50,31 +51,27 @@ func TestRetryOptionsReachTheLoop(t *testing.T) {
 				e.enqueue(tracks("m", 2)...)
 				e.close()
 				reqs := api.Requests()
-				if len(reqs) != tt.requests {
-					t.Fatalf("%d requests, want %d", len(reqs), tt.requests)
-				}
+				assert.Len(t, reqs, tt.requests, "requests")
 				for i, r := range reqs {
 					want := ""
 					if i > 0 {
 						want = strconv.Itoa(i)
 					}
-					if got := r.Header.Get("X-Retry-Count"); got != want {
-						t.Errorf("request %d: X-Retry-Count %q, want %q", i+1, got, want)
-					}
+					assert.Equal(t, want, r.Header.Get("X-Retry-Count"), "request %d: X-Retry-Count", i+1)
 				}
 				f := e.out.failed()
-				if len(f) != 2 {
-					t.Fatalf("%d failures, want 2", len(f))
-				}
+				require.Len(t, f, 2, "failures")
+				err := f[0].err
+				assert.ErrorIs(t, err, tt.reason, "failure")
 				var be *BatchError
+				if assert.ErrorAs(t, err, &be, "failure") {
+					assert.Equal(t, tt.requests, be.Attempts, "attempts of the failed batch")
+				}
 				var he *HTTPError
-				if !errors.Is(f[0].err, tt.reason) || !errors.As(f[0].err, &be) || be.Attempts != tt.requests ||
-					!errors.As(f[0].err, &he) || he.StatusCode != tt.answer.Status {
-					t.Fatalf("failure %v, want %v after %d attempts with the last HTTP %d", f[0].err, tt.reason, tt.requests, tt.answer.Status)
+				if assert.ErrorAs(t, err, &he, "failure: the last attempt's answer") {
+					assert.Equal(t, tt.answer.Status, he.StatusCode, "status of the last attempt")
 				}
-				if want := fmt.Sprintf("after %d attempt", tt.requests); !strings.Contains(f[0].err.Error(), want) {
-					t.Fatalf("error %q does not say %q", f[0].err, want)
-				}
+				assert.ErrorContains(t, err, fmt.Sprintf("after %d attempt", tt.requests), "failure")
 			})
 		})
 	}
@@ -94,9 +91,9 @@ func TestTooLargeSplitsThroughTheClient(t *testing.T) {
 		e.close()
 		e.assertDeliveredOnce(msgs)
 		st := e.client.Stats()
-		if st.Splits == 0 || st.Batches != 1 || st.BatchesDelivered < 8 {
-			t.Fatalf("stats %+v: want one batch split into halves of at most 30", st)
-		}
+		assert.NotZero(t, st.Splits, "splits")
+		assert.Equal(t, int64(1), st.Batches, "batches cut")
+		assert.GreaterOrEqual(t, st.BatchesDelivered, int64(8), "batches delivered: halves of at most 30 events")
 	})
 }
 
@@ -139,11 +136,7 @@ func TestStatsAddUp(t *testing.T) {
 			BytesSent:        st.BytesSent,
 			TransportErrors:  TransportErrorStats{Written: 1},
 		}
-		if st != want {
-			t.Fatalf("stats\n got  %+v\n want %+v", st, want)
-		}
-		if st.BytesSent != bytes {
-			t.Fatalf("BytesSent %d, the server read %d", st.BytesSent, bytes)
-		}
+		assert.Equal(t, want, st, "stats")
+		assert.Equal(t, bytes, st.BytesSent, "bytes sent: those the server read")
 	})
 }

@@ -3,13 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"io"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
@@ -44,42 +45,26 @@ func runJob(t *testing.T, args ...string) (string, error) {
 func TestDeliversEverything(t *testing.T) {
 	mock := mockapi.New().Script(mockapi.Status(503), mockapi.Status(503))
 	api, err := mock.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer api.Close()
 	setEnv(t, "ANALYTICS_ENDPOINT", api.URL, "ANALYTICS_WRITE_KEY", "job-key", "ANALYTICS_FLUSH_AT", "20")
 
 	out, err := runJob(t, "-events", "100")
-	if err != nil {
-		t.Fatalf("run = %v; output:\n%s", err, out)
-	}
-	if code := exitCode(err, io.Discard); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	require.NoError(t, err, "run; output:\n%s", out)
+	assert.Zero(t, exitCode(err, io.Discard), "exit code")
 	delivered := mock.Delivered()
-	if len(delivered) != 100 {
-		t.Errorf("the mock received %d distinct events, want 100", len(delivered))
-	}
+	assert.Len(t, delivered, 100, "distinct events the mock received")
 	for id, n := range delivered {
-		if n != 1 {
-			t.Errorf("event %s delivered %d times", id, n)
-		}
+		assert.Equal(t, 1, n, "times event %s was delivered", id)
 	}
 	// FlushAt 20: 5 batches, and the two 503s cost two retries.
-	if got := len(mock.Requests()); got != 7 {
-		t.Errorf("%d requests, want 7 (5 batches of 20, 2 retries)", got)
-	}
-	if strings.Contains(out, "job-key") {
-		t.Errorf("the write key appears in the output:\n%s", out)
-	}
+	assert.Len(t, mock.Requests(), 7, "requests: 5 batches of 20, 2 retries")
+	assert.NotContains(t, out, "job-key", "the output shows the write key")
 	for _, want := range []string{
 		"environment:    ANALYTICS_ENDPOINT=" + api.URL + " ANALYTICS_FLUSH_AT=20\n",
 		"delivered:      100 of 100 events",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+		assert.Contains(t, out, want, "output")
 	}
 }
 
@@ -88,19 +73,13 @@ func TestDeliversEverything(t *testing.T) {
 func TestFailedEventsExitNonZero(t *testing.T) {
 	setEnv(t, "ANALYTICS_RETRY_COUNT", "0", "ANALYTICS_FLUSH_AT", "10")
 	out, err := runJob(t, "-events", "50", "-fail-first", "2")
-	if err == nil {
-		t.Fatalf("run = nil with failed events; output:\n%s", out)
-	}
-	if code := exitCode(err, io.Discard); code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
+	require.Error(t, err, "run with failed events; output:\n%s", out)
+	assert.Equal(t, 1, exitCode(err, io.Discard), "exit code")
 	for _, want := range []string{
 		"delivered:      30 of 50 events",
 		"failed:         20 (retries exhausted: 20)",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+		assert.Contains(t, out, want, "output")
 	}
 }
 
@@ -109,32 +88,22 @@ func TestFailedEventsExitNonZero(t *testing.T) {
 func TestShutdownDeadline(t *testing.T) {
 	setEnv(t)
 	out, err := runJob(t, "-events", "30", "-fail-first", "1000", "-shutdown-timeout", "300ms")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("run = %v, want context.DeadlineExceeded; output:\n%s", err, out)
-	}
-	if code := exitCode(err, io.Discard); code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	if !strings.Contains(out, "failed:         30 (shutdown deadline: 30)") {
-		t.Errorf("output does not report 30 events failed at the deadline:\n%s", out)
-	}
+	require.ErrorIs(t, err, context.DeadlineExceeded, "run; output:\n%s", out)
+	assert.Equal(t, 1, exitCode(err, io.Discard), "exit code")
+	assert.Contains(t, out, "failed:         30 (shutdown deadline: 30)", "output: 30 events failed at the deadline")
 }
 
 func TestMalformedEnvironment(t *testing.T) {
 	setEnv(t, "ANALYTICS_FLUSH_AT", "many")
-	if _, err := runJob(t); err == nil || !strings.Contains(err.Error(), "ANALYTICS_FLUSH_AT") {
-		t.Errorf("run with ANALYTICS_FLUSH_AT=many = %v, want an error naming the variable", err)
-	}
+	_, err := runJob(t)
+	assert.ErrorContains(t, err, "ANALYTICS_FLUSH_AT", "run with ANALYTICS_FLUSH_AT=many")
 }
 
 func TestExitCodeOfFlags(t *testing.T) {
 	setEnv(t)
 	_, err := runJob(t, "-h")
-	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
-		t.Errorf("-h: %v, exit code %d; want flag.ErrHelp and 0", err, exitCode(err, io.Discard))
-	}
+	assert.ErrorIs(t, err, flag.ErrHelp, "-h")
+	assert.Zero(t, exitCode(err, io.Discard), "-h: exit code")
 	_, err = runJob(t, "-events", "many")
-	if code := exitCode(err, io.Discard); code != 2 {
-		t.Errorf("-events many: exit code %d, want 2", code)
-	}
+	assert.Equal(t, 2, exitCode(err, io.Discard), "-events many: exit code")
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	analytics "github.com/dualpath/analytics-go"
@@ -28,9 +31,7 @@ func logLines(t *testing.T, out string) []map[string]any {
 			continue
 		}
 		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "log line %q", line)
 		lines = append(lines, m)
 	}
 	return lines
@@ -38,9 +39,7 @@ func logLines(t *testing.T, out string) []map[string]any {
 
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"-events", "25"}, &out); err != nil {
-		t.Fatalf("run = %v; output:\n%s", err, &out)
-	}
+	require.NoError(t, run(context.Background(), []string{"-events", "25"}, &out), "run; output:\n%s", &out)
 
 	// The callback's log: one line per failed event, with the reason
 	// matched by errors.Is and the details found by errors.As.
@@ -51,8 +50,11 @@ func TestRun(t *testing.T) {
 		case "event not delivered":
 			key := fmt.Sprintf("%v status=%v attempts=%v", l["reason"], l["status"], l["attempts"])
 			failures[key]++
-			if id, _ := l["message_id"].(string); len(id) != 36 {
-				t.Errorf("failure logged without its messageId: %v", l)
+			id, _ := l["message_id"].(string)
+			if u, err := uuid.Parse(id); assert.NoError(t, err, "messageId of the failure logged: %v", l) {
+				assert.Equal(t, uuid.Version(4), u.Version(), "version of messageId %q", id)
+				assert.Equal(t, uuid.RFC4122, u.Variant(), "variant of messageId %q", id)
+				assert.Equal(t, u.String(), id, "messageId %q in the canonical form", id)
 			}
 		case "analytics: upload attempt failed, will retry": // the SDK's own, through WithLogger
 			retryWarnings++
@@ -62,12 +64,8 @@ func TestRun(t *testing.T) {
 		"fatal_status status=400 attempts=1":      5,
 		"retries_exhausted status=503 attempts=3": 5,
 	}
-	if fmt.Sprint(failures) != fmt.Sprint(want) {
-		t.Errorf("failures logged: %v, want %v", failures, want)
-	}
-	if retryWarnings != 4 {
-		t.Errorf("%d retry warnings from the SDK, want 4 (two per 503-answered batch)", retryWarnings)
-	}
+	assert.Equal(t, want, failures, "failures logged")
+	assert.Equal(t, 4, retryWarnings, "retry warnings from the SDK: two per 503-answered batch")
 
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^  delivered \(Success calls\) +15$`),
@@ -76,40 +74,34 @@ func TestRun(t *testing.T) {
 		regexp.MustCompile(`(?m)^    retries_exhausted +5$`),
 		regexp.MustCompile(`(?m)^  HTTP requests +9 \(4 backoff retries\)$`),
 	} {
-		if !want.MatchString(out.String()) {
-			t.Errorf("output does not match %s:\n%s", want, &out)
-		}
+		assert.Regexp(t, want, out.String(), "output")
 	}
 
 	// What /debug/vars served is client.Stats() as JSON.
 	st := statsFromOutput(t, out.String())
-	if st.Enqueued != 25 || st.Delivered != 15 || st.Failed.FatalStatus != 5 || st.Failed.RetriesExhausted != 5 || st.Attempts != 9 {
-		t.Errorf("/debug/vars analytics = %+v", st)
-	}
+	assert.Equal(t, int64(25), st.Enqueued, "/debug/vars analytics: enqueued")
+	assert.Equal(t, int64(15), st.Delivered, "/debug/vars analytics: delivered")
+	assert.Equal(t, int64(5), st.Failed.FatalStatus, "/debug/vars analytics: failed, fatal status")
+	assert.Equal(t, int64(5), st.Failed.RetriesExhausted, "/debug/vars analytics: failed, retries exhausted")
+	assert.Equal(t, int64(9), st.Attempts, "/debug/vars analytics: attempts")
 
 	// A second run in the same process: expvar.Publish would panic on the
 	// name "analytics" a second time; the variable now shows the new client.
 	out.Reset()
-	if err := run(context.Background(), []string{"-events", "10"}, &out); err != nil {
-		t.Fatalf("second run = %v; output:\n%s", err, &out)
-	}
+	require.NoError(t, run(context.Background(), []string{"-events", "10"}, &out), "second run; output:\n%s", &out)
 	st = statsFromOutput(t, out.String())
-	if st.Enqueued != 10 || st.Delivered != 5 || st.Failed.FatalStatus != 5 {
-		t.Errorf("second run: /debug/vars analytics = %+v, want the second client's", st)
-	}
+	assert.Equal(t, int64(10), st.Enqueued, "second run: /debug/vars analytics (the second client's): enqueued")
+	assert.Equal(t, int64(5), st.Delivered, "second run: /debug/vars analytics (the second client's): delivered")
+	assert.Equal(t, int64(5), st.Failed.FatalStatus, "second run: /debug/vars analytics (the second client's): failed, fatal status")
 }
 
 // statsFromOutput decodes the "analytics" variable that run printed.
 func statsFromOutput(t *testing.T, out string) analytics.Stats {
 	t.Helper()
 	_, after, ok := strings.Cut(out, "/debug/vars, \"analytics\":\n")
-	if !ok {
-		t.Fatalf("no /debug/vars in the output:\n%s", out)
-	}
+	require.True(t, ok, "/debug/vars in the output:\n%s", out)
 	var st analytics.Stats
-	if err := json.Unmarshal([]byte(after), &st); err != nil {
-		t.Fatalf("decoding the analytics variable: %v\n%s", err, after)
-	}
+	require.NoError(t, json.Unmarshal([]byte(after), &st), "decoding the analytics variable:\n%s", after)
 	return st
 }
 
@@ -126,8 +118,6 @@ func TestReasonOf(t *testing.T) {
 		{&analytics.BatchError{Reason: fmt.Errorf("%w: %w", analytics.ErrShutdown, context.DeadlineExceeded)}, "shutdown_deadline"},
 		{errors.New("something else"), "other"},
 	} {
-		if got := reasonOf(tc.err); got != tc.want {
-			t.Errorf("reasonOf(%v) = %q, want %q", tc.err, got, tc.want)
-		}
+		assert.Equal(t, tc.want, reasonOf(tc.err), "reasonOf(%v)", tc.err)
 	}
 }

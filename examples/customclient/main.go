@@ -85,19 +85,6 @@ func newHTTPClient(caPEM []byte, proxy *url.URL) (*http.Client, error) {
 	}, nil
 }
 
-// outcome is a Callback that counts deliveries and keeps the first error.
-type outcome struct {
-	delivered, failed atomic.Int64
-	firstErr          atomic.Pointer[error]
-}
-
-func (o *outcome) Success(analytics.Message) { o.delivered.Add(1) }
-
-func (o *outcome) Failure(_ analytics.Message, err error) {
-	o.failed.Add(1)
-	o.firstErr.CompareAndSwap(nil, &err)
-}
-
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("customclient", flag.ContinueOnError)
 	endpoint := fs.String("endpoint", "", "https base URL of the tracking API (default: a mock behind TLS in this process)")
@@ -202,8 +189,19 @@ func (r result) err() error {
 // send sends n events to endpoint through a client made with opts, shuts
 // it down within grace and returns what happened.
 func send(ctx context.Context, grace time.Duration, endpoint, writeKey string, n int, opts ...analytics.Option) result {
-	cb := &outcome{}
-	opts = append([]analytics.Option{analytics.WithEndpoint(endpoint), analytics.WithCallback(cb)}, opts...)
+	// The callback counts deliveries and keeps the first error (err is nil
+	// for a delivered event); it is called from several goroutines at once.
+	var delivered, failed atomic.Int64
+	var firstErr atomic.Pointer[error]
+	callback := analytics.CallbackFunc(func(_ analytics.Message, err error) {
+		if err == nil {
+			delivered.Add(1)
+			return
+		}
+		failed.Add(1)
+		firstErr.CompareAndSwap(nil, &err)
+	})
+	opts = append([]analytics.Option{analytics.WithEndpoint(endpoint), analytics.WithCallback(callback)}, opts...)
 	client, err := analytics.New(writeKey, opts...)
 	if err != nil {
 		return result{events: int64(n), failed: int64(n), firstErr: err}
@@ -222,9 +220,9 @@ func send(ctx context.Context, grace time.Duration, endpoint, writeKey string, n
 	shutdownCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	r.shutdownErr = client.Shutdown(shutdownCtx)
-	r.delivered = cb.delivered.Load()
-	r.failed += cb.failed.Load()
-	if p := cb.firstErr.Load(); p != nil {
+	r.delivered = delivered.Load()
+	r.failed += failed.Load()
+	if p := firstErr.Load(); p != nil {
 		r.firstErr = cmp.Or(r.firstErr, *p)
 	}
 	return r

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"io"
 	"log"
 	"math/big"
@@ -18,11 +17,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
@@ -34,17 +34,13 @@ func TestMain(m *testing.M) {
 
 func TestRunEmbedded(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"-events", "40"}, &out); err != nil {
-		t.Fatalf("run = %v; output:\n%s", err, &out)
-	}
+	require.NoError(t, run(context.Background(), []string{"-events", "40"}, &out), "run; output:\n%s", &out)
 	for _, want := range []string{
 		"SDK's default client:  0 of 1 events delivered, 1 failed: x509: certificate signed by unknown authority (not connected, request not written)",
 		"your own http.Client:  40 of 40 events delivered",
 		"tracking API received: 40 distinct events",
 	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, &out)
-		}
+		assert.Contains(t, out.String(), want, "output")
 	}
 }
 
@@ -59,9 +55,7 @@ func startTLSMock(t *testing.T) (mock *mockapi.Server, api *httptest.Server, caF
 	t.Cleanup(api.Close)
 	caFile = filepath.Join(t.TempDir(), "ca.pem")
 	block := &pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw}
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(block), 0o600))
 	return mock, api, caFile
 }
 
@@ -71,34 +65,22 @@ func TestRunEndpointAndCAFileThroughProxy(t *testing.T) {
 
 	var out bytes.Buffer
 	args := []string{"-endpoint", api.URL, "-ca-file", caFile, "-proxy", proxy.url, "-events", "30"}
-	if err := run(context.Background(), args, &out); err != nil {
-		t.Fatalf("run(%q) = %v; output:\n%s", args, err, &out)
-	}
-	if got := len(mock.Delivered()); got != 30 {
-		t.Errorf("the mock received %d distinct events, want 30", got)
-	}
+	require.NoError(t, run(context.Background(), args, &out), "run(%q); output:\n%s", args, &out)
+	assert.Len(t, mock.Delivered(), 30, "distinct events the mock received")
 	// Every upload went through the proxy: a CONNECT tunnel to the API,
 	// with TLS verified end to end against -ca-file.
 	targets := proxy.targets()
-	if len(targets) == 0 {
-		t.Fatal("no CONNECT reached the proxy")
-	}
+	require.NotEmpty(t, targets, "CONNECTs that reached the proxy")
 	for _, target := range targets {
-		if "https://"+target != api.URL {
-			t.Errorf("CONNECT %s, want the API's host %s", target, strings.TrimPrefix(api.URL, "https://"))
-		}
+		assert.Equal(t, api.URL, "https://"+target, "CONNECT target: the API's host")
 	}
-	if len(targets) > maxConcurrentRequests {
-		t.Errorf("%d tunnels for one run, want at most %d: connections not reused", len(targets), maxConcurrentRequests)
-	}
+	assert.LessOrEqual(t, len(targets), maxConcurrentRequests, "tunnels for one run: connections reused")
 }
 
 func TestRunRefusesAnotherCA(t *testing.T) {
 	mock, api, _ := startTLSMock(t)
 	otherCA := filepath.Join(t.TempDir(), "other-ca.pem") // a CA, but not the one that signed api's certificate
-	if err := os.WriteFile(otherCA, newCA(t), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(otherCA, newCA(t), 0o600))
 
 	// The SDK would retry a failed handshake (a transport error); with no
 	// retries the first attempt's error is the batch's, whatever the
@@ -106,21 +88,15 @@ func TestRunRefusesAnotherCA(t *testing.T) {
 	args := []string{"-endpoint", api.URL, "-ca-file", otherCA, "-events", "3", "-retries", "0"}
 	err := run(context.Background(), args, io.Discard)
 	var unknownAuthority x509.UnknownAuthorityError
-	if !errors.As(err, &unknownAuthority) {
-		t.Errorf("run with another CA = %v, want x509.UnknownAuthorityError", err)
-	}
-	if n := len(mock.Delivered()); n != 0 {
-		t.Errorf("the mock received %d events over a connection it should not have had", n)
-	}
+	assert.ErrorAs(t, err, &unknownAuthority, "run with another CA")
+	assert.Empty(t, mock.Delivered(), "events the mock received over a connection it should not have had")
 }
 
 // newCA returns the PEM of a new self-signed CA certificate.
 func newCA(t *testing.T) []byte {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "another CA"},
@@ -131,16 +107,12 @@ func newCA(t *testing.T) []byte {
 		KeyUsage:              x509.KeyUsageCertSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 func TestRunNeedsCAFileWithEndpoint(t *testing.T) {
-	if err := run(context.Background(), []string{"-endpoint", "https://127.0.0.1:1"}, io.Discard); err == nil {
-		t.Error("run with -endpoint and no -ca-file = nil, want an error")
-	}
+	assert.Error(t, run(context.Background(), []string{"-endpoint", "https://127.0.0.1:1"}, io.Discard), "run with -endpoint and no -ca-file")
 }
 
 // connectProxy is a minimal HTTP proxy that only tunnels (CONNECT), as a

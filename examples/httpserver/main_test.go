@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/dualpath/analytics-go/e2e/mockapi"
@@ -29,9 +31,7 @@ func startMock(t *testing.T) (*mockapi.Server, *mockapi.Listener) {
 	t.Helper()
 	mock := mockapi.New()
 	ln, err := mock.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
 	return mock, ln
 }
@@ -48,9 +48,7 @@ func delivered(t *testing.T, mock *mockapi.Server) []map[string]any {
 		}
 		for _, e := range r.Events {
 			id, _ := e["messageId"].(string)
-			if seen[id] {
-				t.Errorf("messageId %s delivered twice", id)
-			}
+			assert.False(t, seen[id], "messageId %s delivered twice", id)
 			seen[id] = true
 			events = append(events, e)
 		}
@@ -62,43 +60,33 @@ func TestRequestsMode(t *testing.T) {
 	mock, ln := startMock(t)
 	var out syncBuffer
 	args := []string{"-requests", "25", "-endpoint", ln.URL, "-write-key", "test-key"}
-	if err := run(context.Background(), args, &out); err != nil {
-		t.Fatalf("run(%q) = %v; output:\n%s", args, err, &out)
-	}
+	require.NoError(t, run(context.Background(), args, &out), "run(%q); output:\n%s", args, &out)
 
 	events := delivered(t, mock)
-	if len(events) != 25 {
-		t.Fatalf("the mock received %d events, want 25 (one per request); output:\n%s", len(events), &out)
-	}
+	require.Len(t, events, 25, "events the mock received, one per request; output:\n%s", &out)
 	anonymous := 0
 	for _, e := range events {
 		props, _ := e["properties"].(map[string]any)
-		if e["event"] != "Page Requested" || props["method"] != "GET" ||
-			!slices.Contains([]any{"/", "/pricing", "/docs", "/signup"}, props["path"]) {
-			t.Errorf("unexpected event %v", e)
-		}
+		assert.Equal(t, "Page Requested", e["event"], "event %v", e)
+		assert.Equal(t, "GET", props["method"], "method of event %v", e)
+		assert.Contains(t, []any{"/", "/pricing", "/docs", "/signup"}, props["path"], "path of event %v", e)
 		if e["anonymousId"] == "anonymous" {
 			anonymous++
-		} else if uid, _ := e["userId"].(string); !regexp.MustCompile(`^user-[123]$`).MatchString(uid) {
-			t.Errorf("event without the request's user id: %v", e)
+		} else {
+			uid, _ := e["userId"].(string)
+			assert.Regexp(t, `^user-[123]$`, uid, "the request's user id in event %v", e)
 		}
 		ctx, _ := e["context"].(map[string]any)
-		if ua, _ := ctx["userAgent"].(string); ctx["ip"] != "127.0.0.1" || ua == "" {
-			t.Errorf("event context %v, want the request's IP and user agent", ctx)
-		}
+		assert.Equal(t, "127.0.0.1", ctx["ip"], "the request's IP in the event context")
+		ua, _ := ctx["userAgent"].(string)
+		assert.NotEmpty(t, ua, "the request's user agent in the event context")
 	}
-	if anonymous != 5 {
-		t.Errorf("%d anonymous events, want 5 (every fifth request)", anonymous)
-	}
+	assert.Equal(t, 5, anonymous, "anonymous events: every fifth request")
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("test-key:"))
 	for _, r := range mock.Requests() {
-		if got := r.Header.Get("Authorization"); got != auth {
-			t.Errorf("Authorization %q, want the -write-key's %q", got, auth)
-		}
+		assert.Equal(t, auth, r.Header.Get("Authorization"), "Authorization: the -write-key's")
 	}
-	if want := regexp.MustCompile(`msg=stopped events_tracked=25 delivered=25 `); !want.MatchString(out.String()) {
-		t.Errorf("output does not match %s:\n%s", want, &out)
-	}
+	assert.Regexp(t, `msg=stopped events_tracked=25 delivered=25 `, out.String(), "output")
 }
 
 // TestSignalDrainsInFlightRequests sends the process a real SIGINT while a
@@ -120,9 +108,7 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	for _, path := range []string{"/a", "/b"} {
 		resp, err := hc.Get(url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "GET %s", path)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
@@ -132,25 +118,18 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 	// "100 Continue" when the handler starts reading.
 	addr := url[len("http://"):]
 	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "POST /in-flight HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = io.WriteString(conn, "POST /in-flight HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
 	continued := make([]byte, len("HTTP/1.1 100 Continue\r\n\r\n"))
-	if _, err := io.ReadFull(conn, continued); err != nil || !bytes.HasPrefix(continued, []byte("HTTP/1.1 100 ")) {
-		t.Fatalf("read %q, %v; want 100 Continue", continued, err)
-	}
+	_, err = io.ReadFull(conn, continued)
+	require.NoError(t, err, "reading the 100 Continue")
+	require.True(t, bytes.HasPrefix(continued, []byte("HTTP/1.1 100 ")), "read %q, want 100 Continue", continued)
 
 	self, err := os.FindProcess(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := self.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, self.Signal(os.Interrupt))
 	// srv.Shutdown closes the listener first: once new connections are
 	// refused, the shutdown is under way with our request in flight.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -159,40 +138,30 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 			break
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("the server still accepts connections 5s after SIGINT; output:\n%s", &out)
-		}
+		require.False(t, time.Now().After(deadline), "the server still accepts connections 5s after SIGINT; output:\n%s", &out)
 	}
-	if _, err := io.WriteString(conn, "helloworld"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = io.WriteString(conn, "helloworld")
+	require.NoError(t, err)
 	resp, err := io.ReadAll(conn) // the server closes the connection: it is shutting down
-	if err != nil || !bytes.Contains(resp, []byte("hello from POST /in-flight (10 bytes received)")) {
-		t.Errorf("in-flight request: %q, %v; want it answered", resp, err)
-	}
+	assert.NoError(t, err, "reading the answer to the in-flight request")
+	assert.Contains(t, string(resp), "hello from POST /in-flight (10 bytes received)", "the answer to the in-flight request")
 
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("run = %v; output:\n%s", err, &out)
-		}
+		require.NoError(t, err, "run; output:\n%s", &out)
 	case <-time.After(10 * time.Second):
-		t.Fatalf("run did not return after SIGINT; output:\n%s", &out)
+		require.Fail(t, "run did not return after SIGINT", "output:\n%s", &out)
 	}
 	var paths []string
 	for _, e := range delivered(t, mock) {
 		paths = append(paths, e["properties"].(map[string]any)["path"].(string))
 	}
 	slices.Sort(paths)
-	if want := []string{"/a", "/b", "/in-flight"}; !slices.Equal(paths, want) {
-		t.Errorf("events delivered for %q, want %q; output:\n%s", paths, want, &out)
-	}
+	assert.Equal(t, []string{"/a", "/b", "/in-flight"}, paths, "paths of the events delivered; output:\n%s", &out)
 }
 
 func TestBadFlag(t *testing.T) {
-	if err := run(context.Background(), []string{"-requests", "many"}, io.Discard); err == nil {
-		t.Error("run with -requests many = nil, want an error")
-	}
+	assert.Error(t, run(context.Background(), []string{"-requests", "many"}, io.Discard), "run with -requests many")
 }
 
 // waitFor waits until the output matches expr and returns the submatches.
@@ -204,7 +173,7 @@ func waitFor(t *testing.T, out *syncBuffer, expr string) []string {
 			return m
 		}
 	}
-	t.Fatalf("no output matching %s within 5s:\n%s", expr, out)
+	require.Fail(t, "no output matching "+expr+" within 5s", "output:\n%s", out)
 	return nil
 }
 

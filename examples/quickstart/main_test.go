@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"regexp"
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -15,9 +16,7 @@ func TestRun(t *testing.T) {
 	defer goleak.VerifyNone(t)
 
 	var out bytes.Buffer
-	if err := run(500, &out); err != nil {
-		t.Fatalf("run(500) = %v; output:\n%s", err, &out)
-	}
+	require.NoError(t, run(500, &out), "run(500); output:\n%s", &out)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^delivered \(callback successes\) +500$`),
 		regexp.MustCompile(`(?m)^failed \(callback failures\) +0$`),
@@ -25,17 +24,11 @@ func TestRun(t *testing.T) {
 		regexp.MustCompile(`(?m)^retries, backoff path +3$`),
 		regexp.MustCompile(`(?m)^retries, rate-limit path +1$`),
 	} {
-		if !want.MatchString(out.String()) {
-			t.Errorf("output does not match %s:\n%s", want, &out)
-		}
+		assert.Regexp(t, want, out.String(), "output")
 	}
-	if !strings.Contains(out.String(), "verdict: all 500 events delivered exactly once") {
-		t.Errorf("no success verdict in the output:\n%s", &out)
-	}
+	assert.Contains(t, out.String(), "verdict: all 500 events delivered exactly once", "the verdict in the output")
 }
 
 func TestRunRejectsNoEvents(t *testing.T) {
-	if err := run(0, &bytes.Buffer{}); err == nil {
-		t.Error("run(0) = nil, want an error")
-	}
+	assert.Error(t, run(0, &bytes.Buffer{}), "run(0)")
 }

@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -27,36 +28,35 @@ func TestSmoke(t *testing.T) {
 	cfg.flushAt = 25
 	cfg.backoffBase = 20 * time.Millisecond
 	var err error
-	if cfg.faults, err = parseMix("503=8,500=2,429=2,drop=4,partial=2,stall=1"); err != nil {
-		t.Fatal(err)
-	}
+	cfg.faults, err = parseMix("503=8,500=2,429=2,drop=4,partial=2,stall=1")
+	require.NoError(t, err)
 	cfg.shutdown = time.Minute
 	var out bytes.Buffer
 	res, err := run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, &out)
-	}
-	if !res.OK() || !strings.Contains(out.String(), "verdict: OK") {
-		t.Fatalf("verdict not OK: %v\n%s", res.problems, &out)
-	}
-	if res.enqueued < 2000 || res.delivered+res.failed != res.enqueued || !res.checkedServer || res.rssJudged {
-		t.Errorf("result %+v", res)
-	}
+	require.NoError(t, err, "run; output:\n%s", &out)
+	require.True(t, res.OK(), "the verdict: %q; output:\n%s", res.problems, &out)
+	require.Contains(t, out.String(), "verdict: OK", "the verdict in the output")
+	assert.GreaterOrEqual(t, res.enqueued, int64(2000), "events enqueued")
+	assert.Equal(t, res.enqueued, res.delivered+res.failed, "events delivered or failed: every one enqueued")
+	assert.True(t, res.checkedServer, "the server's record was checked")
+	assert.False(t, res.rssJudged, "RSS judged in a run shorter than %v", minRSSJudge)
 	t.Logf("\n%s", &out)
 }
 
 func TestParseMix(t *testing.T) {
 	m, err := parseMix(" 503=5, 429=1,drop=0.5,503=1 ")
-	if err != nil || m[fault503] != 6 || m[fault429] != 1 || m[faultDrop] != 0.5 {
-		t.Errorf("parseMix = %v, %v", m, err)
+	if assert.NoError(t, err, "parseMix") {
+		assert.Equal(t, 6.0, m[fault503], "503s: the sum of both")
+		assert.Equal(t, 1.0, m[fault429], "429s")
+		assert.Equal(t, 0.5, m[faultDrop], "drops")
 	}
 	for _, bad := range []string{"503", "418=1", "503=x", "503=-1", "503=60,drop=50"} {
-		if _, err := parseMix(bad); err == nil {
-			t.Errorf("parseMix(%q) = nil error", bad)
-		}
+		_, err := parseMix(bad)
+		assert.Error(t, err, "parseMix(%q)", bad)
 	}
-	if m, err := parseMix(""); err != nil || m.String() != "no faults" {
-		t.Errorf("parseMix(\"\") = %v, %v", m, err)
+	m, err = parseMix("")
+	if assert.NoError(t, err, `parseMix("")`) {
+		assert.Equal(t, "no faults", m.String(), `parseMix("")`)
 	}
 }
 
@@ -71,8 +71,6 @@ func TestRSSFlat(t *testing.T) {
 		{20 * mb, 31 * mb, false},
 		{100 * mb, 90 * mb, true},
 	} {
-		if got := rssFlat(tc.first, tc.second); got != tc.flat {
-			t.Errorf("rssFlat(%d MiB, %d MiB) = %v", tc.first/mb, tc.second/mb, got)
-		}
+		assert.Equal(t, tc.flat, rssFlat(tc.first, tc.second), "rssFlat(%d MiB, %d MiB)", tc.first/mb, tc.second/mb)
 	}
 }
