@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
-func batchSizes(reqs []mockapi.Request) []int {
+func batchSizes(reqs []analyticstest.Request) []int {
 	sizes := make([]int, len(reqs))
 	for i, r := range reqs {
 		sizes[i] = len(r.Events)
@@ -93,7 +93,7 @@ func TestFlushIntervalCountsFromAnyCut(t *testing.T) {
 
 func TestFlushWaitsForFinalOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(mockapi.Status(503), mockapi.Status(500))
+		api := newAPI().Script(analyticstest.Status(503), analyticstest.Status(500))
 		e := newEnv(t, api, withExactBackoff())
 		msgs := tracks("m", 4)
 		e.enqueue(msgs...)
@@ -109,7 +109,7 @@ func TestFlushWaitsForFinalOutcomes(t *testing.T) {
 
 func TestFlushReturnsWhenContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(mockapi.RetryAfter(429, "60"))
+		api := newAPI().Script(analyticstest.RetryAfter(429, "60"))
 		e := newEnv(t, api)
 		e.enqueue(tracks("m", 1)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -129,8 +129,8 @@ func TestFlushReturnsWhenContextEnds(t *testing.T) {
 
 func TestQueueFullNeverBlocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		stalled := newAPI().Rule(func(mockapi.Request) mockapi.Answer {
-			return mockapi.Answer{Delay: time.Hour}
+		stalled := newAPI().Rule(func(analyticstest.Request) analyticstest.Answer {
+			return analyticstest.Answer{Delay: time.Hour}
 		})
 		e := newEnv(t, stalled, WithFlushAt(10), WithMaxQueueSize(20), WithMaxConcurrentRequests(1),
 			WithRequestTimeout(2*time.Hour))
@@ -223,7 +223,7 @@ func TestNoBodyOverTheBatchLimit(t *testing.T) {
 
 func TestFailingBatchDoesNotWedgeTheNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(mockapi.Answer{Status: 400, Body: `{"error":"bad"}`})
+		api := newAPI().Script(analyticstest.Answer{Status: 400, Body: `{"error":"bad"}`})
 		e := newEnv(t, api, WithFlushAt(5), WithMaxConcurrentRequests(1))
 		first, second := tracks("a", 5), tracks("b", 5)
 		e.enqueue(first...)
@@ -248,7 +248,7 @@ func TestFailingBatchDoesNotWedgeTheNext(t *testing.T) {
 
 func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(mockapi.Status(503), mockapi.RetryAfter(429, "20"), mockapi.Status(502))
+		api := newAPI().Script(analyticstest.Status(503), analyticstest.RetryAfter(429, "20"), analyticstest.Status(502))
 		e := newEnv(t, api, withExactBackoff())
 		msgs := tracks("m", 3)
 		e.enqueue(msgs...)
@@ -262,7 +262,7 @@ func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 
 func TestShutdownDeadlineFailsBatchInRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(func(mockapi.Request) mockapi.Answer { return mockapi.RetryAfter(503, "100") })
+		api := newAPI().Rule(func(analyticstest.Request) analyticstest.Answer { return analyticstest.RetryAfter(503, "100") })
 		e := newEnv(t, api)
 		e.enqueue(tracks("m", 2)...)
 		synctest.Wait()
@@ -371,7 +371,7 @@ func TestEnqueueRacingClose(t *testing.T) {
 
 func TestOneRetryAfterPausesEveryUpload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(mockapi.RetryAfter(429, "30"))
+		api := newAPI().Script(analyticstest.RetryAfter(429, "30"))
 		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(4))
 		start := time.Now()
 		e.enqueue(tracks("first", 1)...)
@@ -440,7 +440,7 @@ func (c *concurrency) CloseIdleConnections() {
 
 func TestConcurrentUploadsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(always(mockapi.Answer{Delay: 10 * time.Second}))
+		api := newAPI().Rule(always(analyticstest.Answer{Delay: 10 * time.Second}))
 		rt := &concurrency{next: api}
 		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt}), WithFlushAt(10), WithMaxConcurrentRequests(3))
 		msgs := tracks("m", 100)
@@ -455,7 +455,7 @@ func TestConcurrentUploadsAreBounded(t *testing.T) {
 
 func TestMessageIDAndTotals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(mockapi.Status(400))
+		api := newAPI().Script(analyticstest.Status(400))
 		e := newEnv(t, api, WithFlushAt(2), WithMaxConcurrentRequests(1))
 		e.enqueue(tracks("bad", 2)...)
 		synctest.Wait()
@@ -482,7 +482,7 @@ func TestMessageIDAndTotals(t *testing.T) {
 
 func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, newAPI().Default(mockapi.Answer{Delay: time.Hour}), WithRequestTimeout(2*time.Hour))
+		e := newEnv(t, newAPI().Default(analyticstest.Answer{Delay: time.Hour}), WithRequestTimeout(2*time.Hour))
 		e.enqueue(tracks("m", 1)...)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -496,7 +496,7 @@ func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
 
 func TestBatchInBackoffDoesNotHoldARequestSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Script(mockapi.Status(503))
+		api := newAPI().Script(analyticstest.Status(503))
 		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), withExactBackoff())
 		start := time.Now()
 		e.enqueue(tracks("a", 1)...)

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // localAPI starts a mock tracking API on 127.0.0.1 for the examples; a
 // real program uses the default endpoint or WithEndpoint.
-func localAPI(answers ...mockapi.Answer) (*mockapi.Server, string, func()) {
-	api := mockapi.New().Script(answers...)
+func localAPI(answers ...analyticstest.Answer) (*analyticstest.Server, string, func()) {
+	api := analyticstest.New().Script(answers...)
 	l, err := api.Start()
 	if err != nil {
 		log.Fatal(err)
@@ -93,7 +93,7 @@ func ExampleClient_Flush() {
 
 func ExampleClient_Shutdown() {
 	// The API is down for good: every attempt is answered 503.
-	down := mockapi.New().Default(mockapi.Status(503))
+	down := analyticstest.New().Default(analyticstest.Status(503))
 	l, err := down.Start()
 	if err != nil {
 		log.Fatal(err)
@@ -120,7 +120,7 @@ func ExampleClient_Shutdown() {
 
 func ExampleCallbackFunc() {
 	// The tracking API refuses the first batch (400) and accepts the next.
-	_, endpoint, stop := localAPI(mockapi.Status(400))
+	_, endpoint, stop := localAPI(analyticstest.Status(400))
 	defer stop()
 
 	// One function gets every outcome: err is nil for a delivered event.

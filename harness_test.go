@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestMain(m *testing.M) {
@@ -98,7 +98,7 @@ func (l *logBuffer) String() string {
 // recorder and a captured log.
 type env struct {
 	t      *testing.T
-	api    *mockapi.Server
+	api    *analyticstest.Server
 	client *Client
 	out    *outcomes
 	logs   *logBuffer
@@ -106,7 +106,7 @@ type env struct {
 
 // newEnv builds a client on api (in memory). Options given override the
 // test defaults, which keep the SDK's defaults but add exact backoff waits.
-func newEnv(t *testing.T, api *mockapi.Server, opts ...Option) *env {
+func newEnv(t *testing.T, api *analyticstest.Server, opts ...Option) *env {
 	t.Helper()
 	e := &env{t: t, api: api, out: &outcomes{}, logs: &logBuffer{}}
 	base := []Option{
@@ -163,7 +163,7 @@ func (e *env) assertDeliveredOnce(msgs []Message) {
 	}
 }
 
-func newAPI() *mockapi.Server { return mockapi.New() }
+func newAPI() *analyticstest.Server { return analyticstest.New() }
 
 // withExactBackoff removes the jitter: backoff retry n waits exactly
 // BackoffBase·2^(n−1)/2 (250ms, 500ms, 1s, ... with the defaults).

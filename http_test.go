@@ -28,10 +28,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
-func startAPI(t *testing.T, api *mockapi.Server) *mockapi.Listener {
+func startAPI(t *testing.T, api *analyticstest.Server) *analyticstest.Listener {
 	t.Helper()
 	l, err := api.Start()
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func noWaits() Option {
 }
 
 // newSocketEnv is newEnv over a real socket with the SDK's own HTTP client.
-func newSocketEnv(t *testing.T, api *mockapi.Server, opts ...Option) (*env, *mockapi.Listener) {
+func newSocketEnv(t *testing.T, api *analyticstest.Server, opts ...Option) (*env, *analyticstest.Listener) {
 	t.Helper()
 	l := startAPI(t, api)
 	e := &env{t: t, api: api, out: &outcomes{}, logs: &logBuffer{}}
@@ -69,9 +69,9 @@ func TestRealSocketsReuseConnections(t *testing.T) {
 	// so their connections are reused too.
 	body := strings.Repeat("busy ", 2000)
 	api := newAPI().Script(
-		mockapi.Answer{Status: 503, Body: body},
-		mockapi.Answer{Status: 500, Body: body},
-		mockapi.Answer{Status: 400, Body: body},
+		analyticstest.Answer{Status: 503, Body: body},
+		analyticstest.Answer{Status: 500, Body: body},
+		analyticstest.Answer{Status: 400, Body: body},
 	)
 	e, l := newSocketEnv(t, api, WithFlushAt(50), WithMaxConcurrentRequests(2), noWaits())
 	msgs := tracks("m", 2000)
@@ -201,9 +201,9 @@ func TestRedirectRuleOverRealSockets(t *testing.T) {
 }
 
 func TestPerAttemptTimeoutIsRetried(t *testing.T) {
-	api := newAPI().Script(mockapi.Answer{Delay: time.Hour})
-	recorded := make(chan mockapi.Request, 16)
-	api.OnRequest(func(r mockapi.Request) { recorded <- r })
+	api := newAPI().Script(analyticstest.Answer{Delay: time.Hour})
+	recorded := make(chan analyticstest.Request, 16)
+	api.OnRequest(func(r analyticstest.Request) { recorded <- r })
 	e, _ := newSocketEnv(t, api, WithRequestTimeout(200*time.Millisecond), noWaits())
 	msgs := tracks("m", 3)
 	e.enqueue(msgs...)
@@ -211,7 +211,7 @@ func TestPerAttemptTimeoutIsRetried(t *testing.T) {
 	// The server records the timed-out request once it sees the client
 	// give up on it, which may be after Close returns, and after the
 	// retry's record: wait for both, and tell them apart by X-Retry-Count.
-	byRetryCount := map[string]mockapi.Request{}
+	byRetryCount := map[string]analyticstest.Request{}
 	for range 2 {
 		select {
 		case r := <-recorded:
@@ -231,7 +231,7 @@ func TestPerAttemptTimeoutIsRetried(t *testing.T) {
 }
 
 func TestDroppedConnectionIsRetried(t *testing.T) {
-	api := newAPI().Script(mockapi.Answer{Drop: true}, mockapi.Answer{Drop: true})
+	api := newAPI().Script(analyticstest.Answer{Drop: true}, analyticstest.Answer{Drop: true})
 	e, _ := newSocketEnv(t, api, noWaits())
 	msgs := tracks("m", 5)
 	e.enqueue(msgs...)
@@ -273,9 +273,9 @@ func TestRefusedPortIsRetriedAndReportedNotWritten(t *testing.T) {
 
 func TestWriteKeyNeverInLogsOrErrors(t *testing.T) {
 	api := newAPI().Script(
-		mockapi.Status(503), mockapi.Answer{Drop: true}, mockapi.RetryAfter(429, "1"),
-		mockapi.Answer{Status: 400, Body: "bad request"},
-		mockapi.Answer{Status: 301, Header: http.Header{"Location": {"http://elsewhere.test/"}}},
+		analyticstest.Status(503), analyticstest.Answer{Drop: true}, analyticstest.RetryAfter(429, "1"),
+		analyticstest.Answer{Status: 400, Body: "bad request"},
+		analyticstest.Answer{Status: 301, Header: http.Header{"Location": {"http://elsewhere.test/"}}},
 	)
 	e, _ := newSocketEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), WithRetryCount(1), noWaits())
 	e.enqueue(tracks("m", 4)...)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // panickyHandler is a slog.Handler that panics on the records it matches,
@@ -94,7 +94,7 @@ func TestLogPanicOnFailureKeepsStatsExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := panicsOn("events not delivered", 1)
 		// The first batch is refused; the next uploads stall for an hour.
-		api := newAPI().Script(mockapi.Status(400)).Default(mockapi.Answer{Delay: time.Hour})
+		api := newAPI().Script(analyticstest.Status(400)).Default(analyticstest.Answer{Delay: time.Hour})
 		e := newEnv(t, api, WithMaxQueueSize(10), WithFlushAt(10), WithRequestTimeout(2*time.Hour),
 			WithLogger(slog.New(h)))
 		refused := tracks("a", 10)
@@ -156,14 +156,14 @@ func TestLogPanicOnEveryRecordCrashesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &panickyHandler{match: func(slog.Record) bool { return true }}
 		tries := 0
-		api := newAPI().Rule(func(r mockapi.Request) mockapi.Answer {
+		api := newAPI().Rule(func(r analyticstest.Request) analyticstest.Answer {
 			if strings.HasPrefix(r.MessageIDs()[0], "bad") {
-				return mockapi.Status(400)
+				return analyticstest.Status(400)
 			}
 			if tries++; tries == 1 {
-				return mockapi.Status(503) // retried
+				return analyticstest.Status(503) // retried
 			}
-			return mockapi.Answer{Default: true}
+			return analyticstest.Answer{Default: true}
 		})
 		out := &outcomes{}
 		e := newEnv(t, api, WithLogger(slog.New(h)), WithCallback(panickyCallback{out}), withExactBackoff())
@@ -190,11 +190,11 @@ func TestLogPanicOnEveryRecordCrashesNothing(t *testing.T) {
 // its own outcome.
 func TestBatchReportSurvivesAPanickingLogCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(func(r mockapi.Request) mockapi.Answer {
+		api := newAPI().Rule(func(r analyticstest.Request) analyticstest.Answer {
 			if strings.HasPrefix(r.MessageIDs()[0], "bad") {
-				return mockapi.Status(400)
+				return analyticstest.Status(400)
 			}
-			return mockapi.Answer{Default: true}
+			return analyticstest.Answer{Default: true}
 		})
 		out := &outcomes{}
 		e := newEnv(t, api, WithCallback(panickyCallback{out}), WithMaxQueueSize(10), WithFlushAt(5))

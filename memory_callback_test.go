@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // track20 is the shape of the hardening issue: a Track with 20 properties,
@@ -34,7 +34,7 @@ func track20(i int) Message {
 func TestCallbackMessagesCountAgainstMaxQueueBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const maxQueueBytes = 4 << 20
-		api := mockapi.New().Default(mockapi.Answer{Delay: 24 * time.Hour})
+		api := analyticstest.New().Default(analyticstest.Answer{Delay: 24 * time.Hour})
 		// One small request in flight, not compressed: the heap holds the
 		// events and little else.
 		e := newEnv(t, api, WithMaxQueueSize(1_000_000), WithMaxQueueBytes(maxQueueBytes),
@@ -75,7 +75,7 @@ func TestKeptBytesAreGivenBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Every upload waits a minute, so nothing is given back while a
 		// round fills the queue.
-		api := newAPI().Default(mockapi.Answer{Delay: time.Minute})
+		api := newAPI().Default(analyticstest.Answer{Delay: time.Minute})
 		e := newEnv(t, api, WithMaxQueueBytes(256<<10), WithFlushAt(20), WithRequestTimeout(time.Hour))
 		ts := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 		fill := func(round int) int {

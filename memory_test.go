@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func heapInUse() uint64 {
@@ -28,7 +28,7 @@ func heapInUse() uint64 {
 func TestStalledAPIKeepsMemoryBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const maxQueueBytes = 4 << 20
-		api := mockapi.New().Default(mockapi.Answer{Delay: 24 * time.Hour})
+		api := analyticstest.New().Default(analyticstest.Answer{Delay: 24 * time.Hour})
 		e := newEnv(t, api, WithMaxQueueSize(1_000_000), WithMaxQueueBytes(maxQueueBytes),
 			WithRequestTimeout(48*time.Hour), WithCallback(nil))
 		before := heapInUse()

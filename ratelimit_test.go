@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // Under sustained 429s the batches take turns being answered, and each
@@ -16,7 +16,7 @@ import (
 // whole rate-limit episode: no event waits on the pause past it.
 func TestSustainedRateLimitEndsWithinTheBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(func(mockapi.Request) mockapi.Answer { return mockapi.RetryAfter(429, "1") })
+		api := newAPI().Rule(func(analyticstest.Request) analyticstest.Answer { return analyticstest.RetryAfter(429, "1") })
 		const budget = 2 * time.Second
 		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(2), WithMaxRateLimitDuration(budget))
 		msgs := tracks("m", 51)
@@ -42,8 +42,8 @@ func TestSustainedRateLimitEndsWithinTheBudget(t *testing.T) {
 func TestRateLimitEpisodeEndsWithAnAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(
-			mockapi.RetryAfter(429, "2"), mockapi.Status(200),
-			mockapi.RetryAfter(429, "2"), mockapi.Status(200),
+			analyticstest.RetryAfter(429, "2"), analyticstest.Status(200),
+			analyticstest.RetryAfter(429, "2"), analyticstest.Status(200),
 		)
 		const budget = 3 * time.Second
 		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), WithMaxRateLimitDuration(budget))

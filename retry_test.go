@@ -14,34 +14,34 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
-func always(a mockapi.Answer) func(mockapi.Request) mockapi.Answer {
-	return func(mockapi.Request) mockapi.Answer { return a }
+func always(a analyticstest.Answer) func(analyticstest.Request) analyticstest.Answer {
+	return func(analyticstest.Request) analyticstest.Answer { return a }
 }
 
 func TestRetryOptionsReachTheLoop(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     []Option
-		answer   mockapi.Answer
+		answer   analyticstest.Answer
 		requests int
 		reason   error
 	}{
-		{"RetryCount 3 gives 4 requests", []Option{WithRetryCount(3)}, mockapi.Status(503), 4, ErrRetriesExhausted},
-		{"RetryCount 0 gives 1 request", []Option{WithRetryCount(0)}, mockapi.Status(500), 1, ErrRetriesExhausted},
-		{"408 is retried", []Option{WithRetryCount(1)}, mockapi.Status(408), 2, ErrRetriesExhausted},
-		{"410 is retried", []Option{WithRetryCount(1)}, mockapi.Status(410), 2, ErrRetriesExhausted},
-		{"460 is retried", []Option{WithRetryCount(1)}, mockapi.Status(460), 2, ErrRetriesExhausted},
-		{"429 without Retry-After is counted", []Option{WithRetryCount(2)}, mockapi.Status(429), 3, ErrRetriesExhausted},
-		{"501 is fatal", nil, mockapi.Status(501), 1, ErrFatalStatus},
-		{"505 is fatal", nil, mockapi.Status(505), 1, ErrFatalStatus},
-		{"511 is fatal", nil, mockapi.Status(511), 1, ErrFatalStatus},
-		{"400 is fatal", nil, mockapi.RetryAfter(400, "1"), 1, ErrFatalStatus},
-		{"backoff budget", []Option{WithMaxTotalBackoffDuration(time.Second)}, mockapi.Status(503), 3, ErrBackoffBudgetExceeded},
-		{"rate-limit budget", []Option{WithMaxRateLimitDuration(10 * time.Second)}, mockapi.RetryAfter(429, "3"), 4, ErrRateLimitBudgetExceeded},
-		{"Retry-After cap", []Option{WithRateLimitRetryAfterCap(time.Second), WithMaxRateLimitDuration(2 * time.Second)}, mockapi.RetryAfter(503, "3600"), 3, ErrRateLimitBudgetExceeded},
+		{"RetryCount 3 gives 4 requests", []Option{WithRetryCount(3)}, analyticstest.Status(503), 4, ErrRetriesExhausted},
+		{"RetryCount 0 gives 1 request", []Option{WithRetryCount(0)}, analyticstest.Status(500), 1, ErrRetriesExhausted},
+		{"408 is retried", []Option{WithRetryCount(1)}, analyticstest.Status(408), 2, ErrRetriesExhausted},
+		{"410 is retried", []Option{WithRetryCount(1)}, analyticstest.Status(410), 2, ErrRetriesExhausted},
+		{"460 is retried", []Option{WithRetryCount(1)}, analyticstest.Status(460), 2, ErrRetriesExhausted},
+		{"429 without Retry-After is counted", []Option{WithRetryCount(2)}, analyticstest.Status(429), 3, ErrRetriesExhausted},
+		{"501 is fatal", nil, analyticstest.Status(501), 1, ErrFatalStatus},
+		{"505 is fatal", nil, analyticstest.Status(505), 1, ErrFatalStatus},
+		{"511 is fatal", nil, analyticstest.Status(511), 1, ErrFatalStatus},
+		{"400 is fatal", nil, analyticstest.RetryAfter(400, "1"), 1, ErrFatalStatus},
+		{"backoff budget", []Option{WithMaxTotalBackoffDuration(time.Second)}, analyticstest.Status(503), 3, ErrBackoffBudgetExceeded},
+		{"rate-limit budget", []Option{WithMaxRateLimitDuration(10 * time.Second)}, analyticstest.RetryAfter(429, "3"), 4, ErrRateLimitBudgetExceeded},
+		{"Retry-After cap", []Option{WithRateLimitRetryAfterCap(time.Second), WithMaxRateLimitDuration(2 * time.Second)}, analyticstest.RetryAfter(503, "3600"), 3, ErrRateLimitBudgetExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,11 +79,11 @@ func TestRetryOptionsReachTheLoop(t *testing.T) {
 
 func TestTooLargeSplitsThroughTheClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI().Rule(func(r mockapi.Request) mockapi.Answer {
+		api := newAPI().Rule(func(r analyticstest.Request) analyticstest.Answer {
 			if len(r.Events) > 30 {
-				return mockapi.Status(413)
+				return analyticstest.Status(413)
 			}
-			return mockapi.Status(200)
+			return analyticstest.Status(200)
 		})
 		e := newEnv(t, api, WithFlushAt(250))
 		msgs := tracks("m", 250)
@@ -100,11 +100,11 @@ func TestTooLargeSplitsThroughTheClient(t *testing.T) {
 func TestStatsAddUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(
-			mockapi.Status(503),          // batch a: backoff retry
-			mockapi.RetryAfter(429, "2"), // batch a: rate-limit retry
-			mockapi.Answer{Drop: true},   // batch a: transport error after the write
-			mockapi.Status(200),          // batch a delivered
-			mockapi.Status(400),          // batch b fails
+			analyticstest.Status(503),          // batch a: backoff retry
+			analyticstest.RetryAfter(429, "2"), // batch a: rate-limit retry
+			analyticstest.Answer{Drop: true},   // batch a: transport error after the write
+			analyticstest.Status(200),          // batch a delivered
+			analyticstest.Status(400),          // batch b fails
 		)
 		e := newEnv(t, api, WithFlushAt(5), WithMaxConcurrentRequests(1), WithGzip(false))
 		e.enqueue(tracks("a", 5)...)

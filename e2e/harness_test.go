@@ -1,5 +1,5 @@
 // Package e2e is the SDK's black-box conformance suite: each test starts the
-// mock tracking API (e2e/mockapi) on 127.0.0.1, runs the conformance CLI
+// mock tracking API (analyticstest) on 127.0.0.1, runs the conformance CLI
 // (e2e/cli, built once) against it with a JSON input, and checks what the
 // server received and what the CLI reported.
 //
@@ -40,7 +40,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // cliPath is the CLI binary built by TestMain.
@@ -125,7 +125,7 @@ func tracks(prefix string, n int) []event {
 }
 
 // startMock starts api on 127.0.0.1 for the test's lifetime.
-func startMock(t *testing.T, api *mockapi.Server) string {
+func startMock(t *testing.T, api *analyticstest.Server) string {
 	t.Helper()
 	l, err := api.Start()
 	require.NoError(t, err)
@@ -196,10 +196,10 @@ func (r run) expectError(t *testing.T, want string) {
 // so batches keep the mock's order otherwise). The mock's own order is not
 // the client's: it records a request whose client gave up (a timeout) only
 // once it notices, which on a loaded machine may be after the retry.
-func requests(t *testing.T, api *mockapi.Server, n int) []mockapi.Request {
+func requests(t *testing.T, api *analyticstest.Server, n int) []analyticstest.Request {
 	t.Helper()
 	reqs := api.Requests()
-	slices.SortStableFunc(reqs, func(a, b mockapi.Request) int {
+	slices.SortStableFunc(reqs, func(a, b analyticstest.Request) int {
 		return retryCount(t, a) - retryCount(t, b)
 	})
 	var statuses []int
@@ -213,7 +213,7 @@ func requests(t *testing.T, api *mockapi.Server, n int) []mockapi.Request {
 
 // retryCount is the X-Retry-Count of r: 0 on a first attempt, which has
 // none.
-func retryCount(t *testing.T, r mockapi.Request) int {
+func retryCount(t *testing.T, r analyticstest.Request) int {
 	t.Helper()
 	h := r.Header.Get("X-Retry-Count")
 	if h == "" {
@@ -267,9 +267,9 @@ type answerStamp struct {
 }
 
 // watchMock starts a watcher on api; call it before the CLI runs.
-func watchMock(api *mockapi.Server) *watcher {
+func watchMock(api *analyticstest.Server) *watcher {
 	w := &watcher{changed: make(chan struct{})}
-	api.OnRequest(func(r mockapi.Request) {
+	api.OnRequest(func(r analyticstest.Request) {
 		now := time.Now()
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -281,7 +281,7 @@ func watchMock(api *mockapi.Server) *watcher {
 }
 
 // answering returns when the mock was about to answer req.
-func (w *watcher) answering(t *testing.T, req mockapi.Request) time.Time {
+func (w *watcher) answering(t *testing.T, req analyticstest.Request) time.Time {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -320,7 +320,7 @@ func (w *watcher) waitRecorded(t *testing.T, n int) {
 // the mock's (one process, one monotonic clock), the first certainly before
 // the client started waiting and the second certainly after it finished,
 // so load can only make the gap longer.
-func honoured(t *testing.T, what string, w *watcher, prev, retry mockapi.Request, wait time.Duration) {
+func honoured(t *testing.T, what string, w *watcher, prev, retry analyticstest.Request, wait time.Duration) {
 	t.Helper()
 	got := retry.At.Sub(w.answering(t, prev))
 	assert.GreaterOrEqual(t, got, wait, "%s: the retry arrived %v after the answer that asked for a wait of %v", what, got, wait)
@@ -338,9 +338,9 @@ func clientStamp(t *testing.T, e map[string]any) time.Time {
 }
 
 // batchOf returns the one request that carried exactly ids.
-func batchOf(t *testing.T, reqs []mockapi.Request, ids ...string) mockapi.Request {
+func batchOf(t *testing.T, reqs []analyticstest.Request, ids ...string) analyticstest.Request {
 	t.Helper()
-	var found []mockapi.Request
+	var found []analyticstest.Request
 	for _, r := range reqs {
 		if slices.Equal(r.MessageIDs(), ids) {
 			found = append(found, r)

@@ -10,12 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestEveryMessageTypeWithItsFields(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New()
+	api := analyticstest.New()
 	url := startMock(t, api)
 	events := []event{
 		{"type": "track", "userId": "u1", "event": "Signed Up", "properties": map[string]any{"plan": "pro"}, "messageId": "t1"},
@@ -62,7 +62,7 @@ func TestRequiredFieldsAreEnforced(t *testing.T) {
 		{event{"type": "alias", "userId": "u"}, "PreviousId"},
 		{event{"type": "alias", "previousId": "p"}, "UserId"},
 	}
-	api := mockapi.New()
+	api := analyticstest.New()
 	url := startMock(t, api)
 	events := tracks("ok", 2)
 	for _, m := range missing {
@@ -80,7 +80,7 @@ func TestRequiredFieldsAreEnforced(t *testing.T) {
 
 func TestMessageIDAndTimestampKept(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New()
+	api := analyticstest.New()
 	url := startMock(t, api)
 	r := runCLI(t, url, fast(),
 		event{"type": "track", "userId": "u", "event": "E", "messageId": "given-id", "timestamp": "2024-05-06T07:08:09.123Z"},
@@ -100,7 +100,7 @@ func TestAuthContentTypeAndGzip(t *testing.T) {
 	for _, gzip := range []bool{true, false} {
 		t.Run(fmt.Sprintf("gzip=%v", gzip), func(t *testing.T) {
 			t.Parallel()
-			api := mockapi.New()
+			api := analyticstest.New()
 			url := startMock(t, api)
 			runCLI(t, url, fast("gzip", gzip), tracks("m", 3)...).expect(t, true, 3, 0)
 			req := requests(t, api, 1)[0]
@@ -117,7 +117,7 @@ func TestAuthContentTypeAndGzip(t *testing.T) {
 
 func TestInvalidAndOversizedEventsRejectedOthersDelivered(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New()
+	api := analyticstest.New()
 	url := startMock(t, api)
 	events := append(tracks("ok", 3),
 		event{"type": "track", "userId": "u", "event": "Big", "properties": map[string]any{"pad": strings.Repeat("x", 33_000)}},
@@ -133,7 +133,7 @@ func TestInvalidAndOversizedEventsRejectedOthersDelivered(t *testing.T) {
 
 func TestNoBodyOverTheBatchLimit(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New()
+	api := analyticstest.New()
 	url := startMock(t, api)
 	pad := strings.Repeat("z", 25_000)
 	var events []event
@@ -151,7 +151,7 @@ func TestNoBodyOverTheBatchLimit(t *testing.T) {
 
 func TestBadInputExitsTwoAndSendsNothing(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New()
+	api := analyticstest.New()
 	url := startMock(t, api)
 	cases := map[string]string{
 		"not JSON":            `{"writeKey": `,
@@ -181,7 +181,7 @@ func TestBadInputExitsTwoAndSendsNothing(t *testing.T) {
 
 func TestSequencesWithDelays(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New()
+	api := analyticstest.New()
 	url := startMock(t, api)
 	launched := time.Now() // before the CLI starts, on the mock's clock
 	r := runInput(t, input{WriteKey: writeKey, APIHost: url, Config: fast("flushAt", 2),

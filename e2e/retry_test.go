@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestEveryRetryableStatusIsRetried(t *testing.T) {
@@ -19,7 +19,7 @@ func TestEveryRetryableStatusIsRetried(t *testing.T) {
 	for _, status := range []int{408, 410, 429, 460, 500, 502, 503, 504, 508, 529, 599} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			t.Parallel()
-			api := mockapi.New().Script(mockapi.Status(status), mockapi.Status(status))
+			api := analyticstest.New().Script(analyticstest.Status(status), analyticstest.Status(status))
 			url := startMock(t, api)
 			runCLI(t, url, fast(), tracks("m", 2)...).expect(t, true, 2, 0)
 			requests(t, api, 3)
@@ -32,7 +32,7 @@ func TestEveryFatalStatusFailsAtOnce(t *testing.T) {
 	for _, status := range []int{400, 401, 403, 404, 405, 409, 422, 501, 505, 511} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			t.Parallel()
-			api := mockapi.New().Default(mockapi.Answer{Status: status, Header: http.Header{"Retry-After": {"1"}}})
+			api := analyticstest.New().Default(analyticstest.Answer{Status: status, Header: http.Header{"Retry-After": {"1"}}})
 			url := startMock(t, api)
 			r := runCLI(t, url, fast(), tracks("m", 2)...)
 			r.expect(t, false, 0, 2)
@@ -43,7 +43,7 @@ func TestEveryFatalStatusFailsAtOnce(t *testing.T) {
 	}
 	t.Run("413 with one event", func(t *testing.T) {
 		t.Parallel()
-		api := mockapi.New().Default(mockapi.Status(413))
+		api := analyticstest.New().Default(analyticstest.Status(413))
 		url := startMock(t, api)
 		r := runCLI(t, url, fast(), tracks("m", 1)...)
 		r.expect(t, false, 0, 1)
@@ -60,11 +60,11 @@ func TestRedirectsAreFailures(t *testing.T) {
 			// The Location answers 200 to anything, a GET included: a
 			// client that followed it would count a bodiless GET as a
 			// delivery.
-			api := mockapi.New().Rule(func(r mockapi.Request) mockapi.Answer {
+			api := analyticstest.New().Rule(func(r analyticstest.Request) analyticstest.Answer {
 				if r.Path == "/v1/batch" {
-					return mockapi.Answer{Status: status, Header: http.Header{"Location": {"/moved"}}}
+					return analyticstest.Answer{Status: status, Header: http.Header{"Location": {"/moved"}}}
 				}
-				return mockapi.Status(200)
+				return analyticstest.Status(200)
 			})
 			url := startMock(t, api)
 			r := runCLI(t, url, fast(), tracks("m", 2)...)
@@ -80,7 +80,7 @@ func TestRetryAfterDeltaSecondsIsHonoured(t *testing.T) {
 	for _, status := range []int{429, 503, 529} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			t.Parallel()
-			api := mockapi.New().Script(mockapi.RetryAfter(status, "2"))
+			api := analyticstest.New().Script(analyticstest.RetryAfter(status, "2"))
 			watch := watchMock(api)
 			url := startMock(t, api)
 			// maxRetries 0: only the uncounted rate-limit path can retry.
@@ -112,15 +112,15 @@ func TestRetryAfterHTTPDateIsHonoured(t *testing.T) {
 		t.Run(form, func(t *testing.T) {
 			t.Parallel()
 			var answered atomic.Bool
-			api := mockapi.New().Rule(func(mockapi.Request) mockapi.Answer {
+			api := analyticstest.New().Rule(func(analyticstest.Request) analyticstest.Answer {
 				if answered.Swap(true) {
-					return mockapi.Status(200)
+					return analyticstest.Status(200)
 				}
 				// Three seconds after the response's own Date (whole
 				// seconds): counted from that Date, the wait is 3 s
 				// however late the client reads the answer.
 				now := time.Now().UTC().Truncate(time.Second)
-				return mockapi.Answer{Status: 503, Header: http.Header{
+				return analyticstest.Answer{Status: 503, Header: http.Header{
 					"Date":        {now.Format(http.TimeFormat)},
 					"Retry-After": {httpDate(form, now.Add(3*time.Second))},
 				}}
@@ -139,7 +139,7 @@ func TestRetryAfterHTTPDateIsHonoured(t *testing.T) {
 
 func TestRetryAfterIsCapped(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New().Script(mockapi.RetryAfter(429, "3600"))
+	api := analyticstest.New().Script(analyticstest.RetryAfter(429, "3600"))
 	watch := watchMock(api)
 	url := startMock(t, api)
 	r := runCLI(t, url, fast("maxRetries", 0, "rateLimitRetryAfterCap", 1), tracks("m", 1)...)
@@ -159,7 +159,7 @@ func TestInvalidRetryAfterTakesTheCountedPath(t *testing.T) {
 	for _, v := range []string{"-1", "0", "1.5", "soon", "+5", httpDate("imf", past), wrongDay} {
 		t.Run(v, func(t *testing.T) {
 			t.Parallel()
-			api := mockapi.New().Default(mockapi.RetryAfter(429, v))
+			api := analyticstest.New().Default(analyticstest.RetryAfter(429, v))
 			url := startMock(t, api)
 			// With no retries to spend, the counted path gives up at once;
 			// the rate-limit path would have retried.
@@ -176,7 +176,7 @@ func TestMaxRetries(t *testing.T) {
 	for _, n := range []int{0, 1, 4} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			t.Parallel()
-			api := mockapi.New().Default(mockapi.Status(500))
+			api := analyticstest.New().Default(analyticstest.Status(500))
 			url := startMock(t, api)
 			r := runCLI(t, url, fast("maxRetries", n), tracks("m", 1)...)
 			r.expect(t, false, 0, 1)
@@ -188,7 +188,7 @@ func TestMaxRetries(t *testing.T) {
 
 func TestBackoffBudgetEndsTheBatch(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New().Default(mockapi.Status(503))
+	api := analyticstest.New().Default(analyticstest.Status(503))
 	url := startMock(t, api)
 	// Waits of 100-200 ms, 200-400 ms, 400-800 ms...: the third no longer
 	// fits in the 0.5 s budget.
@@ -217,7 +217,7 @@ func TestBackoffBudgetEndsTheBatch(t *testing.T) {
 
 func TestRateLimitBudgetEndsTheBatch(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New().Default(mockapi.RetryAfter(429, "1"))
+	api := analyticstest.New().Default(analyticstest.RetryAfter(429, "1"))
 	watch := watchMock(api)
 	url := startMock(t, api)
 	// The first 1s wait fits in the 1.5s budget; the second does not.
@@ -232,11 +232,11 @@ func TestRateLimitBudgetEndsTheBatch(t *testing.T) {
 
 func TestXRetryCountAndMessageIDsAcrossBothPaths(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New().Script(
-		mockapi.Status(503),
-		mockapi.RetryAfter(429, "1"),
-		mockapi.Answer{Drop: true},
-		mockapi.Status(500),
+	api := analyticstest.New().Script(
+		analyticstest.Status(503),
+		analyticstest.RetryAfter(429, "1"),
+		analyticstest.Answer{Drop: true},
+		analyticstest.Status(500),
 	)
 	url := startMock(t, api)
 	runCLI(t, url, fast(), tracks("m", 3)...).expect(t, true, 3, 0)
@@ -253,7 +253,7 @@ func TestXRetryCountAndMessageIDsAcrossBothPaths(t *testing.T) {
 
 func TestTooLargeSplitsUntilDelivered(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New().Rule(mockapi.MaxEvents(3, mockapi.Status(413)))
+	api := analyticstest.New().Rule(analyticstest.MaxEvents(3, analyticstest.Status(413)))
 	url := startMock(t, api)
 	runCLI(t, url, fast(), tracks("m", 20)...).expect(t, true, 20, 0)
 	delivered := api.Delivered()
@@ -270,7 +270,7 @@ func TestTooLargeSplitsUntilDelivered(t *testing.T) {
 
 func TestCloseWaitsForBatchesInRetry(t *testing.T) {
 	t.Parallel()
-	api := mockapi.New().Script(mockapi.Status(503), mockapi.RetryAfter(503, "1"))
+	api := analyticstest.New().Script(analyticstest.Status(503), analyticstest.RetryAfter(503, "1"))
 	watch := watchMock(api)
 	url := startMock(t, api)
 	// Default backoff: the first retry waits 250-500 ms; then 1 s.

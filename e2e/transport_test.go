@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestConnectionFaultsAreRetried(t *testing.T) {
 	t.Parallel()
-	faults := map[string]mockapi.Answer{
+	faults := map[string]analyticstest.Answer{
 		"dropped after reading":   {Drop: true},
 		"closed before reading":   {CloseBeforeRead: true},
 		"partial response":        {Partial: true},
@@ -22,7 +22,7 @@ func TestConnectionFaultsAreRetried(t *testing.T) {
 	for name, fault := range faults {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			api := mockapi.New().Script(fault, fault)
+			api := analyticstest.New().Script(fault, fault)
 			watch := watchMock(api)
 			url := startMock(t, api)
 			runCLI(t, url, fast("timeout", 0.5), tracks("m", 4)...).expect(t, true, 4, 0)
@@ -51,7 +51,7 @@ func TestPerRequestTimeoutIsHonoured(t *testing.T) {
 	t.Parallel()
 	// The mock would answer 200 after 10 s: the failure itself shows that
 	// each attempt gave up sooner.
-	api := mockapi.New().Default(mockapi.Answer{Delay: 10 * time.Second})
+	api := analyticstest.New().Default(analyticstest.Answer{Delay: 10 * time.Second})
 	watch := watchMock(api)
 	url := startMock(t, api)
 	r := runCLI(t, url, fast("timeout", 0.3, "maxRetries", 1), tracks("m", 1)...)

@@ -38,7 +38,7 @@ type configKey struct {
 	boolean  func(bool) analytics.Option
 }
 
-// configKeys are the config members of SPEC §9, with the units of the
+// configKeys are the config members of docs/SPEC.md §9, with the units of the
 // cross-SDK harness.
 var configKeys = map[string]configKey{
 	"flushAt":                 {unit: count, count: analytics.WithFlushAt},

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func main() {
@@ -91,11 +91,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// example takes it from ANALYTICS_WRITE_KEY.
 	writeKey := os.Getenv("ANALYTICS_WRITE_KEY")
 	if os.Getenv("ANALYTICS_ENDPOINT") == "" {
-		answers := make([]mockapi.Answer, *failFirst)
+		answers := make([]analyticstest.Answer, *failFirst)
 		for i := range answers {
-			answers[i] = mockapi.Status(503)
+			answers[i] = analyticstest.Status(503)
 		}
-		api, err := mockapi.New().Script(answers...).Start()
+		api, err := analyticstest.New().Script(answers...).Start()
 		if err != nil {
 			return err
 		}

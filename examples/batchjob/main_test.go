@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestMain(m *testing.M) {
@@ -43,7 +43,7 @@ func runJob(t *testing.T, args ...string) (string, error) {
 // TestDeliversEverything points the job at the test's own mock through
 // ANALYTICS_ENDPOINT and tunes it with ANALYTICS_FLUSH_AT: no rebuild.
 func TestDeliversEverything(t *testing.T) {
-	mock := mockapi.New().Script(mockapi.Status(503), mockapi.Status(503))
+	mock := analyticstest.New().Script(analyticstest.Status(503), analyticstest.Status(503))
 	api, err := mock.Start()
 	require.NoError(t, err)
 	defer api.Close()

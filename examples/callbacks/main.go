@@ -30,7 +30,7 @@ import (
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func main() {
@@ -126,7 +126,7 @@ func publishStats(client *analytics.Client) {
 
 // batchOf returns which batch of 5 a request carries, from its first
 // event's "seq" property; -1 if it has none.
-func batchOf(r mockapi.Request) int {
+func batchOf(r analyticstest.Request) int {
 	if len(r.Events) == 0 {
 		return -1
 	}
@@ -151,19 +151,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// so its first event's "seq" says which it is) and by X-Retry-Count:
 	// batch 0 is rejected, batch 1 recovers on its third attempt, batch 2
 	// never does; the others are accepted.
-	server := mockapi.New().Rule(func(r mockapi.Request) mockapi.Answer {
+	server := analyticstest.New().Rule(func(r analyticstest.Request) analyticstest.Answer {
 		retries := r.Header.Get("X-Retry-Count")
 		switch batchOf(r) {
 		case 0:
-			return mockapi.Answer{Status: 400, Body: `{"code":"invalid_request","message":"bad batch"}`}
+			return analyticstest.Answer{Status: 400, Body: `{"code":"invalid_request","message":"bad batch"}`}
 		case 1:
 			if retries != "2" {
-				return mockapi.Status(503)
+				return analyticstest.Status(503)
 			}
 		case 2:
-			return mockapi.Status(503)
+			return analyticstest.Status(503)
 		}
-		return mockapi.Status(200)
+		return analyticstest.Status(200)
 	})
 	api, err := server.Start()
 	if err != nil {

@@ -32,7 +32,7 @@ import (
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func main() {
@@ -107,11 +107,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	var caPEM []byte
-	var mock *mockapi.Server
+	var mock *analyticstest.Server
 	if *endpoint == "" {
 		// The mock tracking API behind TLS, on 127.0.0.1, with a fresh
 		// self-signed certificate: its certificate is the CA to trust.
-		mock = mockapi.New()
+		mock = analyticstest.New()
 		api := httptest.NewUnstartedServer(mock)
 		api.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake below is expected
 		api.StartTLS()

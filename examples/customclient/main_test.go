@@ -25,7 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestMain(m *testing.M) {
@@ -46,9 +46,9 @@ func TestRunEmbedded(t *testing.T) {
 
 // startTLSMock serves a mock tracking API behind TLS on 127.0.0.1 until
 // the test ends, and writes its certificate to a PEM file.
-func startTLSMock(t *testing.T) (mock *mockapi.Server, api *httptest.Server, caFile string) {
+func startTLSMock(t *testing.T) (mock *analyticstest.Server, api *httptest.Server, caFile string) {
 	t.Helper()
-	mock = mockapi.New()
+	mock = analyticstest.New()
 	api = httptest.NewUnstartedServer(mock)
 	api.Config.ErrorLog = log.New(io.Discard, "", 0)
 	api.StartTLS()

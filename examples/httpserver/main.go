@@ -26,7 +26,7 @@ import (
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func main() {
@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stdout, nil))
 
 	if *endpoint == "" {
-		mock := mockapi.New().OnRequest(func(r mockapi.Request) {
+		mock := analyticstest.New().OnRequest(func(r analyticstest.Request) {
 			logger.Info("mock tracking API received a batch", "events", len(r.Events), "status", r.Status)
 		})
 		ln, err := mock.Start()

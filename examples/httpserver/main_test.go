@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestMain(m *testing.M) {
@@ -27,9 +27,9 @@ func TestMain(m *testing.M) {
 }
 
 // startMock serves a mock tracking API on 127.0.0.1 until the test ends.
-func startMock(t *testing.T) (*mockapi.Server, *mockapi.Listener) {
+func startMock(t *testing.T) (*analyticstest.Server, *analyticstest.Listener) {
 	t.Helper()
-	mock := mockapi.New()
+	mock := analyticstest.New()
 	ln, err := mock.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -38,7 +38,7 @@ func startMock(t *testing.T) (*mockapi.Server, *mockapi.Listener) {
 
 // delivered returns the events the mock accepted, and fails the test if
 // any was accepted twice.
-func delivered(t *testing.T, mock *mockapi.Server) []map[string]any {
+func delivered(t *testing.T, mock *analyticstest.Server) []map[string]any {
 	t.Helper()
 	var events []map[string]any
 	seen := map[string]bool{}

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	analytics "github.com/dualpath/analytics-go"
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func main() {
@@ -57,12 +57,12 @@ func run(events int, stdout io.Writer) error {
 	// The first answers exercise both retry paths: 503s take the backoff
 	// path (jittered waits, counted retries); a 429 with Retry-After pauses
 	// every upload for that long without spending a retry. Then all 200s.
-	server := mockapi.New().Script(
-		mockapi.Status(503),
-		mockapi.Status(503),
-		mockapi.RetryAfter(429, "1"),
-		mockapi.Status(200),
-		mockapi.Status(503),
+	server := analyticstest.New().Script(
+		analyticstest.Status(503),
+		analyticstest.Status(503),
+		analyticstest.RetryAfter(429, "1"),
+		analyticstest.Status(200),
+		analyticstest.Status(503),
 	)
 	ln, err := server.Start()
 	if err != nil {

@@ -11,7 +11,7 @@
 //	go run ./examples/soak -faults '503=5,429=1,drop=1' -latency 50ms
 //	go run ./examples/soak -endpoint http://127.0.0.1:8787  # an external tracking API: client-side checks only
 //
-// The mock runs in this process on 127.0.0.1 (e2e/mockapi), so the RSS is
+// The mock runs in this process on 127.0.0.1 (analyticstest), so the RSS is
 // that of the SDK and the mock together; the mock's record is cleared
 // twice a second and the run's bookkeeping is a few bitsets sized at
 // start, so neither grows with the run. It stops by itself after

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // fault is one kind of broken answer of the mix.
@@ -77,8 +77,8 @@ func (m mix) String() string {
 // sink is the in-process tracking API: the mock with a rule that answers
 // by the fault mix, and a count of what it accepted.
 type sink struct {
-	api *mockapi.Server
-	ln  *mockapi.Listener
+	api *analyticstest.Server
+	ln  *analyticstest.Listener
 	// seen marks the events received in a request answered 2xx.
 	seen *bitset
 
@@ -90,7 +90,7 @@ type sink struct {
 }
 
 func startSink(cfg config, events int) (*sink, error) {
-	s := &sink{api: mockapi.New(), seen: newBitset(events), statuses: map[int]int64{}}
+	s := &sink{api: analyticstest.New(), seen: newBitset(events), statuses: map[int]int64{}}
 	s.api.Rule(s.rule(cfg)).OnRequest(s.count)
 	ln, err := s.api.Start()
 	if err != nil {
@@ -101,8 +101,8 @@ func startSink(cfg config, events int) (*sink, error) {
 }
 
 // rule draws each request's answer from the mix.
-func (s *sink) rule(cfg config) func(mockapi.Request) mockapi.Answer {
-	return func(mockapi.Request) mockapi.Answer {
+func (s *sink) rule(cfg config) func(analyticstest.Request) analyticstest.Answer {
+	return func(analyticstest.Request) analyticstest.Answer {
 		x := rand.Float64() * 100
 		for _, k := range faultKinds {
 			if x -= cfg.faults[k]; x >= 0 {
@@ -111,28 +111,28 @@ func (s *sink) rule(cfg config) func(mockapi.Request) mockapi.Answer {
 			switch k {
 			case fault503, fault500:
 				code, _ := strconv.Atoi(string(k))
-				return mockapi.Status(code)
+				return analyticstest.Status(code)
 			case fault429:
-				return mockapi.RetryAfter(http.StatusTooManyRequests, cfg.retryAfter)
+				return analyticstest.RetryAfter(http.StatusTooManyRequests, cfg.retryAfter)
 			case faultDrop:
-				return mockapi.Answer{Drop: true}
+				return analyticstest.Answer{Drop: true}
 			case faultPartial:
-				return mockapi.Answer{Partial: true}
+				return analyticstest.Answer{Partial: true}
 			case faultStall:
 				// Cut short when the client gives up (RequestTimeout).
-				return mockapi.Answer{Delay: 24 * time.Hour}
+				return analyticstest.Answer{Delay: 24 * time.Hour}
 			}
 		}
 		var delay time.Duration
 		if cfg.latency > 0 {
 			delay = rand.N(cfg.latency)
 		}
-		return mockapi.Answer{Delay: delay}
+		return analyticstest.Answer{Delay: delay}
 	}
 }
 
 // count runs for each request as it is answered.
-func (s *sink) count(r mockapi.Request) {
+func (s *sink) count(r analyticstest.Request) {
 	ok := r.Status >= 200 && r.Status <= 299
 	var copies, dupes, foreign int64
 	if ok {

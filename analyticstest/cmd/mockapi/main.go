@@ -1,9 +1,9 @@
-// Command mockapi runs the mock tracking API of package mockapi on a
+// Command mockapi runs the mock tracking API of package analyticstest on a
 // socket and prints every event it receives, one line each:
 //
-//	go run ./e2e/mockapi/cmd/mockapi                      # answers 200 to everything
-//	go run ./e2e/mockapi/cmd/mockapi -script failures.json
-//	go run ./e2e/mockapi/cmd/mockapi -addr 127.0.0.1:0    # any free port
+//	go run ./analyticstest/cmd/mockapi                      # answers 200 to everything
+//	go run ./analyticstest/cmd/mockapi -script failures.json
+//	go run ./analyticstest/cmd/mockapi -addr 127.0.0.1:0    # any free port
 //
 // Point an app's endpoint at the URL it prints first, and watch:
 //
@@ -11,7 +11,7 @@
 //	track messageId=m1 userId=u event=E status=200
 //
 // A harness reads the record with GET /_requests and drives the mock with
-// POST /_script and POST /_reset (see package mockapi). It listens on
+// POST /_script and POST /_reset (see package analyticstest). It listens on
 // loopback only, unless -public is given, since it shows every request,
 // write keys included, to whoever asks. SIGINT or SIGTERM stops it after
 // the requests in progress have been answered.
@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // shutdownGrace bounds how long a stop waits for requests in progress (a
@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mockapi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8787", "`host:port` to listen on; port 0 picks a free one")
-	scriptFile := fs.String("script", "", "JSON script `file` to answer from (see mockapi.ParseScript); without it, every request is answered 200")
+	scriptFile := fs.String("script", "", "JSON script `file` to answer from (see analyticstest.ParseScript); without it, every request is answered 200")
 	public := fs.Bool("public", false, "allow a non-loopback -addr: anyone who reaches it can read every request recorded")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,13 +82,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 
-	api := mockapi.New()
+	api := analyticstest.New()
 	if *scriptFile != "" {
 		data, err := os.ReadFile(*scriptFile)
 		if err != nil {
 			return err
 		}
-		sc, err := mockapi.ParseScript(data)
+		sc, err := analyticstest.ParseScript(data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", *scriptFile, err)
 		}

@@ -1,4 +1,4 @@
-package mockapi
+package analyticstest
 
 // Every answer kind over a real socket on 127.0.0.1, seen by a plain
 // net/http client.

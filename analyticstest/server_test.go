@@ -1,4 +1,4 @@
-package mockapi
+package analyticstest
 
 // Which answer a request gets (script, rules, default) and what is
 // recorded of it, in memory.

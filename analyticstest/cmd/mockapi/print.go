@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // printer writes one line per event received. OnRequest runs on several
@@ -25,7 +25,7 @@ func (p *printer) line(s string) {
 
 // request prints a line per event of r; a request without events (not a
 // batch, unreadable, or closed before its body was read) gets one line.
-func (p *printer) request(r mockapi.Request) {
+func (p *printer) request(r analyticstest.Request) {
 	tail := " status=" + status(r.Status)
 	if n := r.Header.Get("X-Retry-Count"); n != "" {
 		tail += " retry=" + value(n)

@@ -1,4 +1,4 @@
-package mockapi
+package analyticstest
 
 // The same answer kinds in memory (RoundTrip), inside synctest bubbles
 // where a Delay is fake time.

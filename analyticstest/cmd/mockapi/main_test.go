@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualpath/analytics-go/e2e/mockapi"
+	"github.com/dualpath/analytics-go/analyticstest"
 	"go.uber.org/goleak"
 )
 
@@ -101,7 +101,7 @@ func TestRunServesPrintsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var reqs []mockapi.Request
+	var reqs []analyticstest.Request
 	if err := json.NewDecoder(resp.Body).Decode(&reqs); err != nil || len(reqs) != 1 || reqs[0].Status != 200 {
 		t.Fatalf("GET /_requests: %+v %v", reqs, err)
 	}
@@ -177,14 +177,14 @@ func TestCheckAddr(t *testing.T) {
 func TestPrinter(t *testing.T) {
 	var b strings.Builder
 	p := &printer{w: &b}
-	p.request(mockapi.Request{
+	p.request(analyticstest.Request{
 		Method: "POST", Path: "/v1/batch", Status: 503, Header: http.Header{"X-Retry-Count": {"2"}},
 		Events: []map[string]any{
 			{"type": "page", "messageId": "m1", "anonymousId": "a 1", "name": "Home"},
 			{"type": "group", "messageId": "m2", "userId": "u", "groupId": "g"},
 		},
 	})
-	p.request(mockapi.Request{Method: "POST", Path: "/v1/batch", Err: errors.New("body is not JSON")})
+	p.request(analyticstest.Request{Method: "POST", Path: "/v1/batch", Err: errors.New("body is not JSON")})
 	want := `page messageId=m1 anonymousId="a 1" name=Home status=503 retry=2
 group messageId=m2 userId=u groupId=g status=503 retry=2
 POST /v1/batch events=0 status=none error="body is not JSON"

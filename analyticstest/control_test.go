@@ -1,4 +1,4 @@
-package mockapi
+package analyticstest
 
 // The control API over a socket, as a harness in another process uses it.
 
