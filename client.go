@@ -120,7 +120,28 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 //
 // A refused message is not queued and gets no callback. An accepted one
 // gets exactly one, Success or Failure.
-func (c *Client) Enqueue(msg Message) error {
+func (c *Client) Enqueue(msg Message) error { return c.enqueue(context.Background(), false, msg) }
+
+// EnqueueContext is Enqueue, except that when the queue is full it waits
+// for room until ctx ends instead of returning ErrQueueFull at once. The
+// wait ends when uploads end and give their events' room back (nothing
+// polls), and waiting calls are served in the order they arrived: one that
+// arrives while others wait queues behind them, even if its event would
+// fit. A plain Enqueue does not wait in that line: it may take room the
+// waiting calls are waiting for, so that it keeps its cost and never
+// blocks.
+//
+// When ctx ends first, it returns an error that matches both ErrQueueFull
+// and ctx.Err() (errors.Is(err, context.DeadlineExceeded), for one). Once
+// Close or Shutdown begins, waiting calls return ErrClosed at once. An
+// event that fits is accepted even if ctx has already ended. Its other
+// errors are Enqueue's. It starts no goroutine.
+func (c *Client) EnqueueContext(ctx context.Context, msg Message) error {
+	return c.enqueue(ctx, true, msg)
+}
+
+// enqueue is EnqueueContext when wait is true, else Enqueue (ctx unused).
+func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 	if msg == nil || isNilPointer(msg) {
 		c.stats.rejInvalid.Add(1)
 		return &FieldError{Type: "analytics.Message", Name: "(nil)", Reason: "a message is required"}
@@ -135,8 +156,10 @@ func (c *Client) Enqueue(msg Message) error {
 		c.stats.rejClosed.Add(1)
 		return ErrClosed
 	case queue.Full:
-		c.stats.rejFull.Add(1)
-		return ErrQueueFull
+		if !wait {
+			c.stats.rejFull.Add(1)
+			return ErrQueueFull
+		}
 	}
 	e := getEncoder()
 	defer putEncoder(e)
@@ -165,13 +188,22 @@ func (c *Client) Enqueue(msg Message) error {
 
 	// The queue's own lock orders this push against shutdown's Close of
 	// the queue: an event is either accepted before it, or refused.
-	res, n := c.queue.Push(e.buf, value, kept)
+	var res queue.Admission
+	var n int
+	if !wait {
+		res, n = c.queue.Push(e.buf, value, kept)
+	} else {
+		res, n = c.queue.PushWait(ctx, e.buf, value, kept)
+	}
 	switch res {
 	case queue.Closed:
 		c.stats.rejClosed.Add(1)
 		return ErrClosed
 	case queue.Full:
 		c.stats.rejFull.Add(1)
+		if wait {
+			return queueFullError(ctx.Err())
+		}
 		return ErrQueueFull
 	}
 	c.stats.enqueued.Add(1)

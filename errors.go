@@ -17,7 +17,9 @@ var (
 	// begun.
 	ErrClosed = errors.New("analytics: client is closed")
 	// ErrQueueFull is returned by Enqueue when the queue holds MaxQueueSize
-	// events or MaxQueueBytes bytes. Nothing already queued is touched.
+	// events or MaxQueueBytes bytes, and wrapped, with the context's error,
+	// by the error of an EnqueueContext whose context ended while it
+	// waited for room. Nothing already queued is touched.
 	ErrQueueFull = errors.New("analytics: queue is full")
 	// ErrInvalidMessage is wrapped by every validation or encoding error of
 	// Enqueue (a *FieldError names the field).
@@ -217,3 +219,20 @@ func (e *shutdownError) Error() string { return ErrShutdown.Error() + ": " + e.c
 
 // Unwrap returns ErrShutdown and the context's error.
 func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr} }
+
+// queueFullError is EnqueueContext's error when its context ended before
+// the queue had room: it matches ErrQueueFull and ctxErr.
+func queueFullError(ctxErr error) error {
+	if ctxErr == nil {
+		return ErrQueueFull
+	}
+	return &queueFull{ctxErr}
+}
+
+type queueFull struct{ ctxErr error }
+
+// Error reads "analytics: queue is full: context deadline exceeded".
+func (e *queueFull) Error() string { return ErrQueueFull.Error() + ": " + e.ctxErr.Error() }
+
+// Unwrap returns ErrQueueFull and the context's error.
+func (e *queueFull) Unwrap() []error { return []error{ErrQueueFull, e.ctxErr} }
