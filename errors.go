@@ -176,6 +176,24 @@ func ownError(err error) error {
 	return err
 }
 
+// OptionError is New's error for an invalid configuration: it names the
+// option at fault and says why. Find it with errors.As.
+type OptionError struct {
+	// Option is the option's name without its With prefix, such as
+	// "FlushAt", or "WriteKey" for an empty write key.
+	Option string
+	// Reason says what is wrong, with the bound and the value given, such
+	// as "must be at least 1, got 0". It never shows the write key, nor an
+	// endpoint's user information.
+	Reason string
+}
+
+// Error reads like "analytics: invalid option FlushAt: must be at least 1,
+// got 0".
+func (e *OptionError) Error() string {
+	return "analytics: invalid option " + e.Option + ": " + e.Reason
+}
+
 // FieldError is a message that failed validation or encoding at Enqueue. It
 // names the message type and the field. errors.Is(err, ErrInvalidMessage)
 // is true.
