@@ -27,7 +27,9 @@ func StdLogger(logger *log.Logger) Logger { return stdLogger{logger} }
 
 type stdLogger struct{ l *log.Logger }
 
-func (s stdLogger) Logf(format string, args ...any) { s.l.Print("INFO: " + fmt.Sprintf(format, args...)) }
+func (s stdLogger) Logf(format string, args ...any) {
+	s.l.Print("INFO: " + fmt.Sprintf(format, args...))
+}
 
 func (s stdLogger) Errorf(format string, args ...any) {
 	s.l.Print("ERROR: " + fmt.Sprintf(format, args...))
