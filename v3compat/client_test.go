@@ -342,3 +342,49 @@ func TestFieldErrorIsInvalidMessage(t *testing.T) {
 	assert.True(t, errors.Is(err, root.ErrInvalidMessage))
 	assert.False(t, errors.Is(err, root.ErrClosed))
 }
+
+// Validate returns v3's FieldError value, for code that checks a message
+// itself (a test double, a pre-check) and asserts err.(analytics.FieldError).
+func TestValidateReturnsFieldError(t *testing.T) {
+	tests := []struct {
+		msg  Message
+		want error
+	}{
+		{Track{UserId: "u"}, FieldError{Type: "analytics.Track", Name: "Event", Value: ""}},
+		{Track{UserId: "u", Event: "E"}, nil},
+		{Identify{}, FieldError{Type: "analytics.Identify", Name: "UserId", Value: ""}},
+		{Page{AnonymousId: "a"}, nil},
+		{Screen{}, FieldError{Type: "analytics.Screen", Name: "UserId", Value: ""}},
+		{Group{UserId: "u"}, FieldError{Type: "analytics.Group", Name: "GroupId", Value: ""}},
+		{Alias{UserId: "u"}, FieldError{Type: "analytics.Alias", Name: "PreviousId", Value: ""}},
+		{&Alias{UserId: "u", PreviousId: "p"}, nil},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.msg.Validate(), "%#v", tt.msg)
+	}
+}
+
+// The root package's messages are accepted as they are, for code that
+// mixes the two packages while it migrates.
+func TestEnqueueRootMessages(t *testing.T) {
+	api := mockapi.New()
+	c, _, out := newTestClient(t, api, Config{})
+	require.NoError(t, c.Enqueue(root.Track{UserId: "u", Event: "root"}))
+	require.NoError(t, c.Enqueue(&root.Identify{UserId: "u"}))
+	assert.Equal(t, FieldError{Type: "analytics.Track", Name: "Event", Value: ""}, c.Enqueue(root.Track{UserId: "u"}))
+	err := c.Enqueue((*root.Track)(nil))
+	fe, ok := err.(FieldError)
+	require.True(t, ok, "%T %v", err, err)
+	assert.Equal(t, FieldError{Type: "*analytics.Track", Name: "(nil)"}, fe)
+	require.NoError(t, c.Close())
+	assert.Len(t, api.Delivered(), 2)
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	for _, m := range out.successes {
+		switch m.(type) {
+		case Track, Identify: // a Callback gets this package's types
+		default:
+			t.Errorf("Success got a %T", m)
+		}
+	}
+}

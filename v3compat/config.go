@@ -133,5 +133,5 @@ func (c Config) configError(err error) error {
 // callback passes the root client's outcomes to a v3 Callback.
 type callback struct{ cb Callback }
 
-func (c callback) Success(msg root.Message)            { c.cb.Success(msg) }
-func (c callback) Failure(msg root.Message, err error) { c.cb.Failure(msg, err) }
+func (c callback) Success(msg root.Message)            { c.cb.Success(v3Message(msg)) }
+func (c callback) Failure(msg root.Message, err error) { c.cb.Failure(v3Message(msg), err) }

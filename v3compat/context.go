@@ -58,17 +58,17 @@ func mergeContext(msg, def *Context) *Context {
 // contextOf returns m's Context.
 func contextOf(m root.Message) *Context {
 	switch m := m.(type) {
-	case Track:
+	case root.Track:
 		return m.Context
-	case Identify:
+	case root.Identify:
 		return m.Context
-	case Page:
+	case root.Page:
 		return m.Context
-	case Screen:
+	case root.Screen:
 		return m.Context
-	case Group:
+	case root.Group:
 		return m.Context
-	case Alias:
+	case root.Alias:
 		return m.Context
 	}
 	return nil
@@ -77,22 +77,22 @@ func contextOf(m root.Message) *Context {
 // withContext returns a copy of m with its Context set to c.
 func withContext(m root.Message, c *Context) root.Message {
 	switch m := m.(type) {
-	case Track:
+	case root.Track:
 		m.Context = c
 		return m
-	case Identify:
+	case root.Identify:
 		m.Context = c
 		return m
-	case Page:
+	case root.Page:
 		m.Context = c
 		return m
-	case Screen:
+	case root.Screen:
 		m.Context = c
 		return m
-	case Group:
+	case root.Group:
 		m.Context = c
 		return m
-	case Alias:
+	case root.Alias:
 		m.Context = c
 		return m
 	}

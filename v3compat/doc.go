@@ -15,9 +15,11 @@
 // DefaultBatchSize, Logger and StdLogger, Callback, Message, ConfigError,
 // FieldError (a value, as v3 code asserts it: err.(analytics.FieldError)),
 // ErrClosed, ErrTooManyRequests and ErrMessageTooBig, ValidateFields, and
-// the message, context and helper types. The message and context types are
-// the root package's (type aliases), so values pass between the two
-// packages as they are.
+// the message, context and helper types. The context and helper types are
+// the root package's (aliases). The six message types are the root's
+// structs as types of their own, whose Validate returns a FieldError value
+// as v3's did; a conversion (root.Track(m), analytics.Track(m)) goes from
+// one package's to the other's, and Enqueue takes either.
 //
 // It is a thin layer over the root package's Client
 // (github.com/dualpath/analytics-go): Config becomes the root's options,

@@ -3,6 +3,7 @@ package analytics
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	root "github.com/dualpath/analytics-go"
 )
@@ -29,21 +30,55 @@ type Callback interface {
 	Failure(msg Message, err error)
 }
 
-// The message types and their helpers are the root package's.
+// The six message types are the root package's structs, as types of
+// their own so that their Validate returns a FieldError value, as v3's did:
+// code that calls Validate and asserts err.(analytics.FieldError) works. A
+// conversion, such as root.Track(m) with the root package imported as root,
+// turns one into the root's type at no cost, and back.
 type (
-	// Track records an action a user performed; see the root package.
-	Track = root.Track
-	// Identify ties a user to their traits; see the root package.
-	Identify = root.Identify
-	// Page records a page view; see the root package.
-	Page = root.Page
-	// Screen records a screen view in an app; see the root package.
-	Screen = root.Screen
-	// Group ties a user to a group; see the root package.
-	Group = root.Group
-	// Alias merges two user identities; see the root package.
-	Alias = root.Alias
+	// Track records an action a user performed. It needs Event, and
+	// UserId or AnonymousId.
+	Track root.Track
+	// Identify ties a user to their traits. It needs UserId or
+	// AnonymousId.
+	Identify root.Identify
+	// Page records a page view. It needs UserId or AnonymousId.
+	Page root.Page
+	// Screen records a screen view in an app. It needs UserId or
+	// AnonymousId.
+	Screen root.Screen
+	// Group ties a user to a group (an account, a company). It needs
+	// GroupId, and UserId or AnonymousId.
+	Group root.Group
+	// Alias merges two user identities. It needs UserId and PreviousId.
+	Alias root.Alias
+)
 
+// Validate returns a FieldError when Event, or both UserId and AnonymousId,
+// are missing.
+func (m Track) Validate() error { return validate(root.Track(m)) }
+
+// Validate returns a FieldError when both UserId and AnonymousId are
+// missing.
+func (m Identify) Validate() error { return validate(root.Identify(m)) }
+
+// Validate returns a FieldError when both UserId and AnonymousId are
+// missing.
+func (m Page) Validate() error { return validate(root.Page(m)) }
+
+// Validate returns a FieldError when both UserId and AnonymousId are
+// missing.
+func (m Screen) Validate() error { return validate(root.Screen(m)) }
+
+// Validate returns a FieldError when GroupId, or both UserId and
+// AnonymousId, are missing.
+func (m Group) Validate() error { return validate(root.Group(m)) }
+
+// Validate returns a FieldError when UserId or PreviousId is missing.
+func (m Alias) Validate() error { return validate(root.Alias(m)) }
+
+// The helpers and the context are the root package's.
+type (
 	// Properties are the free-form properties of a Track, Page or Screen,
 	// with chainable setters.
 	Properties = root.Properties
@@ -107,7 +142,7 @@ func ValidateFields(msg FieldGetter) error {
 		return s
 	}
 	typ, _ := msg.GetField("type")
-	var m root.Message
+	var m Message
 	switch typ {
 	case "track":
 		m = Track{UserId: str("userId"), AnonymousId: str("anonymousId"), Event: str("event")}
@@ -124,7 +159,7 @@ func ValidateFields(msg FieldGetter) error {
 	default:
 		return FieldError{Type: "analytics.Event", Name: "Type", Value: typ}
 	}
-	return validate(m)
+	return m.Validate()
 }
 
 // validate runs m's checks, returning a failure as a FieldError value.
@@ -141,26 +176,53 @@ func validate(m root.Message) error {
 }
 
 // message returns msg as the root message it is, dereferenced, after
-// checking it. As in v3, msg is validated before its type is checked.
+// checking it. It takes the root's message types too. As in v3, a message
+// of another type is validated before it is refused.
 func message(msg Message) (root.Message, error) {
 	var m root.Message
 	switch v := msg.(type) {
 	case nil:
 		return nil, FieldError{Type: "analytics.Message", Name: "(nil)"}
-	case Track, Identify, Page, Screen, Group, Alias:
-		m = v.(root.Message)
+	case Track:
+		m = root.Track(v)
+	case Identify:
+		m = root.Identify(v)
+	case Page:
+		m = root.Page(v)
+	case Screen:
+		m = root.Screen(v)
+	case Group:
+		m = root.Group(v)
+	case Alias:
+		m = root.Alias(v)
 	case *Track:
-		m = deref(v)
+		if v != nil {
+			m = root.Track(*v)
+		}
 	case *Identify:
-		m = deref(v)
+		if v != nil {
+			m = root.Identify(*v)
+		}
 	case *Page:
-		m = deref(v)
+		if v != nil {
+			m = root.Page(*v)
+		}
 	case *Screen:
-		m = deref(v)
+		if v != nil {
+			m = root.Screen(*v)
+		}
 	case *Group:
-		m = deref(v)
+		if v != nil {
+			m = root.Group(*v)
+		}
 	case *Alias:
-		m = deref(v)
+		if v != nil {
+			m = root.Alias(*v)
+		}
+	case root.Message:
+		if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || !rv.IsNil() {
+			m = v
+		}
 	default:
 		if err := msg.Validate(); err != nil {
 			return nil, err
@@ -173,10 +235,22 @@ func message(msg Message) (root.Message, error) {
 	return m, validate(m)
 }
 
-// deref returns the message p points to, or nil for a nil pointer.
-func deref[M root.Message](p *M) root.Message {
-	if p == nil {
-		return nil
+// v3Message returns the root's message m as this package's type, for a
+// Callback.
+func v3Message(m root.Message) Message {
+	switch m := m.(type) {
+	case root.Track:
+		return Track(m)
+	case root.Identify:
+		return Identify(m)
+	case root.Page:
+		return Page(m)
+	case root.Screen:
+		return Screen(m)
+	case root.Group:
+		return Group(m)
+	case root.Alias:
+		return Alias(m)
 	}
-	return *p
+	return m
 }
