@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	root "github.com/dualpath/analytics-go"
 	"github.com/dualpath/analytics-go/e2e/mockapi"
 )
 
@@ -67,6 +68,8 @@ func TestDefaultContextIsSent(t *testing.T) {
 		Screen{UserId: "u"},
 		Group{UserId: "u", GroupId: "g", Context: &Context{GroupID: "own"}},
 		Alias{UserId: "u", PreviousId: "p"},
+		root.Track{UserId: "u", Event: "root"},
+		&root.Screen{UserId: "u"},
 	}
 	for _, m := range msgs {
 		require.NoError(t, c.Enqueue(m))

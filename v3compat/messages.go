@@ -220,8 +220,11 @@ func message(msg Message) (root.Message, error) {
 			m = root.Alias(*v)
 		}
 	case root.Message:
-		if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || !rv.IsNil() {
+		switch rv := reflect.ValueOf(v); {
+		case rv.Kind() != reflect.Pointer:
 			m = v
+		case !rv.IsNil():
+			m, _ = rv.Elem().Interface().(root.Message)
 		}
 	default:
 		if err := msg.Validate(); err != nil {

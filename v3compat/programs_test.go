@@ -82,6 +82,16 @@ func TestV3ProgramsRun(t *testing.T) {
 		assert.Contains(t, segment.Targets(), segmentHost+":443", "the default endpoint was used")
 	})
 
+	t.Run("readme, rejected", func(t *testing.T) {
+		api.Reset()
+		api.Default(mockapi.Status(400))
+		res := run(t, program("readme"), env)
+		require.Equal(t, 0, res.code, res)
+		assert.Regexp(t, `(?m)^analytics \S+ \S+ ERROR: analytics: events not delivered events=1 error=.*HTTP 400`, res.stderr,
+			"the default Logger writes to standard error")
+		assert.NotContains(t, res.stderr, key)
+	})
+
 	t.Run("trackloop", func(t *testing.T) {
 		api.Reset()
 		res := run(t, program("trackloop"), env, "-events", "120")
