@@ -9,8 +9,9 @@ import (
 )
 
 // Message is a message Enqueue takes: one of Track, Identify, Page, Screen,
-// Group and Alias, or a pointer to one. As in v3, any type with a Validate
-// method implements it, and Enqueue refuses the types that are not the six.
+// Group and Alias, or a pointer to one, of this package or of the root
+// package. As in v3, any type with a Validate method implements it, and
+// Enqueue refuses the types that are not those.
 type Message interface {
 	// Validate returns nil when the message is valid, else a FieldError
 	// naming the field at fault.
