@@ -55,7 +55,7 @@ type Client struct {
 // empty writeKey.
 func New(writeKey string, opts ...Option) (*Client, error) {
 	if writeKey == "" {
-		return nil, errors.New("analytics: invalid option WriteKey: must not be empty")
+		return nil, &OptionError{Option: "WriteKey", Reason: "must not be empty"}
 	}
 	cfg := defaultConfig()
 	for _, opt := range opts {
@@ -120,7 +120,28 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 //
 // A refused message is not queued and gets no callback. An accepted one
 // gets exactly one, Success or Failure.
-func (c *Client) Enqueue(msg Message) error {
+func (c *Client) Enqueue(msg Message) error { return c.enqueue(context.Background(), false, msg) }
+
+// EnqueueContext is Enqueue, except that when the queue is full it waits
+// for room until ctx ends instead of returning ErrQueueFull at once. The
+// wait ends when uploads end and give their events' room back (nothing
+// polls), and waiting calls are served in the order they arrived: one that
+// arrives while others wait queues behind them, even if its event would
+// fit. A plain Enqueue does not wait in that line: it may take room the
+// waiting calls are waiting for, so that it keeps its cost and never
+// blocks.
+//
+// When ctx ends first, it returns an error that matches both ErrQueueFull
+// and ctx.Err() (errors.Is(err, context.DeadlineExceeded), for one). Once
+// Close or Shutdown begins, waiting calls return ErrClosed at once. An
+// event that fits is accepted even if ctx has already ended. Its other
+// errors are Enqueue's. It starts no goroutine.
+func (c *Client) EnqueueContext(ctx context.Context, msg Message) error {
+	return c.enqueue(ctx, true, msg)
+}
+
+// enqueue is EnqueueContext when wait is true, else Enqueue (ctx unused).
+func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 	if msg == nil || isNilPointer(msg) {
 		c.stats.rejInvalid.Add(1)
 		return &FieldError{Type: "analytics.Message", Name: "(nil)", Reason: "a message is required"}
@@ -130,8 +151,8 @@ func (c *Client) Enqueue(msg Message) error {
 		return err
 	}
 	// Refuse before encoding what the queue would refuse anyway.
-	if err := c.refusal(c.queue.Admission()); err != nil {
-		return err
+	if res := c.queue.Admission(); res == queue.Closed || res == queue.Full && !wait {
+		return c.refusal(ctx, res, false)
 	}
 	e := getEncoder()
 	defer putEncoder(e)
@@ -160,8 +181,14 @@ func (c *Client) Enqueue(msg Message) error {
 
 	// The queue's own lock orders this push against shutdown's Close of
 	// the queue: an event is either accepted before it, or refused.
-	res, n := c.queue.Push(e.buf, value, kept)
-	if err := c.refusal(res); err != nil {
+	var res queue.Admission
+	var n int
+	if !wait {
+		res, n = c.queue.Push(e.buf, value, kept)
+	} else {
+		res, n = c.queue.PushWait(ctx, e.buf, value, kept)
+	}
+	if err := c.refusal(ctx, res, wait); err != nil {
 		return err
 	}
 	c.stats.enqueued.Add(1)
@@ -177,15 +204,19 @@ func (c *Client) Enqueue(msg Message) error {
 	return nil
 }
 
-// refusal returns the error Enqueue returns when the queue refuses an
-// event (Closed or Full), and counts the refusal; nil for Pushed.
-func (c *Client) refusal(res queue.Admission) error {
+// refusal returns the error an enqueue returns when the queue refuses its
+// event (Closed or Full), and counts the refusal; nil when it was
+// admitted. A Full after waiting means ctx ended first.
+func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) error {
 	switch res {
 	case queue.Closed:
 		c.stats.rejClosed.Add(1)
 		return ErrClosed
 	case queue.Full:
 		c.stats.rejFull.Add(1)
+		if waited {
+			return queueFullError(ctx.Err())
+		}
 		return ErrQueueFull
 	}
 	return nil

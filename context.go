@@ -27,6 +27,7 @@ type Context struct {
 	IP        net.IP       `json:"ip,omitempty"`        // the user's IP address
 	Direct    bool         `json:"direct,omitempty"`    // send to destinations directly
 	Locale    string       `json:"locale,omitempty"`    // e.g. "en-US"
+	GroupID   string       `json:"groupId,omitempty"`   // the group (account) the message belongs to
 	Timezone  string       `json:"timezone,omitempty"`  // e.g. "Europe/Paris"
 	UserAgent string       `json:"userAgent,omitempty"` // the user's browser or client
 	Traits    Traits       `json:"traits,omitempty"`    // traits of the user
@@ -123,7 +124,7 @@ type ScreenInfo struct {
 // Extra member of the same name is written only when the field is unset.
 var contextFields = []string{
 	"app", "campaign", "device", "library", "location", "network", "os", "page",
-	"referrer", "screen", "ip", "direct", "locale", "timezone", "userAgent", "traits",
+	"referrer", "screen", "ip", "direct", "locale", "groupId", "timezone", "userAgent", "traits",
 }
 
 // encodeContext writes the message's context: the SDK's library, then the
@@ -172,7 +173,7 @@ func (e *encoder) encodeContext(c *Context) error {
 		e.buf = append(e.buf, "true"...)
 	}
 	for _, s := range [...]struct{ name, v string }{
-		{"locale", c.Locale}, {"timezone", c.Timezone}, {"userAgent", c.UserAgent},
+		{"locale", c.Locale}, {"groupId", c.GroupID}, {"timezone", c.Timezone}, {"userAgent", c.UserAgent},
 	} {
 		if s.v != "" {
 			written = append(written, s.name)

@@ -17,7 +17,9 @@ var (
 	// begun.
 	ErrClosed = errors.New("analytics: client is closed")
 	// ErrQueueFull is returned by Enqueue when the queue holds MaxQueueSize
-	// events or MaxQueueBytes bytes. Nothing already queued is touched.
+	// events or MaxQueueBytes bytes, and wrapped, with the context's error,
+	// by the error of an EnqueueContext whose context ended while it
+	// waited for room. Nothing already queued is touched.
 	ErrQueueFull = errors.New("analytics: queue is full")
 	// ErrInvalidMessage is wrapped by every validation or encoding error of
 	// Enqueue (a *FieldError names the field).
@@ -174,6 +176,24 @@ func ownError(err error) error {
 	return err
 }
 
+// OptionError is New's error for an invalid configuration: it names the
+// option at fault and says why. Find it with errors.As.
+type OptionError struct {
+	// Option is the option's name without its With prefix, such as
+	// "FlushAt", or "WriteKey" for an empty write key.
+	Option string
+	// Reason says what is wrong, with the bound and the value given, such
+	// as "must be at least 1, got 0". It never shows the write key, nor an
+	// endpoint's user information.
+	Reason string
+}
+
+// Error reads like "analytics: invalid option FlushAt: must be at least 1,
+// got 0".
+func (e *OptionError) Error() string {
+	return "analytics: invalid option " + e.Option + ": " + e.Reason
+}
+
 // FieldError is a message that failed validation or encoding at Enqueue. It
 // names the message type and the field. errors.Is(err, ErrInvalidMessage)
 // is true.
@@ -215,3 +235,20 @@ func (e *shutdownError) Error() string { return ErrShutdown.Error() + ": " + e.c
 
 // Unwrap returns ErrShutdown and the context's error.
 func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr} }
+
+// queueFullError is EnqueueContext's error when its context ended before
+// the queue had room: it matches ErrQueueFull and ctxErr.
+func queueFullError(ctxErr error) error {
+	if ctxErr == nil {
+		return ErrQueueFull
+	}
+	return &queueFull{ctxErr}
+}
+
+type queueFull struct{ ctxErr error }
+
+// Error reads "analytics: queue is full: context deadline exceeded".
+func (e *queueFull) Error() string { return ErrQueueFull.Error() + ": " + e.ctxErr.Error() }
+
+// Unwrap returns ErrQueueFull and the context's error.
+func (e *queueFull) Unwrap() []error { return []error{ErrQueueFull, e.ctxErr} }

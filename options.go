@@ -207,7 +207,7 @@ func WithCallback(cb Callback) Option { return func(c *config) { c.callback = cb
 // write key is checked by New and never appears in the error.
 func (c *config) validate() error {
 	bad := func(option, format string, args ...any) error {
-		return fmt.Errorf("analytics: invalid option %s: %s", option, fmt.Sprintf(format, args...))
+		return &OptionError{Option: option, Reason: fmt.Sprintf(format, args...)}
 	}
 	if err := validateEndpoint(c.endpoint); err != nil {
 		return bad("Endpoint", "%v", err)

@@ -57,8 +57,8 @@ func (p Properties) SetPrice(price float64) Properties { return p.Set("price", p
 // SetProductId sets "id" (the product's).
 func (p Properties) SetProductId(id string) Properties { return p.Set("id", id) }
 
-// SetOrderId sets "id" (the order's).
-func (p Properties) SetOrderId(id string) Properties { return p.Set("id", id) }
+// SetOrderId sets "orderId", the key segmentio/analytics-go v3 writes.
+func (p Properties) SetOrderId(id string) Properties { return p.Set("orderId", id) }
 
 // SetTotal sets "total".
 func (p Properties) SetTotal(total float64) Properties { return p.Set("total", total) }

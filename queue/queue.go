@@ -3,14 +3,18 @@
 //
 // A batch is spliced off the queue before anything checks or sends it, so a
 // batch that later fails has already left the queue and can never wedge the
-// batches behind it. The queue never blocks: a push that does not fit is
-// refused at once and leaves what is queued untouched.
+// batches behind it. Push never blocks: a push that does not fit is refused
+// at once and leaves what is queued untouched. PushWait waits for room
+// instead, in line with other waiters, woken when room is released.
 //
 // Every exported name is supported API of this package, for the analytics
 // package, which keeps its events here.
 package queue
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Item is one queued event: its encoded JSON and a value the caller keeps
 // with it (the original message, for callbacks).
@@ -58,6 +62,22 @@ type Queue[T any] struct {
 	// and the garbage collector has one object to track instead of each.
 	// A chunk lives until the last item cut from it is dropped.
 	chunk []byte
+
+	// first and last are the line of PushWait calls waiting for room,
+	// oldest first.
+	first, last *waiter
+}
+
+// waiter is a PushWait waiting for room for an item of dataLen bytes of
+// data and size bytes of Size.
+type waiter struct {
+	dataLen, size int
+	// ready gets a token when the waiter should look again: it is first
+	// in line and its item fits, or the queue closed. It holds one token,
+	// so wake-ups that come before the waiter looks add up to one.
+	ready      chan struct{}
+	prev, next *waiter
+	inLine     bool
 }
 
 // chunkSize is the size of the blocks Push copies data into; an item
@@ -94,17 +114,99 @@ const (
 // Push returns what it did and the number of items queued afterwards. It
 // never blocks on a full queue, and copies data only once it is admitted,
 // so a refused push leaves no garbage.
+//
+// Push does not wait in line behind PushWait calls: it may take room that
+// they are waiting for.
 func (q *Queue[T]) Push(data []byte, value T, kept int) (Admission, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return Closed, q.n
 	}
-	size := len(data) + kept
-	fits := q.heldB+size <= q.maxBytes || q.held == 0 && len(data) <= q.maxBytes
-	if q.held >= q.maxItems || !fits {
+	if !q.fits(len(data), len(data)+kept) {
 		return Full, q.n
 	}
+	q.add(data, value, kept)
+	return Admitted, q.n
+}
+
+// PushWait is Push that, when the item does not fit, waits for room until
+// ctx ends. Waiters are served in arrival order: a PushWait that finds
+// others waiting joins the end of the line even if its item would fit, and
+// only the first in line is woken when room is released; if its item still
+// does not fit (a Push took the room first, or not enough was released),
+// it keeps its place. A waiter whose ctx ends leaves the line, and the next
+// one is woken if its item fits. Nothing polls: a waiter sleeps until
+// Release, Close, a waiter ahead of it leaving, or its ctx wakes it.
+//
+// It returns Admitted and the number of items queued afterwards; Closed if
+// the queue was closed before or while it waited; Full once ctx has ended
+// (ctx.Err() says why). An item that fits at once is admitted whether or
+// not ctx has ended. PushWait starts no goroutine.
+func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int) (Admission, int) {
+	size := len(data) + kept
+	q.mu.Lock()
+	switch {
+	case q.closed:
+		n := q.n
+		q.mu.Unlock()
+		return Closed, n
+	case q.first == nil && q.fits(len(data), size):
+		q.add(data, value, kept)
+		n := q.n
+		q.mu.Unlock()
+		return Admitted, n
+	case ctx.Err() != nil:
+		n := q.n
+		q.mu.Unlock()
+		return Full, n
+	}
+	w := &waiter{dataLen: len(data), size: size, ready: make(chan struct{}, 1)}
+	q.join(w)
+	q.mu.Unlock()
+	for {
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			q.leave(w)
+			if q.closed {
+				return Closed, q.n
+			}
+			return Full, q.n
+		}
+		q.mu.Lock()
+		switch {
+		case q.closed:
+			q.leave(w)
+			n := q.n
+			q.mu.Unlock()
+			return Closed, n
+		case q.first == w && q.fits(w.dataLen, w.size):
+			q.leave(w) // wakes the next in line if its item fits too
+			q.add(data, value, kept)
+			n := q.n
+			q.mu.Unlock()
+			return Admitted, n
+		}
+		q.mu.Unlock() // not its turn yet, or no room: keep the place
+	}
+}
+
+// fits reports whether an item of dataLen bytes of data and size bytes of
+// Size fits now. An item whose data alone fits the byte bound fits a queue
+// that holds nothing, however large its Size. q.mu is held.
+func (q *Queue[T]) fits(dataLen, size int) bool {
+	if q.held >= q.maxItems {
+		return false
+	}
+	return q.heldB+size <= q.maxBytes || q.held == 0 && dataLen <= q.maxBytes
+}
+
+// add appends a copy of data, with value; the caller checked that it
+// fits. q.mu is held.
+func (q *Queue[T]) add(data []byte, value T, kept int) {
 	if q.n == len(q.ring) {
 		q.grow()
 	}
@@ -112,9 +214,58 @@ func (q *Queue[T]) Push(data []byte, value T, kept int) (Admission, int) {
 	q.n++
 	q.bytes += len(data)
 	q.held++
-	q.heldB += size
+	q.heldB += len(data) + kept
 	q.pushed++
-	return Admitted, q.n
+}
+
+// join puts w at the end of the line. q.mu is held.
+func (q *Queue[T]) join(w *waiter) {
+	w.prev, w.inLine = q.last, true
+	if q.last == nil {
+		q.first = w
+	} else {
+		q.last.next = w
+	}
+	q.last = w
+}
+
+// leave takes w out of the line, wherever it is; if it was first, the new
+// first is woken when its item fits, so that a wake-up w got and did not
+// use passes on. q.mu is held.
+func (q *Queue[T]) leave(w *waiter) {
+	if !w.inLine {
+		return
+	}
+	wasFirst := q.first == w
+	if w.prev == nil {
+		q.first = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		q.last = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next, w.inLine = nil, nil, false
+	if wasFirst {
+		q.wakeFirst()
+	}
+}
+
+// wakeFirst wakes the first waiter in line if its item fits now. q.mu is
+// held.
+func (q *Queue[T]) wakeFirst() {
+	if w := q.first; w != nil && q.fits(w.dataLen, w.size) {
+		wake(w)
+	}
+}
+
+func wake(w *waiter) {
+	select {
+	case w.ready <- struct{}{}:
+	default: // a wake-up is pending already
+	}
 }
 
 // Admission returns what a Push would do now with no data: Closed, Full
@@ -133,12 +284,16 @@ func (q *Queue[T]) Admission() Admission {
 }
 
 // Release gives back the budget of taken items that the caller no longer
-// holds: items of them, of total Size bytes.
+// holds: items of them, of total Size bytes. It wakes the first PushWait
+// in line if its item fits now.
 func (q *Queue[T]) Release(items, bytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.held -= items
 	q.heldB -= bytes
+	if q.first != nil {
+		q.wakeFirst()
+	}
 }
 
 // Sizes returns, read together, the items queued, the length of their
@@ -150,13 +305,17 @@ func (q *Queue[T]) Sizes() (queued, queuedBytes, held int) {
 	return q.n, q.bytes, q.held
 }
 
-// Close makes every later Push return Closed. What is queued stays, to be
-// taken or drained. Once Close returns, no Push can add to the queue: a
-// caller that closes and then drains sees every item ever accepted.
+// Close makes every later Push and PushWait return Closed, and wakes every
+// PushWait waiting, which returns Closed. What is queued stays, to be taken
+// or drained. Once Close returns, nothing can add to the queue: a caller
+// that closes and then drains sees every item ever accepted.
 func (q *Queue[T]) Close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
+	for w := q.first; w != nil; w = w.next {
+		wake(w)
+	}
 }
 
 // IsClosed reports whether Close was called.

@@ -1,0 +1,390 @@
+package analytics
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	root "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/analyticstest"
+)
+
+// fakeClient is a test double of Client, as v3 code writes one.
+type fakeClient struct{ got []Message }
+
+func (f *fakeClient) Enqueue(m Message) error { f.got = append(f.got, m); return nil }
+func (f *fakeClient) Close() error            { return nil }
+
+var (
+	_ Client    = (*fakeClient)(nil)
+	_ io.Closer = Client(nil)
+)
+
+// Enqueue waits while the queue is full, and returns when an upload ends
+// and gives its room back: not before, and not later (no polling).
+func TestEnqueueWaitsForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := analyticstest.New().Default(analyticstest.Answer{Delay: 3 * time.Second})
+		c, _, out := newTestClient(t, api, Config{BatchSize: 1}, root.WithMaxQueueSize(1))
+		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "first"}))
+		synctest.Wait() // the batch is out, holding the queue's one place for 3 s
+
+		start := time.Now()
+		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "second"}))
+		assert.Equal(t, 3*time.Second, time.Since(start), "Enqueue returned when the first upload ended")
+
+		require.NoError(t, c.Close())
+		ok, failed := out.counts()
+		assert.Equal(t, 2, ok)
+		assert.Zero(t, failed)
+		assert.Len(t, api.Delivered(), 2)
+	})
+}
+
+// A call waiting for room returns ErrClosed once Close begins.
+func TestEnqueueWaitingWhenCloseBegins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := analyticstest.New().Default(analyticstest.Answer{Delay: time.Second})
+		c, _, _ := newTestClient(t, api, Config{BatchSize: 1}, root.WithMaxQueueSize(1))
+		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "first"}))
+		synctest.Wait()
+		errc := make(chan error, 1)
+		go func() { errc <- c.Enqueue(Track{UserId: "u", Event: "waits"}) }()
+		synctest.Wait()
+		require.Empty(t, errc, "Enqueue returned with the queue full")
+
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		assert.ErrorIs(t, <-errc, ErrClosed)
+		assert.NoError(t, <-closed)
+		assert.Len(t, api.Delivered(), 1)
+	})
+}
+
+func TestCloseTwice(t *testing.T) {
+	c, _, _ := newTestClient(t, analyticstest.New(), Config{})
+	require.NoError(t, c.Close())
+	assert.Equal(t, ErrClosed, c.Close(), "the second Close")
+	assert.ErrorIs(t, c.Enqueue(Track{UserId: "u", Event: "E"}), ErrClosed, "Enqueue after Close")
+	assert.ErrorIs(t, c.Enqueue(Track{UserId: "u", Event: "E"}), root.ErrClosed, "the same value as the root's")
+}
+
+func TestEnqueueFieldError(t *testing.T) {
+	c, _, out := newTestClient(t, analyticstest.New(), Config{})
+	defer c.Close()
+	tests := []struct {
+		msg        Message
+		typ, field string
+	}{
+		{Track{UserId: "u"}, "analytics.Track", "Event"},
+		{Track{Event: "E"}, "analytics.Track", "UserId"},
+		{&Track{Event: "E"}, "analytics.Track", "UserId"},
+		{Identify{}, "analytics.Identify", "UserId"},
+		{Page{Name: "Home"}, "analytics.Page", "UserId"},
+		{Screen{Name: "Home"}, "analytics.Screen", "UserId"},
+		{Group{UserId: "u"}, "analytics.Group", "GroupId"},
+		{Group{GroupId: "g"}, "analytics.Group", "UserId"},
+		{Alias{PreviousId: "p"}, "analytics.Alias", "UserId"},
+		{&Alias{UserId: "u"}, "analytics.Alias", "PreviousId"},
+	}
+	for _, tt := range tests {
+		err := c.Enqueue(tt.msg)
+		fe, ok := err.(FieldError) // as v3 code asserts it
+		require.True(t, ok, "%#v: want a FieldError value, got %T %v", tt.msg, err, err)
+		assert.Equal(t, FieldError{Type: tt.typ, Name: tt.field, Value: ""}, fe)
+		assert.Equal(t, tt.typ+"."+tt.field+`: invalid field value: ""`, err.Error())
+		assert.ErrorIs(t, err, root.ErrInvalidMessage)
+	}
+
+	for _, msg := range []Message{nil, (*Track)(nil), (*Group)(nil)} {
+		err := c.Enqueue(msg)
+		fe, ok := err.(FieldError)
+		require.True(t, ok, "%#v: got %T %v", msg, err, err)
+		assert.Equal(t, "(nil)", fe.Name)
+	}
+	ok, failed := out.counts()
+	assert.Zero(t, ok+failed, "a refused message gets no callback")
+}
+
+// custom implements Message but is none of the six types.
+type custom struct{ valid bool }
+
+func (c custom) Validate() error {
+	if !c.valid {
+		return FieldError{Type: "custom", Name: "valid", Value: false}
+	}
+	return nil
+}
+
+func TestEnqueueCustomType(t *testing.T) {
+	c, _, _ := newTestClient(t, analyticstest.New(), Config{})
+	defer c.Close()
+	assert.Equal(t, FieldError{Type: "custom", Name: "valid", Value: false}, c.Enqueue(custom{}),
+		"as in v3, the message is validated first")
+	err := c.Enqueue(custom{valid: true})
+	assert.ErrorIs(t, err, root.ErrInvalidMessage)
+	assert.Contains(t, err.Error(), "analytics.custom cannot be enqueued")
+}
+
+func TestEnqueueTooBig(t *testing.T) {
+	c, _, out := newTestClient(t, analyticstest.New(), Config{})
+	err := c.Enqueue(Track{UserId: "u", Event: "E", Properties: NewProperties().Set("blob", strings.Repeat("x", 40_000))})
+	assert.ErrorIs(t, err, ErrMessageTooBig)
+	assert.ErrorIs(t, err, root.ErrMessageTooLarge)
+	require.NoError(t, c.Close())
+	ok, failed := out.counts()
+	assert.Zero(t, ok+failed, "no callback follows an error of Enqueue")
+}
+
+func TestEnqueueUnencodable(t *testing.T) {
+	c, _, _ := newTestClient(t, analyticstest.New(), Config{})
+	defer c.Close()
+	err := c.Enqueue(Track{UserId: "u", Event: "E", Properties: Properties{"c": make(chan int)}})
+	assert.ErrorIs(t, err, root.ErrInvalidMessage)
+	var fe *root.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, `Properties["c"]`, fe.Name)
+}
+
+func TestErrorValuesAreTheRoots(t *testing.T) {
+	assert.Equal(t, root.ErrClosed, ErrClosed)
+	assert.Equal(t, root.ErrQueueFull, ErrTooManyRequests)
+	assert.Equal(t, root.ErrMessageTooLarge, ErrMessageTooBig)
+}
+
+func TestCallback(t *testing.T) {
+	api := analyticstest.New().Rule(func(r analyticstest.Request) analyticstest.Answer {
+		if r.Events[0]["type"] == "identify" {
+			return analyticstest.Status(400)
+		}
+		return analyticstest.Answer{Default: true}
+	})
+	c, _, out := newTestClient(t, api, Config{BatchSize: 1})
+	require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "ok"}))
+	require.NoError(t, c.Enqueue(&Identify{UserId: "u"}))
+	require.NoError(t, c.Close())
+
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	require.Len(t, out.successes, 1)
+	tr, ok := out.successes[0].(Track)
+	require.True(t, ok, "Success gets the message value: %T", out.successes[0])
+	assert.Equal(t, "ok", tr.Event)
+	assert.NotEmpty(t, tr.MessageId)
+	assert.False(t, tr.Timestamp.IsZero())
+	require.Len(t, out.failures, 1)
+	var be *root.BatchError
+	require.ErrorAs(t, out.failures[0], &be)
+	assert.ErrorIs(t, be, root.ErrFatalStatus)
+}
+
+// Transport carries the requests, under the SDK's redirect rule: a 302 is
+// not followed into a GET and counted as success, as v3 did.
+func TestTransportAndRedirects(t *testing.T) {
+	api := analyticstest.New().Script(analyticstest.Answer{Status: http.StatusFound, Header: http.Header{"Location": {"/elsewhere"}}})
+	c, _, out := newTestClient(t, api, Config{Endpoint: "https://tracking.test"})
+	require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+	require.NoError(t, c.Close())
+	reqs := api.Requests()
+	require.Len(t, reqs, 1, "the 302 was not followed")
+	assert.Equal(t, "/v1/batch", reqs[0].Path)
+	assert.Equal(t, "gzip", reqs[0].Header.Get("Content-Encoding"))
+	user, pass, _ := (&http.Request{Header: reqs[0].Header}).BasicAuth()
+	assert.Equal(t, testWriteKey, user)
+	assert.Empty(t, pass)
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	require.Len(t, out.failures, 1)
+	assert.ErrorIs(t, out.failures[0], root.ErrRedirect)
+}
+
+func TestNewWithConfigDefaults(t *testing.T) {
+	api := analyticstest.New()
+	c, _, _ := newTestClient(t, api, Config{})
+	for range DefaultBatchSize + 1 {
+		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+	}
+	require.NoError(t, c.Close())
+	var sizes []int
+	for _, r := range api.Requests() {
+		sizes = append(sizes, len(r.Events))
+	}
+	assert.ElementsMatch(t, []int{DefaultBatchSize, 1}, sizes, "a batch is cut at DefaultBatchSize")
+}
+
+// Interval 0 means DefaultInterval: queued messages go out that long after
+// the client starts, without Close.
+func TestNewWithConfigDefaultInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := analyticstest.New()
+		c, _, _ := newTestClient(t, api, Config{})
+		defer c.Close()
+		start := time.Now()
+		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+		time.Sleep(DefaultInterval - time.Nanosecond)
+		synctest.Wait()
+		assert.Empty(t, api.Requests(), "sent before DefaultInterval")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Len(t, api.Requests(), 1, "sent at DefaultInterval, %v after the start", time.Since(start))
+	})
+}
+
+func TestConfigError(t *testing.T) {
+	tests := []struct {
+		name string
+		key  string
+		cfg  Config
+		want ConfigError
+		text string
+	}{
+		{"negative interval", "k", Config{Interval: -time.Second},
+			ConfigError{Field: "Interval", Value: -time.Second, Reason: "must be positive, got -1s"},
+			"analytics: invalid Config.Interval: must be positive, got -1s"},
+		{"negative batch size", "k", Config{BatchSize: -1},
+			ConfigError{Field: "BatchSize", Value: -1, Reason: "must be at least 1, got -1"},
+			"analytics: invalid Config.BatchSize: must be at least 1, got -1"},
+		{"batch size too large", "k", Config{BatchSize: 20_000},
+			ConfigError{Field: "BatchSize", Value: 20_000, Reason: "must be at most 10000, got 20000"}, ""},
+		{"endpoint", "k", Config{Endpoint: "ftp://api.example.com"},
+			ConfigError{Field: "Endpoint", Value: "ftp://api.example.com", Reason: `must be an absolute http or https URL, got "ftp://api.example.com"`}, ""},
+		{"empty write key", "", Config{},
+			ConfigError{Field: "WriteKey", Value: "", Reason: "must not be empty"},
+			"analytics: invalid write key: must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewWithConfig(tt.key, tt.cfg)
+			assert.Nil(t, c, "the Client of a failed NewWithConfig is nil")
+			ce, ok := err.(ConfigError)
+			require.True(t, ok, "want a ConfigError value, got %T %v", err, err)
+			assert.Equal(t, tt.want, ce)
+			if tt.text != "" {
+				assert.EqualError(t, err, tt.text)
+			}
+		})
+	}
+}
+
+func TestConfigErrorHidesEndpointPassword(t *testing.T) {
+	_, err := NewWithConfig("k", Config{Endpoint: "ftp://user:hunter2@example.com"})
+	ce, ok := err.(ConfigError)
+	require.True(t, ok, "%T %v", err, err)
+	assert.Equal(t, "Endpoint", ce.Field)
+	assert.Nil(t, ce.Value)
+	assert.NotContains(t, ce.Error(), "hunter2")
+}
+
+func TestNewWithEmptyWriteKey(t *testing.T) {
+	c := New("")
+	require.NotNil(t, c, "New always returns a Client, as in v3")
+	err := c.Enqueue(Track{UserId: "u", Event: "E"})
+	ce, ok := err.(ConfigError)
+	require.True(t, ok, "%T %v", err, err)
+	assert.Equal(t, "WriteKey", ce.Field)
+	assert.Equal(t, FieldError{Type: "analytics.Track", Name: "Event", Value: ""}, c.Enqueue(Track{UserId: "u"}),
+		"a message is checked first, as by a working client")
+	assert.NoError(t, c.Close())
+	assert.Equal(t, ErrClosed, c.Close())
+	assert.ErrorIs(t, c.Enqueue(Track{UserId: "u", Event: "E"}), ErrClosed)
+}
+
+func TestNew(t *testing.T) {
+	c := New(testWriteKey)
+	require.NotNil(t, c)
+	// Close with nothing queued sends nothing: the default endpoint is not
+	// reached.
+	assert.NoError(t, c.Close())
+}
+
+func TestRetryAfterIsLoggedAsUnused(t *testing.T) {
+	c, log, _ := newTestClient(t, analyticstest.New(), Config{RetryAfter: func(int) time.Duration { return time.Second }})
+	require.NoError(t, c.Close())
+	got := log.all()
+	require.Len(t, got, 1)
+	assert.True(t, strings.HasPrefix(got[0], "INFO analytics: Config.RetryAfter is not used"), got[0])
+}
+
+func TestValidateFields(t *testing.T) {
+	tests := []struct {
+		fields map[string]any
+		want   error
+	}{
+		{map[string]any{"type": "track", "userId": "u", "event": "E"}, nil},
+		{map[string]any{"type": "track", "userId": "u"}, FieldError{Type: "analytics.Track", Name: "Event", Value: ""}},
+		{map[string]any{"type": "identify", "anonymousId": "a"}, nil},
+		{map[string]any{"type": "page"}, FieldError{Type: "analytics.Page", Name: "UserId", Value: ""}},
+		{map[string]any{"type": "screen", "userId": "u"}, nil},
+		{map[string]any{"type": "group", "userId": "u"}, FieldError{Type: "analytics.Group", Name: "GroupId", Value: ""}},
+		{map[string]any{"type": "alias", "userId": "u", "previousId": "p"}, nil},
+		{map[string]any{"type": "alias", "userId": "u", "previousId": 7}, FieldError{Type: "analytics.Alias", Name: "PreviousId", Value: ""}},
+		{map[string]any{"type": "Track"}, FieldError{Type: "analytics.Event", Name: "Type", Value: "Track"}},
+		{map[string]any{}, FieldError{Type: "analytics.Event", Name: "Type", Value: nil}},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ValidateFields(fieldMap(tt.fields)), "%v", tt.fields)
+	}
+}
+
+type fieldMap map[string]any
+
+func (m fieldMap) GetField(k string) (any, bool) { v, ok := m[k]; return v, ok }
+
+func TestFieldErrorIsInvalidMessage(t *testing.T) {
+	var err error = FieldError{Type: "analytics.Track", Name: "Event", Value: ""}
+	assert.True(t, errors.Is(err, root.ErrInvalidMessage))
+	assert.False(t, errors.Is(err, root.ErrClosed))
+}
+
+// Validate returns v3's FieldError value, for code that checks a message
+// itself (a test double, a pre-check) and asserts err.(analytics.FieldError).
+func TestValidateReturnsFieldError(t *testing.T) {
+	tests := []struct {
+		msg  Message
+		want error
+	}{
+		{Track{UserId: "u"}, FieldError{Type: "analytics.Track", Name: "Event", Value: ""}},
+		{Track{UserId: "u", Event: "E"}, nil},
+		{Identify{}, FieldError{Type: "analytics.Identify", Name: "UserId", Value: ""}},
+		{Page{AnonymousId: "a"}, nil},
+		{Screen{}, FieldError{Type: "analytics.Screen", Name: "UserId", Value: ""}},
+		{Group{UserId: "u"}, FieldError{Type: "analytics.Group", Name: "GroupId", Value: ""}},
+		{Alias{UserId: "u"}, FieldError{Type: "analytics.Alias", Name: "PreviousId", Value: ""}},
+		{&Alias{UserId: "u", PreviousId: "p"}, nil},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.msg.Validate(), "%#v", tt.msg)
+	}
+}
+
+// The root package's messages are accepted as they are, for code that
+// mixes the two packages while it migrates.
+func TestEnqueueRootMessages(t *testing.T) {
+	api := analyticstest.New()
+	c, _, out := newTestClient(t, api, Config{})
+	require.NoError(t, c.Enqueue(root.Track{UserId: "u", Event: "root"}))
+	require.NoError(t, c.Enqueue(&root.Identify{UserId: "u"}))
+	assert.Equal(t, FieldError{Type: "analytics.Track", Name: "Event", Value: ""}, c.Enqueue(root.Track{UserId: "u"}))
+	err := c.Enqueue((*root.Track)(nil))
+	fe, ok := err.(FieldError)
+	require.True(t, ok, "%T %v", err, err)
+	assert.Equal(t, FieldError{Type: "*analytics.Track", Name: "(nil)"}, fe)
+	require.NoError(t, c.Close())
+	assert.Len(t, api.Delivered(), 2)
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	for _, m := range out.successes {
+		switch m.(type) {
+		case Track, Identify: // a Callback gets this package's types
+		default:
+			t.Errorf("Success got a %T", m)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package analytics
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	root "github.com/dualpath/analytics-go"
+)
+
+// DefaultEndpoint is where batches go when Config.Endpoint is empty.
+const DefaultEndpoint = root.DefaultEndpoint
+
+// DefaultInterval is how often queued messages are sent when
+// Config.Interval is 0.
+const DefaultInterval = 5 * time.Second
+
+// DefaultBatchSize is the most messages a batch holds when Config.BatchSize
+// is 0.
+const DefaultBatchSize = 250
+
+// Version is the version of this SDK (the root package's Version), not
+// v3's.
+const Version = root.Version
+
+// Config configures NewWithConfig. Each field's zero value means its
+// default, as in v3. See the package doc for what differs from v3.
+type Config struct {
+	// Endpoint is the base URL of the tracking API; batches are POSTed to
+	// Endpoint + "/v1/batch". Default DefaultEndpoint. It must be an
+	// absolute http or https URL.
+	Endpoint string
+
+	// Interval is how long after the last batch the queued messages are
+	// sent even if fewer than BatchSize. Default DefaultInterval; at most
+	// 7 days.
+	Interval time.Duration
+
+	// Transport sends the requests. Default: the SDK's own, whose pool
+	// holds at most 8 connections. It is used through an http.Client with
+	// the SDK's redirect rule, and never closed by the client.
+	Transport http.RoundTripper
+
+	// Logger receives the client's logs. Default: os.Stderr.
+	Logger Logger
+
+	// Callback receives the outcome of every message Enqueue accepted.
+	// Default: none.
+	Callback Callback
+
+	// BatchSize is how many queued messages make a batch be sent, and the
+	// most a batch holds. Default DefaultBatchSize; at most 10,000. A
+	// batch also stays under 500,000 bytes, whatever BatchSize says.
+	BatchSize int
+
+	// Verbose lets debug records through to Logger. The client writes
+	// none today.
+	Verbose bool
+
+	// DefaultContext is merged into the context of every message at
+	// Enqueue; each member the message sets wins. It is read by
+	// NewWithConfig and not kept: changing it later changes nothing.
+	DefaultContext *Context
+
+	// RetryAfter is not used: the root client's retry policy replaces it
+	// (see the package doc). NewWithConfig logs that when it is set.
+	RetryAfter func(int) time.Duration
+
+	// options are appended to those Config makes, for this package's
+	// tests. The field is unexported, as v3's unexported fields were, so
+	// code outside the package writes Config with field names.
+	options []root.Option
+}
+
+// rootOptions are the root client's options for c, and the logger they
+// log to.
+func (c Config) rootOptions() ([]root.Option, Logger) {
+	logger := c.Logger
+	if logger == nil {
+		logger = defaultLogger()
+	}
+	opts := []root.Option{
+		root.WithFlushInterval(cmp(c.Interval, DefaultInterval)),
+		root.WithFlushAt(cmp(c.BatchSize, DefaultBatchSize)),
+		root.WithLogger(slog.New(&logHandler{logger: logger, verbose: c.Verbose})),
+	}
+	if c.Endpoint != "" {
+		opts = append(opts, root.WithEndpoint(c.Endpoint))
+	}
+	if c.Transport != nil {
+		opts = append(opts, root.WithHTTPClient(&http.Client{Transport: c.Transport, CheckRedirect: root.CheckRedirect}))
+	}
+	if c.Callback != nil {
+		opts = append(opts, root.WithCallback(callback{c.Callback}))
+	}
+	return append(opts, c.options...), logger
+}
+
+// cmp returns v, or def when v is zero.
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// configError converts an error of the root's New to a ConfigError naming
+// the Config field at fault.
+func (c Config) configError(err error) error {
+	var oe *root.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	ce := ConfigError{Reason: oe.Reason, Field: oe.Option}
+	switch oe.Option {
+	case "WriteKey":
+		ce.Value = ""
+	case "Endpoint":
+		if !strings.Contains(c.Endpoint, "@") {
+			ce.Value = c.Endpoint
+		}
+	case "FlushInterval":
+		ce.Field, ce.Value = "Interval", c.Interval
+	case "FlushAt":
+		ce.Field, ce.Value = "BatchSize", c.BatchSize
+	}
+	return ce
+}
+
+// callback passes the root client's outcomes to a v3 Callback.
+type callback struct{ cb Callback }
+
+func (c callback) Success(msg root.Message)            { c.cb.Success(v3Message(msg)) }
+func (c callback) Failure(msg root.Message, err error) { c.cb.Failure(v3Message(msg), err) }
