@@ -128,7 +128,7 @@ func TestFlushWaitsForFinalOutcomes(t *testing.T) {
 func TestFlushReturnsWhenContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(mockapi.RetryAfter(429, "60"))
-		e := newEnv(t, api)
+		e := newEnv(t, api, WithCloseTimeout(0))
 		e.enqueue(tracks("m", 1)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -328,9 +328,10 @@ func TestShutdownDeadlineFailsBatchInRetry(t *testing.T) {
 				t.Fatalf("failure %v, want the deadline, 1 attempt and the last 503", f.err)
 			}
 		}
-		// Idempotent afterwards.
-		if err := e.client.Close(); err != nil {
-			t.Fatalf("Close after Shutdown = %v", err)
+		// Closed already: as in v3, a Close after it returns ErrClosed, and
+		// reports nothing again.
+		if err := e.client.Close(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Close after Shutdown = %v, want ErrClosed", err)
 		}
 		if _, failed := e.out.counts(); failed != 2 {
 			t.Fatalf("a second close reported again: %d failures", failed)
@@ -353,10 +354,19 @@ func TestClosedClient(t *testing.T) {
 		}
 		wg.Wait()
 		close(errs)
+		// The call that closed the client says how it went; the others,
+		// as in v3, return ErrClosed once the same shutdown has ended.
+		ok := 0
 		for err := range errs {
-			if err != nil {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, ErrClosed):
 				t.Fatalf("concurrent Close = %v", err)
 			}
+		}
+		if ok != 1 {
+			t.Fatalf("%d concurrent Close calls returned nil, want 1 (the others ErrClosed)", ok)
 		}
 		if err := e.client.Enqueue(Track{UserId: "u", Event: "E"}); !errors.Is(err, ErrClosed) {
 			t.Fatalf("Enqueue after Close = %v, want ErrClosed", err)
@@ -515,7 +525,8 @@ func TestConcurrentUploadsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Rule(always(mockapi.Answer{Delay: 10 * time.Second}))
 		rt := &concurrency{next: api}
-		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt}), WithFlushAt(10), WithMaxConcurrentRequests(3))
+		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt}), WithFlushAt(10), WithMaxConcurrentRequests(3),
+			WithCloseTimeout(0))
 		msgs := tracks("m", 100)
 		e.enqueue(msgs...)
 		e.close()

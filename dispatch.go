@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
+	"github.com/dualpath/analytics-go/retry"
 )
 
 // batchesInFlight × MaxConcurrentRequests batches may be cut and not yet
@@ -171,7 +173,12 @@ func (c *Client) end(r *report, hi int, err error) {
 		c.stats.delivered.Add(n)
 	} else {
 		c.stats.failed(err, n)
-		c.log.LogAttrs(context.Background(), slog.LevelError, "analytics: events not delivered",
+		msg := "analytics: events not delivered"
+		var he *HTTPError
+		if errors.As(err, &he) && retry.RejectsCredentials(he.StatusCode) {
+			msg = "analytics: events not delivered: the tracking API refused the write key; check the write key"
+		}
+		c.failLog.LogAttrs(context.Background(), slog.LevelError, msg,
 			slog.Int("events", len(run)), slog.String("error", err.Error()))
 	}
 	c.callBack(r)

@@ -45,5 +45,16 @@ func TestLoggerPassesRecordsThrough(t *testing.T) {
 	if got, want := buf.String(), `level=WARN msg="attempt failed" client=c1 upload.attempt=2`; !strings.Contains(got, want) || strings.Contains(got, "below") {
 		t.Fatalf("logged %q, want one record with %q", got, want)
 	}
-	newLogger(nil).Error("discarded") // no logger: nothing to write to, and no panic
+}
+
+// With no logger, records go to slog.Default() as it is when the client's
+// logger is made.
+func TestLoggerDefaultsToSlogDefault(t *testing.T) {
+	var buf bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	newLogger(nil).Error("to the default", slog.Int("events", 3))
+	if got, want := buf.String(), `level=ERROR msg="to the default" events=3`; !strings.Contains(got, want) {
+		t.Fatalf("logged %q, want %q", got, want)
+	}
 }

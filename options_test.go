@@ -26,7 +26,8 @@ func TestDefaults(t *testing.T) {
 	if c.endpoint != want.endpoint || c.flushAt != want.flushAt || c.flushInterval != want.flushInterval ||
 		c.maxQueueSize != want.maxQueueSize || c.maxQueueBytes != want.maxQueueBytes ||
 		c.maxConcurrentRequests != want.maxConcurrentRequests || c.requestTimeout != want.requestTimeout ||
-		c.gzip != want.gzip || c.httpClient != nil || c.logger != nil || c.callback != nil {
+		c.gzip != want.gzip || c.httpClient != nil || c.logger != nil || c.callback != nil ||
+		c.closeTimeout != 30*time.Second {
 		t.Fatalf("defaults = %+v", c)
 	}
 	p := c.policy
@@ -93,6 +94,7 @@ func TestInvalidOptionsNameTheOption(t *testing.T) {
 		{WithMaxRateLimitDuration(-1), "MaxRateLimitDuration"},
 		{WithRateLimitRetryAfterCap(0), "RateLimitRetryAfterCap"},
 		{WithRequestTimeout(0), "RequestTimeout"},
+		{WithCloseTimeout(-time.Nanosecond), "CloseTimeout"},
 		{WithHTTPClient(nil), "HTTPClient"},
 	}
 	for _, tt := range tests {
@@ -148,7 +150,8 @@ func TestEndpointErrorHidesThePassword(t *testing.T) {
 
 func TestZeroMeansZero(t *testing.T) {
 	// Zero is valid where it has a meaning.
-	c, err := New(testWriteKey, WithRetryCount(0), WithBackoffBase(0), WithMaxTotalBackoffDuration(0), WithMaxRateLimitDuration(0))
+	c, err := New(testWriteKey, WithRetryCount(0), WithBackoffBase(0), WithMaxTotalBackoffDuration(0), WithMaxRateLimitDuration(0),
+		WithCloseTimeout(0))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
