@@ -152,13 +152,15 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		c.stats.rejInvalid.Add(1)
 		return err
 	}
-	// Refuse before encoding what the queue would refuse anyway.
-	switch c.queue.Admission() {
-	case queue.Closed:
-		c.stats.rejClosed.Add(1)
-		return ErrClosed
-	case queue.Full:
-		if !wait {
+	if !wait {
+		// Refuse before encoding what the queue would refuse anyway. A
+		// waiting call is refused only when closed, which PushWait sees:
+		// it saves the lock this look takes.
+		switch c.queue.Admission() {
+		case queue.Closed:
+			c.stats.rejClosed.Add(1)
+			return ErrClosed
+		case queue.Full:
 			c.stats.rejFull.Add(1)
 			return ErrQueueFull
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/dualpath/analytics-go/consumer"
@@ -131,7 +132,7 @@ func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
 			c.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
 		}
 	}()
-	events := make([][]byte, len(b.Items))
+	events := eventsFor(len(b.Items))
 	for i, it := range b.Items {
 		events[i] = it.Data
 	}
@@ -143,6 +144,26 @@ func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
 		}
 		c.end(r, hi, ownError(err))
 	})
+	if r.ended == len(b.Items) && c.up.EventsDoneAtReturn() {
+		// Every attempt has ended and every event is reported: nothing
+		// reads the events' bytes any more, and their memory may take the
+		// next ones.
+		clear(events)
+		eventSlices.Put(&events)
+		c.queue.Recycle(b)
+	}
+}
+
+// eventSlices keeps the slices send hands Deliver (*[][]byte), emptied,
+// for the next batches.
+var eventSlices sync.Pool
+
+// eventsFor returns a slice of n events, recycled when one is at hand.
+func eventsFor(n int) [][]byte {
+	if p, ok := eventSlices.Get().(*[][]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([][]byte, n)
 }
 
 // report is how far the events of a batch have been reported. Each step is

@@ -49,6 +49,8 @@ type encoder struct {
 	// over, once the message is known to be too large, is a lower bound
 	// on its encoded size; 0 until then.
 	over int
+	// times writes timestamps; those of a burst share their second's text.
+	times consumer.TimeCache
 }
 
 // pair is one member of a map being written.
@@ -162,13 +164,14 @@ func (o *object) key(k string) {
 
 // name writes a member name that needs no escaping (the SDK's own).
 func (o *object) name(k string) {
+	b := o.e.buf // a local: appends to o.e.buf would reload it each time
 	if !o.empty {
-		o.e.buf = append(o.e.buf, ',')
+		b = append(b, ',')
 	}
 	o.empty = false
-	o.e.buf = append(o.e.buf, '"')
-	o.e.buf = append(o.e.buf, k...)
-	o.e.buf = append(o.e.buf, '"', ':')
+	b = append(b, '"')
+	b = append(b, k...)
+	o.e.buf = append(b, '"', ':')
 }
 
 // str writes a string member, omitted when empty.
@@ -184,7 +187,7 @@ func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.name(k)
 		o.e.buf = append(o.e.buf, '"')
-		o.e.buf = consumer.AppendTime(o.e.buf, t)
+		o.e.buf = o.e.times.Append(o.e.buf, t)
 		o.e.buf = append(o.e.buf, '"')
 	}
 }
@@ -230,7 +233,7 @@ func (e *encoder) object(m map[string]any) error {
 		e.pairs = append(e.pairs, pair{k, v})
 	}
 	pairs := e.pairs[start:]
-	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
+	sortPairs(pairs)
 	o := e.openObject()
 	for _, p := range pairs {
 		o.key(p.k)
@@ -246,6 +249,21 @@ func (e *encoder) object(m map[string]any) error {
 	e.pairs = e.pairs[:start]
 	e.depth--
 	return nil
+}
+
+// sortPairs sorts a map's members by key. Most maps have a few members,
+// which an insertion sort with the comparison inlined orders several times
+// faster than the library's sort through a comparison function.
+func sortPairs(p []pair) {
+	if len(p) > 12 {
+		slices.SortFunc(p, func(a, b pair) int { return strings.Compare(a.k, b.k) })
+		return
+	}
+	for i := 1; i < len(p); i++ {
+		for j := i; j > 0 && p[j].k < p[j-1].k; j-- {
+			p[j], p[j-1] = p[j-1], p[j]
+		}
+	}
 }
 
 func (e *encoder) array(n int, at func(i int) any) error {
@@ -440,6 +458,16 @@ func (e *encoder) float(f float64, bits int) error {
 
 const hexDigits = "0123456789abcdef"
 
+// plain holds true for the bytes a JSON string holds as they are:
+// printable ASCII except '"' and '\\'. One lookup per byte instead of four
+// comparisons.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // string writes s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in
 // encoding/json; U+2028 and U+2029 are escaped so the output is safe in
 // JavaScript too.
@@ -452,18 +480,17 @@ func (e *encoder) string(s string) {
 	e.buf = append(e.buf, '"')
 	// Most strings are plain ASCII: copy them in one go.
 	i := 0
-	for i < len(s) && s[i] < utf8.RuneSelf && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
+	for i < len(s) && plain[s[i]] {
 		i++
 	}
 	if i == len(s) {
-		e.buf = append(e.buf, s...)
-		e.buf = append(e.buf, '"')
+		e.buf = append(append(e.buf, s...), '"')
 		return
 	}
 	start := 0
 	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if plain[c] {
 				i++
 				continue
 			}

@@ -112,6 +112,14 @@ func (u *Uploader) EventBytes() int {
 	return u.maxBody - envelopeSize(u.context)
 }
 
+// EventsDoneAtReturn reports whether nothing reads a batch's events once
+// Deliver has returned, so that their memory may be reused. It does with
+// gzip on: each attempt compresses the events into a body of its own
+// before it is sent. Without gzip the body is read from the events as the
+// transport writes it, and an http.RoundTripper may go on reading it after
+// the round trip has returned.
+func (u *Uploader) EventsDoneAtReturn() bool { return u.gzip }
+
 // Counters returns a snapshot of the Uploader's counters.
 func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 
