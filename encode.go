@@ -260,10 +260,19 @@ func sortPairs(p []pair) {
 		return
 	}
 	for i := 1; i < len(p); i++ {
-		for j := i; j > 0 && p[j].k < p[j-1].k; j-- {
+		for j := i; j > 0 && keyLess(p[j].k, p[j-1].k); j-- {
 			p[j], p[j-1] = p[j-1], p[j]
 		}
 	}
+}
+
+// keyLess is a < b, deciding on the first bytes when they differ, as they
+// mostly do, without calling the runtime's string comparison.
+func keyLess(a, b string) bool {
+	if a != "" && b != "" && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
 }
 
 func (e *encoder) array(n int, at func(i int) any) error {
@@ -468,6 +477,39 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// plainPrefix returns the length of the longest prefix of s that a JSON
+// string holds as it is (plain bytes). It looks at 8 bytes at a time, then
+// byte by byte from the first word that has a byte to escape.
+func plainPrefix(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if !plainWord(w) {
+			break
+		}
+	}
+	for i < len(s) && plain[s[i]] {
+		i++
+	}
+	return i
+}
+
+// plainWord reports whether the 8 bytes of w are all plain: none at or
+// above 0x80, none below 0x20, none '"' or '\\'. The tests are the classic
+// word-at-a-time ones (has a zero byte, has a byte less than n), exact for
+// the word as a whole.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := w ^ (ones * '"')
+	backslash := w ^ (ones * '\\')
+	bad := w | // a byte at or above 0x80
+		(w-ones*0x20) & ^w | // a byte below 0x20
+		(quote-ones) & ^quote | // a '"'
+		(backslash-ones) & ^backslash // a '\\'
+	return bad&highs == 0
+}
+
 // string writes s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in
 // encoding/json; U+2028 and U+2029 are escaped so the output is safe in
 // JavaScript too.
@@ -479,10 +521,7 @@ func (e *encoder) string(s string) {
 	}
 	e.buf = append(e.buf, '"')
 	// Most strings are plain ASCII: copy them in one go.
-	i := 0
-	for i < len(s) && plain[s[i]] {
-		i++
-	}
+	i := plainPrefix(s)
 	if i == len(s) {
 		e.buf = append(append(e.buf, s...), '"')
 		return

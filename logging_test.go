@@ -33,6 +33,12 @@ func TestLoggerNeverPanics(t *testing.T) {
 			if err := log.Handler().Handle(context.Background(), slog.Record{}); err == nil {
 				t.Fatal("a panicking Handle returned no error")
 			}
+			// The throttle in front of it changes nothing.
+			throttled := throttled(log)
+			for range 2 * throttleFirst {
+				throttled.Error("dropped", slog.Int("events", 1))
+			}
+			throttled.With("k", "v").WithGroup("g").Warn("dropped")
 		})
 	}
 }

@@ -61,7 +61,8 @@ func newBatchBody(events [][]byte, context []byte, sentAt time.Time) batchBody {
 // Len is the body's length in bytes.
 func (b batchBody) Len() int { return len(open) + eventsLen(b.events) + len(b.tail) }
 
-// WriteTo writes the body to w, piece by piece.
+// WriteTo writes the body to w, piece by piece. The commas go through
+// WriteByte when w has it (a bufio.Writer): a call per event saved.
 func (b batchBody) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	write := func(p []byte) error {
@@ -69,12 +70,22 @@ func (b batchBody) WriteTo(w io.Writer) (int64, error) {
 		total += int64(n)
 		return err
 	}
+	writeComma := func() error { return write(comma) }
+	if bw, ok := w.(io.ByteWriter); ok {
+		writeComma = func() error {
+			err := bw.WriteByte(',')
+			if err == nil {
+				total++
+			}
+			return err
+		}
+	}
 	if err := write(open); err != nil {
 		return total, err
 	}
 	for i, e := range b.events {
 		if i > 0 {
-			if err := write(comma); err != nil {
+			if err := writeComma(); err != nil {
 				return total, err
 			}
 		}
