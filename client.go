@@ -23,7 +23,8 @@ type Client struct {
 	up       *consumer.Uploader
 	queue    *queue.Queue[Message]
 	ownHTTP  *http.Client // the SDK's own client, whose idle connections Close closes
-	log      *slog.Logger
+	log      *slog.Logger // recovered panics
+	failLog  *slog.Logger // events that failed for good, throttled
 	callback Callback
 	stats    counters
 
@@ -86,6 +87,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		// follows a redirect from https to plain http.
 		httpClient = consumer.GuardRedirects(httpClient)
 	}
+	c.failLog = throttled(c.log)
 	c.up = consumer.New(consumer.Config{
 		Endpoint:              cfg.batchURLBase(),
 		WriteKey:              writeKey,
@@ -97,7 +99,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		MaxBodyBytes:          MaxBatchBytes,
 		MaxConcurrentRequests: cfg.maxConcurrentRequests,
 		Policy:                cfg.policy,
-		Logger:                c.log,
+		Logger:                throttled(c.log), // a warning per failed attempt
 	})
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.run()
@@ -150,9 +152,13 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		c.stats.rejInvalid.Add(1)
 		return err
 	}
-	// Refuse before encoding what the queue would refuse anyway.
-	if res := c.queue.Admission(); res == queue.Closed || res == queue.Full && !wait {
-		return c.refusal(ctx, res, false)
+	if !wait {
+		// Refuse before encoding what the queue would refuse anyway. A
+		// waiting call is refused only when closed, which PushWait sees:
+		// it saves the lock this look takes.
+		if err := c.refusal(ctx, c.queue.Admission(), false); err != nil {
+			return err
+		}
 	}
 	e := getEncoder()
 	defer putEncoder(e)
@@ -254,25 +260,55 @@ func (c *Client) Flush(ctx context.Context) error {
 
 // Close stops accepting events, sends everything queued, and waits until
 // every event has reached its final outcome, including batches waiting to
-// retry, however long their budgets allow. Use Shutdown to bound the wait.
-// It is safe to call more than once and from several goroutines. When it
-// returns, every callback has returned and no goroutine of the client is
-// running.
+// retry, for at most the close timeout (WithCloseTimeout: 30 s by default;
+// 0 waits as long as the retry budgets allow). When the timeout runs out,
+// uploads in progress are cancelled and every event not yet delivered is
+// reported to Callback.Failure with an error wrapping ErrShutdown and
+// context.DeadlineExceeded, as Shutdown does; Close then returns such an
+// error too. Waiting calls of EnqueueContext return ErrClosed at once.
+//
+// It is safe to call from several goroutines. As in segmentio/analytics-go
+// v3, only the call that closes the client reports how it went: any other
+// Close, later or at the same time, or after Shutdown, waits for the same
+// end and returns ErrClosed. When it returns, every callback has returned
+// and no goroutine of the client is running.
 func (c *Client) Close() error {
-	return c.Shutdown(context.Background())
+	ctx := context.Background()
+	if c.cfg.closeTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.closeTimeout)
+		defer cancel()
+	}
+	first, err := c.shutdown(ctx)
+	switch {
+	case !first:
+		return ErrClosed
+	case err != nil:
+		return shutdownCause(err)
+	}
+	return nil
 }
 
-// Shutdown is Close bounded by ctx. If ctx ends first, uploads in progress
-// are cancelled and every event not yet delivered is reported to
-// Callback.Failure with an error wrapping ctx.Err(); none is dropped
-// silently. Shutdown then returns ctx.Err() once the client's goroutines
-// have ended. Any caller's context ending cuts the shutdown short for all.
+// Shutdown is Close bounded by ctx instead of the close timeout. If ctx
+// ends first, uploads in progress are cancelled and every event not yet
+// delivered is reported to Callback.Failure with an error wrapping
+// ErrShutdown and ctx.Err(); none is dropped silently. Shutdown then
+// returns ctx.Err() once the client's goroutines have ended, and nil
+// otherwise, however many times it is called. Any caller's context ending
+// cuts the shutdown short for all.
 func (c *Client) Shutdown(ctx context.Context) error {
+	_, err := c.shutdown(ctx)
+	return err
+}
+
+// shutdown begins the shutdown if no call has (first is then true), and
+// waits for its end or for ctx to end, which cuts it short.
+func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 	c.beginShutdown.Do(func() {
+		first = true
 		c.queue.Close()
 		close(c.closing)
 	})
-	var err error
 	select {
 	case <-c.done:
 		// Finished already: a ctx that has ended too does not matter.
@@ -286,7 +322,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		}
 	}
 	c.endShutdown.Do(c.finishShutdown)
-	return err
+	return first, err
 }
 
 // finishShutdown runs once, after the loop and every upload have ended:

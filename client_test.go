@@ -110,7 +110,7 @@ func TestFlushWaitsForFinalOutcomes(t *testing.T) {
 func TestFlushReturnsWhenContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(analyticstest.RetryAfter(429, "60"))
-		e := newEnv(t, api)
+		e := newEnv(t, api, WithCloseTimeout(0))
 		e.enqueue(tracks("m", 1)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -284,8 +284,9 @@ func TestShutdownDeadlineFailsBatchInRetry(t *testing.T) {
 				assert.Equal(t, 503, he.StatusCode, "status of the last attempt")
 			}
 		}
-		// Idempotent afterwards.
-		assert.NoError(t, e.client.Close(), "Close after Shutdown")
+		// Closed already: as in v3, a Close after it returns ErrClosed, and
+		// reports nothing again.
+		assert.ErrorIs(t, e.client.Close(), ErrClosed, "Close after Shutdown")
 		_, failed := e.out.counts()
 		assert.Equal(t, 2, failed, "failures after a second close: none reported again")
 	})
@@ -306,15 +307,23 @@ func TestClosedClient(t *testing.T) {
 		}
 		wg.Wait()
 		close(errs)
+		// The call that closed the client says how it went; the others,
+		// as in v3, return ErrClosed once the same shutdown has ended.
+		ok := 0
 		for err := range errs {
-			assert.NoError(t, err, "concurrent Close")
+			if err == nil {
+				ok++
+			} else {
+				assert.ErrorIs(t, err, ErrClosed, "concurrent Close")
+			}
 		}
+		assert.Equal(t, 1, ok, "concurrent Close calls that returned nil (the others ErrClosed)")
 		assert.ErrorIs(t, e.client.Enqueue(Track{UserId: "u", Event: "E"}), ErrClosed, "Enqueue after Close")
 		assert.ErrorIs(t, e.client.Flush(context.Background()), ErrClosed, "Flush after Close")
 		assert.NoError(t, e.client.Shutdown(context.Background()), "Shutdown after Close")
-		ok, failed := e.out.counts()
-		assert.Equal(t, 3, ok, "Success callbacks")
-		assert.Zero(t, failed, "Failure callbacks")
+		successes, failures := e.out.counts()
+		assert.Equal(t, 3, successes, "Success callbacks")
+		assert.Equal(t, 0, failures, "Failure callbacks")
 		assert.Equal(t, int64(1), e.client.Stats().Rejected.Closed, "events refused as closed")
 	})
 }
@@ -442,7 +451,8 @@ func TestConcurrentUploadsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Rule(always(analyticstest.Answer{Delay: 10 * time.Second}))
 		rt := &concurrency{next: api}
-		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt}), WithFlushAt(10), WithMaxConcurrentRequests(3))
+		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt}), WithFlushAt(10), WithMaxConcurrentRequests(3),
+			WithCloseTimeout(0))
 		msgs := tracks("m", 100)
 		e.enqueue(msgs...)
 		e.close()

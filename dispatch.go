@@ -2,14 +2,17 @@ package analytics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
+	"github.com/dualpath/analytics-go/retry"
 )
 
 // batchesInFlight × MaxConcurrentRequests batches may be cut and not yet
@@ -129,7 +132,7 @@ func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
 			c.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
 		}
 	}()
-	events := make([][]byte, len(b.Items))
+	events := eventsFor(len(b.Items))
 	for i, it := range b.Items {
 		events[i] = it.Data
 	}
@@ -141,6 +144,26 @@ func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
 		}
 		c.end(r, hi, ownError(err))
 	})
+	if r.ended == len(b.Items) && c.up.EventsDoneAtReturn() {
+		// Every attempt has ended and every event is reported: nothing
+		// reads the events' bytes any more, and their memory may take the
+		// next ones.
+		clear(events)
+		eventSlices.Put(&events)
+		c.queue.Recycle(b)
+	}
+}
+
+// eventSlices keeps the slices send hands Deliver (*[][]byte), emptied,
+// for the next batches.
+var eventSlices sync.Pool
+
+// eventsFor returns a slice of n events, recycled when one is at hand.
+func eventsFor(n int) [][]byte {
+	if p, ok := eventSlices.Get().(*[][]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([][]byte, n)
 }
 
 // report is how far the events of a batch have been reported. Each step is
@@ -171,7 +194,12 @@ func (c *Client) end(r *report, hi int, err error) {
 		c.stats.delivered.Add(n)
 	} else {
 		c.stats.failed(err, n)
-		c.log.LogAttrs(context.Background(), slog.LevelError, "analytics: events not delivered",
+		msg := "analytics: events not delivered"
+		var he *HTTPError
+		if errors.As(err, &he) && retry.RejectsCredentials(he.StatusCode) {
+			msg = "analytics: events not delivered: the tracking API refused the write key; check the write key"
+		}
+		c.failLog.LogAttrs(context.Background(), slog.LevelError, msg,
 			slog.Int("events", len(run)), slog.String("error", err.Error()))
 	}
 	c.callBack(r)

@@ -7,7 +7,9 @@
 //	client.Enqueue(analytics.Track{UserId: "u1", Event: "Signed Up"})
 //
 // Enqueue validates and encodes the event and returns at once; it never
-// blocks on the network or on a full queue. In the background the client
+// blocks on the network or on a full queue. EnqueueContext waits for room
+// in a full queue instead, until its context ends. In the background the
+// client
 // cuts batches (every FlushAt events, every FlushInterval, or on Flush) and
 // uploads up to MaxConcurrentRequests of them at a time.
 //
@@ -20,8 +22,10 @@
 // the events and their messageIds are byte-identical on every attempt.
 //
 // Every accepted event ends in exactly one Callback call, Success or
-// Failure; Stats reports counters. Close (or Shutdown with a deadline)
-// sends what is queued and waits for it.
+// Failure; Stats reports counters; failures are logged, to slog.Default()
+// unless WithLogger says otherwise. Close sends what is queued and waits
+// for it, 30 s at most by default (WithCloseTimeout); Shutdown bounds the
+// wait with a context.
 //
 // The work is split the way data flows: package queue holds events and cuts
 // batches, package consumer uploads a batch and runs its loop, package retry

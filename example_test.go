@@ -70,6 +70,56 @@ func ExampleClient_Enqueue() {
 	// received: 1
 }
 
+func ExampleClient_EnqueueContext() {
+	api, endpoint, stop := localAPI()
+	defer stop()
+	client, err := analytics.New("YOUR_WRITE_KEY", analytics.WithEndpoint(endpoint),
+		analytics.WithMaxQueueSize(100), analytics.WithFlushAt(50))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// An import job that must not drop events records them faster than
+	// the API takes them. When the queue is full, EnqueueContext waits for
+	// room, woken when a batch ends, where Enqueue would return
+	// ErrQueueFull; if ctx ends first, the error matches both ErrQueueFull
+	// and ctx.Err().
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 1000 {
+		ev := analytics.Track{UserId: "user-42", Event: "Row Imported",
+			Properties: analytics.NewProperties().Set("row", i)}
+		if err := client.EnqueueContext(ctx, ev); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(client.Close())
+	fmt.Println("received:", len(api.Delivered()))
+	// Output:
+	// <nil>
+	// received: 1000
+}
+
+func ExampleWithCloseTimeout() {
+	_, endpoint, stop := localAPI()
+	defer stop()
+	// Close waits at most 30 s by default; this process has 10 s of grace
+	// once it is told to stop. What is not delivered by then is reported
+	// to Callback.Failure with ErrShutdown, and Close returns that error.
+	client, err := analytics.New("YOUR_WRITE_KEY", analytics.WithEndpoint(endpoint),
+		analytics.WithCloseTimeout(8*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	client.Enqueue(analytics.Track{UserId: "user-42", Event: "Signed Up"})
+	fmt.Println(client.Close())
+	// As in segmentio/analytics-go v3, only the first Close says how it went.
+	fmt.Println(client.Close())
+	// Output:
+	// <nil>
+	// analytics: client is closed
+}
+
 func ExampleClient_Flush() {
 	api, endpoint, stop := localAPI()
 	defer stop()

@@ -4,15 +4,89 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// newLogger returns the logger the SDK logs to: the user's (WithLogger),
-// wrapped so that no log call of the SDK can panic, or nothing.
+// newLogger returns the logger the SDK logs to: the user's (WithLogger), or
+// slog.Default() as it is now, wrapped so that no log call of the SDK can
+// panic. Failures are never silent by default; a user silences them with
+// a logger whose handler discards.
 func newLogger(user *slog.Logger) *slog.Logger {
 	if user == nil {
-		return slog.New(slog.DiscardHandler)
+		user = slog.Default()
 	}
 	return slog.New(safeHandler{user.Handler()})
+}
+
+// How often a throttled logger passes records on: the first
+// throttleFirst, then at most one per throttleInterval.
+const (
+	throttleFirst    = 5
+	throttleInterval = 10 * time.Second
+)
+
+// throttled returns a logger that passes log's records on as often as a
+// throttle of its own allows (see throttleFirst), and drops the others; a
+// record passed on after some were dropped carries "suppressed", how many.
+// An outage repeats the same record for every attempt and every batch:
+// the first few say what is wrong, and one every few seconds says it goes
+// on.
+func throttled(log *slog.Logger) *slog.Logger {
+	return slog.New(throttledHandler{log.Handler(), &throttle{every: rate.Sometimes{First: throttleFirst, Interval: throttleInterval}}})
+}
+
+// throttle decides which records pass, and counts the others. Handlers
+// made by WithAttrs and WithGroup share it.
+type throttle struct {
+	mu         sync.Mutex
+	every      rate.Sometimes
+	suppressed int
+}
+
+// admit reports whether a record may pass, and if so how many were
+// dropped since the last one that passed.
+func (t *throttle) admit() (ok bool, suppressed int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.every.Do(func() { ok = true })
+	if !ok {
+		t.suppressed++
+		return false, 0
+	}
+	suppressed, t.suppressed = t.suppressed, 0
+	return true, suppressed
+}
+
+type throttledHandler struct {
+	next slog.Handler
+	t    *throttle
+}
+
+func (h throttledHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
+
+func (h throttledHandler) Handle(ctx context.Context, r slog.Record) error {
+	ok, suppressed := h.t.admit()
+	if !ok {
+		return nil
+	}
+	if suppressed > 0 {
+		r = r.Clone()
+		r.AddAttrs(slog.Int("suppressed", suppressed))
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h throttledHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return throttledHandler{h.next.WithAttrs(attrs), h.t}
+}
+
+func (h throttledHandler) WithGroup(name string) slog.Handler {
+	return throttledHandler{h.next.WithGroup(name), h.t}
 }
 
 // safeHandler passes records to the user's handler and drops a record that

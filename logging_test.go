@@ -32,6 +32,12 @@ func TestLoggerNeverPanics(t *testing.T) {
 			log.Error("dropped", slog.Int("events", 1))
 			log.With("k", "v").WithGroup("g").Warn("dropped")
 			assert.Error(t, log.Handler().Handle(context.Background(), slog.Record{}), "Handle of a handler that panics")
+			// The throttle in front of it changes nothing.
+			throttled := throttled(log)
+			for range 2 * throttleFirst {
+				throttled.Error("dropped", slog.Int("events", 1))
+			}
+			throttled.With("k", "v").WithGroup("g").Warn("dropped")
 		})
 	}
 }
@@ -43,5 +49,14 @@ func TestLoggerPassesRecordsThrough(t *testing.T) {
 	log.With("client", "c1").WithGroup("upload").Warn("attempt failed", slog.Int("attempt", 2))
 	assert.Contains(t, buf.String(), `level=WARN msg="attempt failed" client=c1 upload.attempt=2`, "the record above the level")
 	assert.NotContains(t, buf.String(), "below", "the record below the level")
-	newLogger(nil).Error("discarded") // no logger: nothing to write to, and no panic
+}
+
+// With no logger, records go to slog.Default() as it is when the client's
+// logger is made.
+func TestLoggerDefaultsToSlogDefault(t *testing.T) {
+	var buf bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	newLogger(nil).Error("to the default", slog.Int("events", 3))
+	assert.Contains(t, buf.String(), `level=ERROR msg="to the default" events=3`, "the record in slog.Default()")
 }

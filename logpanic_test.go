@@ -96,7 +96,7 @@ func TestLogPanicOnFailureKeepsStatsExact(t *testing.T) {
 		// The first batch is refused; the next uploads stall for an hour.
 		api := newAPI().Script(analyticstest.Status(400)).Default(analyticstest.Answer{Delay: time.Hour})
 		e := newEnv(t, api, WithMaxQueueSize(10), WithFlushAt(10), WithRequestTimeout(2*time.Hour),
-			WithLogger(slog.New(h)))
+			WithLogger(slog.New(h)), WithCloseTimeout(0))
 		refused := tracks("a", 10)
 		e.enqueue(refused...)
 		e.flush()
@@ -210,7 +210,7 @@ func TestBatchReportSurvivesAPanickingLogCall(t *testing.T) {
 			}
 			return false
 		}}
-		e.client.log = slog.New(h)
+		e.client.log, e.client.failLog = slog.New(h), slog.New(h)
 		good, bad := tracks("good", 5), tracks("bad", 5)
 		e.enqueue(good...)
 		e.flush()

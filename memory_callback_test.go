@@ -76,7 +76,8 @@ func TestKeptBytesAreGivenBack(t *testing.T) {
 		// Every upload waits a minute, so nothing is given back while a
 		// round fills the queue.
 		api := newAPI().Default(analyticstest.Answer{Delay: time.Minute})
-		e := newEnv(t, api, WithMaxQueueBytes(256<<10), WithFlushAt(20), WithRequestTimeout(time.Hour))
+		e := newEnv(t, api, WithMaxQueueBytes(256<<10), WithFlushAt(20), WithRequestTimeout(time.Hour),
+			WithCloseTimeout(0))
 		ts := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 		fill := func(round int) int {
 			n := 0

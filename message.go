@@ -15,7 +15,8 @@ type Message interface {
 	// encode appends the message's JSON to e, using id and ts where the
 	// message has no MessageId or Timestamp of its own.
 	encode(e *encoder, id []byte, ts time.Time) error
-	// withDefaults returns a copy with MessageId and Timestamp filled.
+	// withDefaults returns a copy with Type, MessageId and Timestamp
+	// filled: the message a Callback gets.
 	withDefaults(id string, ts time.Time) Message
 	// id returns the MessageId field.
 	id() string
@@ -52,8 +53,9 @@ func (m Alias) id() string    { return m.MessageId }
 // Track records an action a user performed. It needs Event, and UserId or
 // AnonymousId.
 type Track struct {
-	// Type is ignored: the SDK always sends "track". It exists so code
-	// written for segmentio/analytics-go v3 compiles unchanged.
+	// Type is ignored: the SDK always sends "track", and a Callback gets
+	// the message with Type "track". It exists so code written for
+	// segmentio/analytics-go v3 compiles unchanged.
 	Type string `json:"type,omitempty"`
 
 	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
@@ -68,7 +70,8 @@ type Track struct {
 
 // Identify ties a user to their traits. It needs UserId or AnonymousId.
 type Identify struct {
-	// Type is ignored: the SDK always sends "identify".
+	// Type is ignored: the SDK always sends "identify", and a Callback gets
+	// the message with Type "identify".
 	Type string `json:"type,omitempty"`
 
 	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
@@ -82,7 +85,8 @@ type Identify struct {
 
 // Page records a page view. It needs UserId or AnonymousId.
 type Page struct {
-	// Type is ignored: the SDK always sends "page".
+	// Type is ignored: the SDK always sends "page", and a Callback gets
+	// the message with Type "page".
 	Type string `json:"type,omitempty"`
 
 	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
@@ -98,7 +102,8 @@ type Page struct {
 
 // Screen records a screen view in an app. It needs UserId or AnonymousId.
 type Screen struct {
-	// Type is ignored: the SDK always sends "screen".
+	// Type is ignored: the SDK always sends "screen", and a Callback gets
+	// the message with Type "screen".
 	Type string `json:"type,omitempty"`
 
 	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
@@ -115,7 +120,8 @@ type Screen struct {
 // Group ties a user to a group (an account, a company). It needs GroupId,
 // and UserId or AnonymousId.
 type Group struct {
-	// Type is ignored: the SDK always sends "group".
+	// Type is ignored: the SDK always sends "group", and a Callback gets
+	// the message with Type "group".
 	Type string `json:"type,omitempty"`
 
 	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
@@ -130,7 +136,8 @@ type Group struct {
 
 // Alias merges two user identities. It needs UserId and PreviousId.
 type Alias struct {
-	// Type is ignored: the SDK always sends "alias".
+	// Type is ignored: the SDK always sends "alias", and a Callback gets
+	// the message with Type "alias".
 	Type string `json:"type,omitempty"`
 
 	MessageId    string       `json:"messageId,omitempty"`    // unique id the API de-duplicates on; a UUID v4 if empty
@@ -191,31 +198,31 @@ func (m Alias) Validate() error {
 }
 
 func (m Track) withDefaults(id string, ts time.Time) Message {
-	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	m.Type, m.MessageId, m.Timestamp = "track", or(m.MessageId, id), orTime(m.Timestamp, ts)
 	return m
 }
 
 func (m Identify) withDefaults(id string, ts time.Time) Message {
-	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	m.Type, m.MessageId, m.Timestamp = "identify", or(m.MessageId, id), orTime(m.Timestamp, ts)
 	return m
 }
 
 func (m Page) withDefaults(id string, ts time.Time) Message {
-	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	m.Type, m.MessageId, m.Timestamp = "page", or(m.MessageId, id), orTime(m.Timestamp, ts)
 	return m
 }
 
 func (m Screen) withDefaults(id string, ts time.Time) Message {
-	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	m.Type, m.MessageId, m.Timestamp = "screen", or(m.MessageId, id), orTime(m.Timestamp, ts)
 	return m
 }
 
 func (m Group) withDefaults(id string, ts time.Time) Message {
-	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	m.Type, m.MessageId, m.Timestamp = "group", or(m.MessageId, id), orTime(m.Timestamp, ts)
 	return m
 }
 
 func (m Alias) withDefaults(id string, ts time.Time) Message {
-	m.MessageId, m.Timestamp = or(m.MessageId, id), orTime(m.Timestamp, ts)
+	m.Type, m.MessageId, m.Timestamp = "alias", or(m.MessageId, id), orTime(m.Timestamp, ts)
 	return m
 }

@@ -68,6 +68,7 @@ type config struct {
 	httpClientSet         bool
 	logger                *slog.Logger
 	callback              Callback
+	closeTimeout          time.Duration
 }
 
 func defaultConfig() config {
@@ -81,12 +82,22 @@ func defaultConfig() config {
 		policy:                retry.DefaultPolicy(),
 		requestTimeout:        10 * time.Second,
 		gzip:                  true,
+		closeTimeout:          DefaultCloseTimeout,
 	}
 }
 
+// DefaultCloseTimeout bounds Close unless WithCloseTimeout says otherwise:
+// 30 s, the grace period a container gets by default (Kubernetes, ECS,
+// Docker's stop), so that a deferred Close returns before the process is
+// killed.
+const DefaultCloseTimeout = 30 * time.Second
+
 // WithEndpoint sets the base URL of the tracking API (default
 // https://api.segment.io); batches are POSTed to endpoint + "/v1/batch". It
-// must be an absolute http or https URL.
+// must be an absolute http or https URL, without a query or fragment. An
+// endpoint whose path already ends in /v1/batch (a full URL copied from
+// the API's documentation) is taken as its base: the SDK posts to it as
+// given, never to .../v1/batch/v1/batch.
 func WithEndpoint(endpoint string) Option { return func(c *config) { c.endpoint = endpoint } }
 
 // WithFlushAt sets how many queued events cut a batch, and the most a batch
@@ -190,10 +201,20 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 	return consumer.CheckRedirect(req, via)
 }
 
-// WithLogger sends the SDK's logs (per-attempt failures that will be
-// retried, recovered callback panics) to logger. By default they are
-// discarded. Nil restores the default. A record whose handler panics is
-// dropped: a log call never stops the SDK's work nor crashes the program.
+// WithLogger sends the SDK's logs to logger: an error for events that
+// failed for good (with a hint to check the write key on a 401 or 403), a
+// warning for each failed attempt that will be retried, and recovered
+// callback panics. By default, and with nil, they go to slog.Default() as
+// it is when New runs. To silence them, give
+// slog.New(slog.DiscardHandler).
+//
+// Whatever the logger, the failure errors and the attempt warnings are
+// each throttled, so that an outage does not flood the log: the first 5 of
+// each kind are logged, then at most one every 10 s, and a logged record
+// carries "suppressed", the number of its kind left out since the last
+// one logged. Callback and Stats still count every event. A record whose
+// handler panics is dropped: a log call never stops the SDK's work nor
+// crashes the program.
 func WithLogger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
 // WithCallback reports the final outcome of every event to cb. Nil means no
@@ -202,6 +223,15 @@ func WithLogger(logger *slog.Logger) Option { return func(c *config) { c.logger 
 // WithMaxQueueBytes), so a queue holds fewer events with a callback than
 // without one.
 func WithCallback(cb Callback) Option { return func(c *config) { c.callback = cb } }
+
+// WithCloseTimeout bounds how long Close waits for delivery (default
+// DefaultCloseTimeout, 30 s). When it runs out, Close ends as a Shutdown
+// whose context ended does: uploads in progress are cancelled and every
+// event not yet delivered is reported to Callback.Failure with an error
+// wrapping ErrShutdown and context.DeadlineExceeded. 0 makes Close wait as
+// long as the retry budgets allow. Not negative, at most 7 days. Shutdown
+// is bounded by its context alone.
+func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.closeTimeout = d } }
 
 // validate checks the configuration and names the option at fault. The
 // write key is checked by New and never appears in the error.
@@ -263,6 +293,10 @@ func (c *config) validate() error {
 		return bad("RequestTimeout", "must be positive, got %v", c.requestTimeout)
 	case c.requestTimeout > limitWait:
 		return bad("RequestTimeout", "must be at most %v, got %v", limitWait, c.requestTimeout)
+	case c.closeTimeout < 0:
+		return bad("CloseTimeout", "must not be negative, got %v", c.closeTimeout)
+	case c.closeTimeout > limitWait:
+		return bad("CloseTimeout", "must be at most %v, got %v", limitWait, c.closeTimeout)
 	case c.httpClientSet && c.httpClient == nil:
 		return bad("HTTPClient", "must not be nil")
 	}
@@ -315,5 +349,9 @@ func redactEndpoint(endpoint string) string {
 	return endpoint[:start] + "xxxxx" + endpoint[at:]
 }
 
-// batchURLBase is the endpoint without a trailing slash.
-func (c *config) batchURLBase() string { return strings.TrimRight(c.endpoint, "/") }
+// batchURLBase is the endpoint without a trailing slash, and without a
+// final /v1/batch, which the uploader adds.
+func (c *config) batchURLBase() string {
+	base := strings.TrimRight(c.endpoint, "/")
+	return strings.TrimRight(strings.TrimSuffix(base, consumer.BatchPath), "/")
+}

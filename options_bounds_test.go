@@ -69,6 +69,7 @@ func TestNumericOptionBounds(t *testing.T) {
 		{"RequestTimeout", WithRequestTimeout(week), WithRequestTimeout(week + 1), week.String(), nil},
 		{"MaxTotalBackoffDuration", WithMaxTotalBackoffDuration(month), WithMaxTotalBackoffDuration(month + 1), month.String(), nil},
 		{"MaxRateLimitDuration", WithMaxRateLimitDuration(month), WithMaxRateLimitDuration(month + 1), month.String(), nil},
+		{"CloseTimeout", WithCloseTimeout(week), WithCloseTimeout(week + 1), week.String(), nil},
 		// FlushAt is also bounded by MaxQueueSize.
 		{"FlushAt", WithFlushAt(100), WithFlushAt(101), "MaxQueueSize 100", []Option{WithMaxQueueSize(100)}},
 	}

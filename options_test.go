@@ -35,6 +35,7 @@ func TestDefaults(t *testing.T) {
 	assert.Nil(t, c.httpClient, "HTTPClient")
 	assert.Nil(t, c.logger, "Logger")
 	assert.Nil(t, c.callback, "Callback")
+	assert.Equal(t, 30*time.Second, c.closeTimeout, "CloseTimeout")
 	p := c.policy
 	assert.Equal(t, 10, p.RetryCount, "RetryCount")
 	assert.Equal(t, 500*time.Millisecond, p.BackoffBase, "BackoffBase")
@@ -105,6 +106,7 @@ func TestInvalidOptionsNameTheOption(t *testing.T) {
 		{WithMaxRateLimitDuration(-1), "MaxRateLimitDuration"},
 		{WithRateLimitRetryAfterCap(0), "RateLimitRetryAfterCap"},
 		{WithRequestTimeout(0), "RequestTimeout"},
+		{WithCloseTimeout(-time.Nanosecond), "CloseTimeout"},
 		{WithHTTPClient(nil), "HTTPClient"},
 	}
 	for _, tt := range tests {
@@ -151,7 +153,8 @@ func TestEndpointErrorHidesThePassword(t *testing.T) {
 
 func TestZeroMeansZero(t *testing.T) {
 	// Zero is valid where it has a meaning.
-	c, err := New(testWriteKey, WithRetryCount(0), WithBackoffBase(0), WithMaxTotalBackoffDuration(0), WithMaxRateLimitDuration(0))
+	c, err := New(testWriteKey, WithRetryCount(0), WithBackoffBase(0), WithMaxTotalBackoffDuration(0), WithMaxRateLimitDuration(0),
+		WithCloseTimeout(0))
 	require.NoError(t, err, "New")
 	assert.NoError(t, c.Close(), "Close")
 }

@@ -17,6 +17,7 @@ require (
 	github.com/tidwall/gjson v1.14.4 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
 
 replace github.com/dualpath/analytics-go => ../

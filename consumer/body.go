@@ -61,7 +61,8 @@ func newBatchBody(events [][]byte, context []byte, sentAt time.Time) batchBody {
 // Len is the body's length in bytes.
 func (b batchBody) Len() int { return len(open) + eventsLen(b.events) + len(b.tail) }
 
-// WriteTo writes the body to w, piece by piece.
+// WriteTo writes the body to w, piece by piece. The commas go through
+// WriteByte when w has it (a bufio.Writer): a call per event saved.
 func (b batchBody) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	write := func(p []byte) error {
@@ -69,12 +70,22 @@ func (b batchBody) WriteTo(w io.Writer) (int64, error) {
 		total += int64(n)
 		return err
 	}
+	writeComma := func() error { return write(comma) }
+	if bw, ok := w.(io.ByteWriter); ok {
+		writeComma = func() error {
+			err := bw.WriteByte(',')
+			if err == nil {
+				total++
+			}
+			return err
+		}
+	}
 	if err := write(open); err != nil {
 		return total, err
 	}
 	for i, e := range b.events {
 		if i > 0 {
-			if err := write(comma); err != nil {
+			if err := writeComma(); err != nil {
 				return total, err
 			}
 		}
@@ -160,6 +171,33 @@ func AppendTime(dst []byte, t time.Time) []byte {
 	dst = appendDigits(dst, sec, 2)
 	dst = append(dst, '.')
 	dst = appendDigits(dst, ms, 3)
+	return append(dst, 'Z')
+}
+
+// TimeCache appends times as AppendTime does, keeping the text of the last
+// second it wrote: the times of a burst of events share it, and cost a
+// copy and three digits instead of a calendar computation. The zero value
+// is ready to use; it is not safe for concurrent use. It is supported API
+// of this package, for the analytics package's encoder.
+type TimeCache struct {
+	sec    int64    // the Unix second of text
+	text   [24]byte // AppendTime's output for a time in that second: "2006-01-02T15:04:05.000Z"
+	filled bool
+}
+
+// Append appends t as AppendTime does.
+func (c *TimeCache) Append(dst []byte, t time.Time) []byte {
+	sec := t.Unix()
+	if !c.filled || sec != c.sec {
+		if year := t.UTC().Year(); year < 0 || year > 9999 {
+			return AppendTime(dst, t)
+		}
+		AppendTime(c.text[:0], t)
+		c.sec, c.filled = sec, true
+	}
+	const secondLen = len("2006-01-02T15:04:05.")
+	dst = append(dst, c.text[:secondLen]...)
+	dst = appendDigits(dst, t.Nanosecond()/int(time.Millisecond), 3)
 	return append(dst, 'Z')
 }
 

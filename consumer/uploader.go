@@ -24,11 +24,14 @@ import (
 	"github.com/dualpath/analytics-go/retry"
 )
 
+// BatchPath is where the tracking API takes batches, under its endpoint.
+const BatchPath = "/v1/batch"
+
 // Config is what an Uploader needs. Every field is required unless marked
 // optional.
 type Config struct {
 	// Endpoint is the base URL of the tracking API; batches go to
-	// Endpoint + "/v1/batch".
+	// Endpoint + BatchPath.
 	Endpoint string
 	// WriteKey authenticates every request. It is never logged nor put in
 	// an error.
@@ -84,7 +87,7 @@ type Uploader struct {
 // package does, naming the option at fault.
 func New(cfg Config) *Uploader {
 	u := &Uploader{
-		url:       cfg.Endpoint + "/v1/batch",
+		url:       cfg.Endpoint + BatchPath,
 		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
 		scrub:     newScrubber(cfg.WriteKey),
 		userAgent: cfg.UserAgent,
@@ -108,6 +111,14 @@ func New(cfg Config) *Uploader {
 func (u *Uploader) EventBytes() int {
 	return u.maxBody - envelopeSize(u.context)
 }
+
+// EventsDoneAtReturn reports whether nothing reads a batch's events once
+// Deliver has returned, so that their memory may be reused. It does with
+// gzip on: each attempt compresses the events into a body of its own
+// before it is sent. Without gzip the body is read from the events as the
+// transport writes it, and an http.RoundTripper may go on reading it after
+// the round trip has returned.
+func (u *Uploader) EventsDoneAtReturn() bool { return u.gzip }
 
 // Counters returns a snapshot of the Uploader's counters.
 func (u *Uploader) Counters() Counters { return u.stats.snapshot() }

@@ -392,6 +392,26 @@ func TestAppendTimeMatchesTheLayout(t *testing.T) {
 	}
 }
 
+// TimeCache writes what AppendTime writes, through runs of times in the
+// same second, across seconds, zones and the years AppendTime hands to
+// the time package.
+func TestTimeCacheMatchesAppendTime(t *testing.T) {
+	var c TimeCache
+	base := time.Date(2026, 11, 29, 23, 59, 58, 0, time.UTC)
+	var times []time.Time
+	for ms := 0; ms < 3000; ms += 7 {
+		times = append(times, base.Add(time.Duration(ms)*time.Millisecond+123*time.Microsecond))
+	}
+	times = append(times,
+		base.In(time.FixedZone("X", -7200)), // the same second, in another zone
+		time.Date(10000, 1, 1, 0, 0, 0, 5_000_000, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
+		base, base.Add(-time.Second), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Now())
+	for _, tm := range times {
+		require.Equal(t, string(AppendTime(nil, tm)), string(c.Append(nil, tm)), "TimeCache.Append(%v)", tm)
+	}
+}
+
 func TestPhaseIsThatOfTheLastSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// A followed 307 reaches "responding" on its first hop; if the

@@ -24,6 +24,8 @@ type Item[T any] struct {
 	// Kept is the memory Value holds, in bytes, as the caller estimated it
 	// at Push; it counts against the byte bound with Data.
 	Kept int
+
+	chunk *chunk // where Data was copied to, until recycled; nil if it has its own memory
 }
 
 // Size is what the item counts against the byte bound: len(Data) + Kept.
@@ -60,12 +62,17 @@ type Queue[T any] struct {
 
 	// chunk is where Push copies data: one allocation serves many items,
 	// and the garbage collector has one object to track instead of each.
-	// A chunk lives until the last item cut from it is dropped.
-	chunk []byte
+	// Once every item copied into a full chunk is recycled (Recycle), the
+	// chunk takes new items; one that is not is left to the collector.
+	chunk *chunk
 
 	// first and last are the line of PushWait calls waiting for room,
 	// oldest first.
 	first, last *waiter
+
+	// spare keeps the item slices of recycled batches (*[]Item[T]), for
+	// the batches cut next.
+	spare sync.Pool
 }
 
 // waiter is a PushWait waiting for room for an item of dataLen bytes of
@@ -83,6 +90,20 @@ type waiter struct {
 // chunkSize is the size of the blocks Push copies data into; an item
 // larger than a quarter of it gets an allocation of its own.
 const chunkSize = 64 << 10
+
+// chunk is a block that items' data are copied into, one after another.
+type chunk struct {
+	buf []byte // cap chunkSize; items' Data are slices of it
+	// refs counts the items copied into buf and not yet recycled, plus
+	// one while the queue is still copying into it. At 0, nothing refers
+	// to buf, which can start again. The queue's mutex guards it.
+	refs int
+}
+
+// chunks keeps chunks that no item refers to any more, for any queue: an
+// allocation of chunkSize costs its zeroing, as much as the copies it
+// takes. The garbage collector empties it of chunks left unused.
+var chunks = sync.Pool{New: func() any { return &chunk{buf: make([]byte, 0, chunkSize)} }}
 
 // New returns an empty queue holding at most maxItems items and maxBytes
 // bytes of Size.
@@ -210,7 +231,8 @@ func (q *Queue[T]) add(data []byte, value T, kept int) {
 	if q.n == len(q.ring) {
 		q.grow()
 	}
-	q.ring[(q.head+q.n)%len(q.ring)] = Item[T]{Data: q.copyData(data), Value: value, Kept: kept}
+	copied, c := q.copyData(data)
+	*q.at(q.n) = Item[T]{Data: copied, Value: value, Kept: kept, chunk: c}
 	q.n++
 	q.bytes += len(data)
 	q.held++
@@ -326,18 +348,59 @@ func (q *Queue[T]) IsClosed() bool {
 }
 
 // copyData copies data into the current chunk, starting a new one when it
-// is full. The copy's capacity is its length, so nobody can append into
-// the next item's bytes.
-func (q *Queue[T]) copyData(data []byte) []byte {
+// is full, and returns the copy and its chunk (nil for an item that gets
+// memory of its own). The copy's capacity is its length, so nobody can
+// append into the next item's bytes.
+func (q *Queue[T]) copyData(data []byte) ([]byte, *chunk) {
 	if len(data) > chunkSize/4 {
-		return append([]byte(nil), data...)
+		return append([]byte(nil), data...), nil
 	}
-	if cap(q.chunk)-len(q.chunk) < len(data) {
-		q.chunk = make([]byte, 0, chunkSize)
+	c := q.chunk
+	if c == nil || cap(c.buf)-len(c.buf) < len(data) {
+		if c != nil {
+			q.unref(c) // full: the queue no longer copies into it
+		}
+		c = chunks.Get().(*chunk)
+		c.refs = 1
+		q.chunk = c
 	}
-	start := len(q.chunk)
-	q.chunk = append(q.chunk, data...)
-	return q.chunk[start:len(q.chunk):len(q.chunk)]
+	start := len(c.buf)
+	c.buf = append(c.buf, data...)
+	c.refs++
+	return c.buf[start:len(c.buf):len(c.buf)], c
+}
+
+// unref drops one reference to c; at none, c goes back to the pool, to be
+// written over. q.mu is held.
+func (q *Queue[T]) unref(c *chunk) {
+	if c.refs--; c.refs == 0 {
+		c.buf = c.buf[:0]
+		chunks.Put(c)
+	}
+}
+
+// Recycle says that the caller is done with b, a batch as Take or Drain
+// returned it: its budget released, nothing reading its items or their
+// Data any more. The memory its items' Data were copied into, and its
+// slice of items, then take later items and batches. Recycle clears the
+// items. It is optional: memory not recycled is left to the garbage
+// collector. A batch is recycled at most once: recycling one whose items
+// or Data are still read elsewhere, or recycling it again, would let a
+// later Push or Take write over them.
+func (q *Queue[T]) Recycle(b Batch[T]) {
+	if len(b.Items) == 0 {
+		return
+	}
+	q.mu.Lock()
+	for _, it := range b.Items {
+		if it.chunk != nil {
+			q.unref(it.chunk)
+		}
+	}
+	q.mu.Unlock()
+	items := b.Items[:cap(b.Items)]
+	clear(items)
+	q.spare.Put(&items)
 }
 
 // grow doubles the ring, up to maxItems, keeping items in order.
@@ -345,7 +408,7 @@ func (q *Queue[T]) grow() {
 	size := min(max(2*len(q.ring), 64), q.maxItems)
 	ring := make([]Item[T], size)
 	for i := 0; i < q.n; i++ {
-		ring[i] = q.ring[(q.head+i)%len(q.ring)]
+		ring[i] = *q.at(i)
 	}
 	q.ring, q.head = ring, 0
 }
@@ -380,7 +443,15 @@ func (q *Queue[T]) Drain() Batch[T] {
 	return q.splice(q.n)
 }
 
-func (q *Queue[T]) at(i int) *Item[T] { return &q.ring[(q.head+i)%len(q.ring)] }
+// at returns the i-th oldest slot of the ring, 0 ≤ i < len(q.ring). A
+// subtraction instead of a modulo: head and i are both below the length.
+func (q *Queue[T]) at(i int) *Item[T] {
+	j := q.head + i
+	if j >= len(q.ring) {
+		j -= len(q.ring)
+	}
+	return &q.ring[j]
+}
 
 // splice removes the k oldest items. q.mu is held.
 func (q *Queue[T]) splice(k int) Batch[T] {
@@ -388,7 +459,11 @@ func (q *Queue[T]) splice(k int) Batch[T] {
 	if k == 0 {
 		return b
 	}
-	b.Items = make([]Item[T], k)
+	if p, ok := q.spare.Get().(*[]Item[T]); ok && cap(*p) >= k {
+		b.Items = (*p)[:k]
+	} else {
+		b.Items = make([]Item[T], k)
+	}
 	var zero Item[T]
 	for i := range k {
 		it := q.at(i)

@@ -77,6 +77,14 @@ func isRetryableStatus(status int) bool {
 	return status >= 500 && status <= 599
 }
 
+// RejectsCredentials reports whether status says the request's
+// credentials, the write key, were refused: 401 Unauthorized or 403
+// Forbidden. Both are fatal like any other 4xx; this picks what a log says
+// about them, not what happens.
+func RejectsCredentials(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
 // MayFollowRedirect reports whether a redirect of this status may be
 // followed: only 307 and 308, which keep the method and the body. A 301,
 // 302 or 303 would turn the POST into a bodiless GET.

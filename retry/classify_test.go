@@ -82,3 +82,13 @@ func TestMayFollowRedirect(t *testing.T) {
 		assert.Equal(t, status == 307 || status == 308, MayFollowRedirect(status), "MayFollowRedirect(%d)", status)
 	}
 }
+
+func TestRejectsCredentials(t *testing.T) {
+	for status := 100; status <= 599; status++ {
+		want := status == 401 || status == 403
+		assert.Equal(t, want, RejectsCredentials(status), "RejectsCredentials(%d)", status)
+		if want {
+			assert.Equal(t, OutcomeFatal, Classify(status, http.Header{}, now).Outcome, "a refused write key is fatal: %d", status)
+		}
+	}
+}

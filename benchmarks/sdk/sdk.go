@@ -8,6 +8,7 @@
 package sdk
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -44,6 +45,15 @@ type Client interface {
 // Stats); the driver prints them next to its measurements.
 type Counters interface {
 	Counters() map[string]int64
+}
+
+// Refuser is implemented by clients that can refuse an event when their
+// queue is full instead of waiting for room (ours: Enqueue, where Track is
+// EnqueueContext).
+type Refuser interface {
+	// TrackOrRefuse is Track, except that it returns an error at once when
+	// the queue is full.
+	TrackOrRefuse(id, userID string) error
 }
 
 // New returns a client of SDK name that sends to endpoint (scheme, host and
@@ -98,8 +108,15 @@ func newOurs(endpoint string, transport http.RoundTripper) (*oursClient, error) 
 	return &oursClient{c: c, props: p}, nil
 }
 
-// Track implements Client.
+// Track implements Client. When the queue is full it waits for room, as the
+// peers' Enqueue blocks, woken when an upload ends.
 func (o *oursClient) Track(id, userID string) error {
+	return o.c.EnqueueContext(context.Background(), ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: o.props})
+}
+
+// TrackOrRefuse implements Refuser: Enqueue, which returns ErrQueueFull at
+// once when the queue is full.
+func (o *oursClient) TrackOrRefuse(id, userID string) error {
 	return o.c.Enqueue(ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: o.props})
 }
 

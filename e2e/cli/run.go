@@ -32,7 +32,9 @@ func send(in *input, logger *slog.Logger) (result, error) {
 	if in.apiHost != nil {
 		opts = append(opts, analytics.WithEndpoint(*in.apiHost))
 	}
-	opts = append(opts, analytics.WithLogger(logger), analytics.WithCallback(&t))
+	// Close waits for every final outcome, however long the retry budgets
+	// allow: the harness bounds the run itself.
+	opts = append(opts, analytics.WithLogger(logger), analytics.WithCallback(&t), analytics.WithCloseTimeout(0))
 	client, err := analytics.New(in.writeKey, opts...)
 	if err != nil {
 		return result{}, err

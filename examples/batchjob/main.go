@@ -115,7 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
-	recorded, refused, waits := 0, 0, 0
+	recorded, refused := 0, 0
 	for i := range *events {
 		if ctx.Err() != nil {
 			break // interrupted: stop recording, but send what was recorded
@@ -128,29 +128,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				Set("invoice", fmt.Sprintf("INV-%05d", i)).
 				SetRevenue(float64(100 + i%50)).SetCurrency("EUR"),
 		}
-		err := client.Enqueue(ev)
-		if errors.Is(err, analytics.ErrQueueFull) {
-			// Enqueue never blocks: a job that records faster than the
-			// API takes events fills the queue (10,000 events by
-			// default). A job can afford to wait: Flush returns once
-			// everything queued so far is delivered or failed.
-			waits++
-			if err = client.Flush(ctx); err == nil {
-				err = client.Enqueue(ev)
-			}
-		}
-		if err != nil {
+		// A job that records faster than the API takes events fills the
+		// queue (10,000 events by default). It can afford to wait:
+		// EnqueueContext waits for room, woken as soon as a batch ends,
+		// where Enqueue would return ErrQueueFull at once. A signal ends
+		// the wait (ctx), with an error matching ErrQueueFull.
+		if err := client.EnqueueContext(ctx, ev); err != nil {
 			refused++
 			logger.Error("event not recorded", "invoice", i, "error", err)
 			continue
 		}
 		recorded++
 	}
-	fmt.Fprintf(stdout, "recorded:       %d events in %v", recorded, time.Since(start).Round(time.Millisecond))
-	if waits > 0 {
-		fmt.Fprintf(stdout, " (waited %d times for a full queue)", waits)
-	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "recorded:       %d events in %v\n", recorded, time.Since(start).Round(time.Millisecond))
 
 	// The exit. Shutdown sends what is queued and waits for every batch,
 	// retries included, up to the deadline; an event still undelivered

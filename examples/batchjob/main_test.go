@@ -68,6 +68,36 @@ func TestDeliversEverything(t *testing.T) {
 	}
 }
 
+// TestWaitsForRoomInAFullQueue: a queue of 20 events, 200 events recorded
+// as fast as the loop goes: the job waits for room (EnqueueContext) instead
+// of refusing, and delivers every event once.
+func TestWaitsForRoomInAFullQueue(t *testing.T) {
+	mock := analyticstest.New().Script(analyticstest.Status(503))
+	api, err := mock.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	setEnv(t, "ANALYTICS_ENDPOINT", api.URL, "ANALYTICS_WRITE_KEY", "job-key",
+		"ANALYTICS_FLUSH_AT", "10", "ANALYTICS_MAX_QUEUE_SIZE", "20")
+	out, err := runJob(t, "-events", "200")
+	if err != nil {
+		t.Fatalf("run = %v; output:\n%s", err, out)
+	}
+	delivered := mock.Delivered()
+	if len(delivered) != 200 {
+		t.Errorf("the mock received %d distinct events, want 200; output:\n%s", len(delivered), out)
+	}
+	for id, n := range delivered {
+		if n != 1 {
+			t.Errorf("event %s delivered %d times", id, n)
+		}
+	}
+	if !strings.Contains(out, "delivered:      200 of 200 events") {
+		t.Errorf("output lacks the delivery line:\n%s", out)
+	}
+}
+
 // TestFailedEventsExitNonZero: without retries, the two 503s fail two
 // batches; the job must say so and exit 1.
 func TestFailedEventsExitNonZero(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,26 +9,24 @@ import (
 	"strconv"
 	"time"
 
-	ours "github.com/dualpath/analytics-go"
-
 	"github.com/dualpath/analytics-go/benchmarks/sdk"
 )
 
 // driverResult is the one JSON line a driver prints.
 type driverResult struct {
-	SDK            string           `json:"sdk"`
-	Events         int              `json:"events"`
-	EnqueueErrors  int64            `json:"enqueue_errors"`   // events Track refused for good (not counted sent)
-	QueueFullWaits int64            `json:"queue_full_waits"` // ErrQueueFull answers the driver waited out (-on-full wait)
-	FirstError     string           `json:"first_error,omitempty"`
-	ElapsedNs      int64            `json:"elapsed_ns"` // first Track to Close returned
-	EnqueueNs      int64            `json:"enqueue_ns"` // first Track to last Track returned
-	CloseNs        int64            `json:"close_ns"`   // Close alone
-	TotalAlloc     uint64           `json:"total_alloc"`
-	Mallocs        uint64           `json:"mallocs"`
-	NumGC          uint32           `json:"num_gc"`
-	PeakRSSKiB     int64            `json:"peak_rss_kib"` // VmHWM at the end
-	Counters       map[string]int64 `json:"counters,omitempty"`
+	SDK           string           `json:"sdk"`
+	Events        int              `json:"events"`
+	EnqueueErrors int64            `json:"enqueue_errors"` // events Track refused (not counted sent)
+	FirstError    string           `json:"first_error,omitempty"`
+	ElapsedNs     int64            `json:"elapsed_ns"` // first Track to Close returned
+	EnqueueNs     int64            `json:"enqueue_ns"` // first Track to last Track returned
+	CloseNs       int64            `json:"close_ns"`   // Close alone
+	CPUNs         int64            `json:"cpu_ns"`     // the process's CPU time (user + system) over the same window
+	TotalAlloc    uint64           `json:"total_alloc"`
+	Mallocs       uint64           `json:"mallocs"`
+	NumGC         uint32           `json:"num_gc"`
+	PeakRSSKiB    int64            `json:"peak_rss_kib"` // VmHWM at the end
+	Counters      map[string]int64 `json:"counters,omitempty"`
 }
 
 type driverConfig struct {
@@ -81,25 +78,22 @@ func runDriver(cfg driverConfig) error {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpuBefore := processCPU()
+	// Track waits for room when the queue is full (ours: EnqueueContext;
+	// the peers block), like a producer that cannot drop events; the time
+	// it waits is part of the run. With -on-full drop, ours refuses the
+	// event instead (Enqueue), and it shows as lost.
+	track := c.Track
+	if r, ok := c.(sdk.Refuser); ok && cfg.onFull == "drop" {
+		track = r.TrackOrRefuse
+	}
 	start := time.Now()
 	for i := range cfg.events {
-		for {
-			err := c.Track(id(i), us[i%len(us)])
-			if err == nil {
-				break
-			}
-			if errors.Is(err, ours.ErrQueueFull) && cfg.onFull == "wait" {
-				// A producer that cannot drop events waits for room; the
-				// time it waits is part of the run.
-				res.QueueFullWaits++
-				time.Sleep(100 * time.Microsecond)
-				continue
-			}
+		if err := track(id(i), us[i%len(us)]); err != nil {
 			res.EnqueueErrors++
 			if res.FirstError == "" {
 				res.FirstError = err.Error()
 			}
-			break
 		}
 	}
 	enqueued := time.Now()
@@ -107,6 +101,7 @@ func runDriver(cfg driverConfig) error {
 		return fmt.Errorf("close: %w", err)
 	}
 	end := time.Now()
+	cpuAfter := processCPU()
 	runtime.ReadMemStats(&after)
 	if cfg.cpuProfile != "" {
 		pprof.StopCPUProfile()
@@ -115,6 +110,7 @@ func runDriver(cfg driverConfig) error {
 	res.ElapsedNs = end.Sub(start).Nanoseconds()
 	res.EnqueueNs = enqueued.Sub(start).Nanoseconds()
 	res.CloseNs = end.Sub(enqueued).Nanoseconds()
+	res.CPUNs = (cpuAfter - cpuBefore).Nanoseconds()
 	res.TotalAlloc = after.TotalAlloc - before.TotalAlloc
 	res.Mallocs = after.Mallocs - before.Mallocs
 	res.NumGC = after.NumGC - before.NumGC

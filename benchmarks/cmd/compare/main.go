@@ -39,7 +39,7 @@ func main() {
 		repeat    = flag.Int("repeat", 1, "runs per row; the table shows the median (lost and duplicates: the worst run)")
 		out       = flag.String("out", "", "also write the table to this file")
 		seed      = flag.Uint64("seed", 1, "seed of the p10 scenario's random answers")
-		onFull    = flag.String("on-full", "wait", "what a driver does when our Enqueue returns ErrQueueFull: wait (sleep 100µs, retry) or drop")
+		onFull    = flag.String("on-full", "wait", "what our SDK does when its queue is full: wait for room (EnqueueContext, as the peers block) or drop (Enqueue refuses with ErrQueueFull)")
 		profile   = flag.String("profile", "", "write each driver's CPU and alloc profiles into this directory (slows the runs)")
 		verbose   = flag.Bool("v", false, "print every driver's and sink's raw JSON to stderr")
 		stalled   = flag.Bool("stalled", false, "run the stalled-API scenario for our SDK instead of the table")

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // procStatusKiB reads one "Name:   1234 kB" field of /proc/self/status
@@ -28,4 +30,15 @@ func procStatusKiB(field string) int64 {
 		return v
 	}
 	return -1
+}
+
+// processCPU returns the CPU time (user + system) the process has used so
+// far, every thread counted: the SDK's background goroutines as well as
+// the caller's.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -304,9 +303,7 @@ func (s *sink) stats() sinkStats {
 	for k, v := range s.answers {
 		answers[k] = v
 	}
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu := processCPU()
 	return sinkStats{
 		Requests:     s.requests.Load(),
 		Answers:      answers,

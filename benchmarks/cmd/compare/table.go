@@ -21,6 +21,7 @@ type row struct {
 type rowMetrics struct {
 	ok                            bool
 	eventsPerSec, nsPerEvent      float64
+	cpuPerEvent                   float64 // ns of the driver process's CPU per event
 	bytesPerEvent, allocsPerEvent float64
 	wireBytes, wirePerEvent       float64
 	requests, conns, rssMiB       float64
@@ -42,8 +43,8 @@ func median(xs []float64) float64 {
 
 func (rw row) figures(events int) rowMetrics {
 	var m rowMetrics
-	var eps, ns, bpe, ape, wire, req, conns, rss []float64
-	timeouts, errs, enqErrs, waits, decodeErrs := 0, 0, int64(0), int64(0), int64(0)
+	var eps, ns, cpu, bpe, ape, wire, req, conns, rss []float64
+	timeouts, errs, enqErrs, decodeErrs := 0, 0, int64(0), int64(0)
 	n := float64(events)
 	for _, r := range rw.runs {
 		lost := int64(events) - r.sink.Distinct
@@ -67,14 +68,14 @@ func (rw row) figures(events int) rowMetrics {
 		d := r.drv
 		eps = append(eps, n/(float64(d.ElapsedNs)/1e9))
 		ns = append(ns, float64(d.ElapsedNs)/n)
+		cpu = append(cpu, float64(d.CPUNs)/n)
 		bpe = append(bpe, float64(d.TotalAlloc)/n)
 		ape = append(ape, float64(d.Mallocs)/n)
 		rss = append(rss, float64(d.PeakRSSKiB)/1024)
 		enqErrs += d.EnqueueErrors
-		waits += d.QueueFullWaits
 	}
 	m.ok = len(eps) > 0
-	m.eventsPerSec, m.nsPerEvent = median(eps), median(ns)
+	m.eventsPerSec, m.nsPerEvent, m.cpuPerEvent = median(eps), median(ns), median(cpu)
 	m.bytesPerEvent, m.allocsPerEvent = median(bpe), median(ape)
 	m.wireBytes = median(wire)
 	m.wirePerEvent = m.wireBytes / n
@@ -92,9 +93,6 @@ func (rw row) figures(events int) rowMetrics {
 	if enqErrs > 0 {
 		m.notes = append(m.notes, fmt.Sprintf("%d enqueue errors%s", enqErrs, in))
 	}
-	if waits > 0 {
-		m.notes = append(m.notes, fmt.Sprintf("%d ErrQueueFull waits%s", waits, in))
-	}
 	if decodeErrs > 0 {
 		m.notes = append(m.notes, fmt.Sprintf("%d undecodable bodies", decodeErrs))
 	}
@@ -102,18 +100,18 @@ func (rw row) figures(events int) rowMetrics {
 }
 
 func writeTable(w io.Writer, rows []row, events int) {
-	fmt.Fprintln(w, "| SDK | scenario | events/s | ns/event | B/event | allocs/event | wire bytes | wire B/event | requests | TCP conns | peak RSS MiB | lost | dups | notes |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	fmt.Fprintln(w, "| SDK | scenario | events/s | ns/event | CPU ns/event | B/event | allocs/event | wire bytes | wire B/event | requests | TCP conns | peak RSS MiB | lost | dups | notes |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, rw := range rows {
 		m := rw.figures(events)
 		if !m.ok {
-			fmt.Fprintf(w, "| %s | %s | – | – | – | – | %s | %.0f | %.0f | %.0f | – | %d | %d | %s |\n",
+			fmt.Fprintf(w, "| %s | %s | – | – | – | – | – | %s | %.0f | %.0f | %.0f | – | %d | %d | %s |\n",
 				rw.sdk, rw.scenario, thousands(m.wireBytes), m.wirePerEvent, m.requests, m.conns, m.lost, m.dups,
 				strings.Join(m.notes, "; "))
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f | %s | %.0f | %.0f | %.0f | %.1f | %d | %d | %s |\n",
-			rw.sdk, rw.scenario, thousands(m.eventsPerSec), thousands(m.nsPerEvent), thousands(m.bytesPerEvent),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %.1f | %s | %.0f | %.0f | %.0f | %.1f | %d | %d | %s |\n",
+			rw.sdk, rw.scenario, thousands(m.eventsPerSec), thousands(m.nsPerEvent), thousands(m.cpuPerEvent), thousands(m.bytesPerEvent),
 			m.allocsPerEvent, thousands(m.wireBytes), m.wirePerEvent, m.requests, m.conns, m.rssMiB,
 			m.lost, m.dups, strings.Join(m.notes, "; "))
 	}
@@ -149,6 +147,8 @@ func writeTargets(w io.Writer, rows []row) {
 		if o.ok && s.ok {
 			r := o.eventsPerSec / s.eventsPerSec
 			fmt.Fprintf(w, "| events/s | %s | %s | %.2f× | ≥ 2× | %s |\n", thousands(o.eventsPerSec), thousands(s.eventsPerSec), r, verdict(r >= 2))
+			r = o.cpuPerEvent / s.cpuPerEvent
+			fmt.Fprintf(w, "| CPU ns/event | %s | %s | %.2f× | ≤ 0.3× | %s |\n", thousands(o.cpuPerEvent), thousands(s.cpuPerEvent), r, verdict(r <= 0.3))
 			r = o.bytesPerEvent / s.bytesPerEvent
 			fmt.Fprintf(w, "| B/event | %s | %s | %.2f× | ≤ 0.4× | %s |\n", thousands(o.bytesPerEvent), thousands(s.bytesPerEvent), r, verdict(r <= 0.4))
 		}
