@@ -28,6 +28,7 @@ import (
 //	ANALYTICS_MAX_RATE_LIMIT_DURATION     seconds
 //	ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP  seconds
 //	ANALYTICS_REQUEST_TIMEOUT             seconds
+//	ANALYTICS_CLOSE_TIMEOUT               seconds (0: as long as the budgets allow)
 //	ANALYTICS_GZIP                        true or false
 //	ANALYTICS_MAX_CONCURRENT_REQUESTS     requests
 //	ANALYTICS_MAX_QUEUE_SIZE              events
@@ -117,6 +118,7 @@ var envVars = []envVar{
 	{"ANALYTICS_MAX_RATE_LIMIT_DURATION", envSeconds(WithMaxRateLimitDuration)},
 	{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", envSeconds(WithRateLimitRetryAfterCap)},
 	{"ANALYTICS_REQUEST_TIMEOUT", envSeconds(WithRequestTimeout)},
+	{"ANALYTICS_CLOSE_TIMEOUT", envSeconds(WithCloseTimeout)},
 	{"ANALYTICS_GZIP", envBool(WithGzip)},
 	{"ANALYTICS_MAX_CONCURRENT_REQUESTS", envCount(WithMaxConcurrentRequests, "requests", "8")},
 	{"ANALYTICS_MAX_QUEUE_SIZE", envCount(WithMaxQueueSize, "events", "10000")},

@@ -73,6 +73,7 @@ func TestEnvEveryVariable(t *testing.T) {
 		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "120.25", func(c config) any { return c.policy.MaxRateLimitDuration }, 120250 * time.Millisecond},
 		{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", "30", func(c config) any { return c.policy.RateLimitRetryAfterCap }, 30 * time.Second},
 		{"ANALYTICS_REQUEST_TIMEOUT", "2.5", func(c config) any { return c.requestTimeout }, 2500 * time.Millisecond},
+		{"ANALYTICS_CLOSE_TIMEOUT", "0", func(c config) any { return c.closeTimeout }, time.Duration(0)},
 		{"ANALYTICS_GZIP", "false", func(c config) any { return c.gzip }, false},
 		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "2", func(c config) any { return c.maxConcurrentRequests }, 2},
 		{"ANALYTICS_MAX_QUEUE_SIZE", "500", func(c config) any { return c.maxQueueSize }, 500},
@@ -149,11 +150,12 @@ func TestEnvUnknownNames(t *testing.T) {
 		{"ANALYTICS_MAX_RETRY_COUNT", "ANALYTICS_RETRY_COUNT"},
 		{"ANALYTICS_MAX_BACKOFF_DURATION", "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION"},
 		{"ANALYTICS_BACKOFF_MAX", "ANALYTICS_BACKOFF_CAP"},
-		{"ANALYTICS_TIMEOUT", "ANALYTICS_REQUEST_TIMEOUT"},
+		{"ANALYTICS_REQEST_TIMEOUT", "ANALYTICS_REQUEST_TIMEOUT"},
+		{"ANALYTICS_CLOSETIMEOUT", "ANALYTICS_CLOSE_TIMEOUT"},
 		{"ANALYTICS_ENDPOINT_URL", "ANALYTICS_ENDPOINT"},
 		{"ANALYTICS_QUEUE_SIZE", "ANALYTICS_MAX_QUEUE_SIZE"},
 		{"ANALYTICS_HOST", ""},
-		{"ANALYTICS_CLOSE_TIMEOUT", ""},
+		{"ANALYTICS_SHUTDOWN_TIMEOUT", ""},
 		{"ANALYTICS_BACKOFF", ""}, // BACKOFF_BASE, BACKOFF_CAP, ...: no guess
 		{"ANALYTICS_", ""},
 	}
