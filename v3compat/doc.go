@@ -48,8 +48,10 @@
 //     root package's options.
 //   - Retries survive Close. v3's Close cut the waits of batches waiting
 //     to retry and reported them to Callback.Failure: it dropped them. Here
-//     Close waits for them, within the bounds of the root's Close. A second
-//     Close returns ErrClosed, as in v3.
+//     Close waits for them up to the root's Close deadline (30 s,
+//     DefaultCloseTimeout of the root package), then reports what is left
+//     to Callback.Failure with the root's ErrShutdown. A second Close
+//     returns ErrClosed, as in v3.
 //   - Batches are gzip-compressed (v3 sent plain JSON).
 //   - One connection pool: with Transport nil, the client uploads with the
 //     root's own http.Client, at most 8 requests at once over at most 8
