@@ -80,7 +80,7 @@ func TestControlRequestsShape(t *testing.T) {
 	assert.Equal(t, []map[string]any{}, second.Events, "second: an empty array, not null")
 	assert.Equal(t, []string{}, second.MessageIDs, "second: an empty array, not null")
 	assert.Nil(t, second.Context, "second: context null")
-	assert.Equal(t, 200, second.Status, "second")
+	assert.Equal(t, 400, second.Status, "second: refused")
 	require.NotNil(t, second.Error, "second: error")
 	assert.Contains(t, *second.Error, "not JSON", "second")
 
@@ -157,6 +157,8 @@ func TestControlErrors(t *testing.T) {
 	} {
 		code, body := control(t, c, tc.method, l.URL+tc.path, "")
 		assert.Equal(t, tc.code, code, "%s %s: %s", tc.method, tc.path, body)
+		errCode, _ := errorFields(t, body)
+		assert.Equal(t, errorCode(tc.code), errCode, "%s %s: the code of the JSON error body", tc.method, tc.path)
 	}
 	big := `{"responses": [` + strings.Repeat(`{},`, maxScriptBytes/3) + `{}]}`
 	code, _ := control(t, c, http.MethodPost, l.URL+"/_script", big)

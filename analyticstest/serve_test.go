@@ -130,25 +130,6 @@ func TestSocketFaults(t *testing.T) {
 	}
 }
 
-func TestSocketRecordsOtherPathsAndMethods(t *testing.T) {
-	s := New()
-	l := start(t, s)
-	c := plainClient(t)
-	_, _, err := post(c, l.URL+"/moved/v1/batch", []byte(batch("m1")), nil)
-	require.NoError(t, err)
-	resp, err := c.Get(l.URL + "/v1/batch")
-	require.NoError(t, err)
-	resp.Body.Close()
-	reqs := s.Requests()
-	require.Len(t, reqs, 2, "requests recorded")
-	assert.Equal(t, "/moved/v1/batch", reqs[0].Path)
-	assert.Equal(t, 200, reqs[0].Status)
-	assert.Len(t, reqs[0].Events, 1, "events of the POST")
-	assert.Equal(t, http.MethodGet, reqs[1].Method)
-	assert.Nil(t, reqs[1].Events, "events of the GET")
-	assert.NoError(t, reqs[1].Err, "the GET")
-}
-
 func TestSocketConnsCountsAcceptedConnections(t *testing.T) {
 	s := New()
 	l := start(t, s)
