@@ -105,6 +105,38 @@ func TestRunServesPrintsAndStops(t *testing.T) {
 	assert.Equal(t, 200, reqs[0].Status, "GET /_requests")
 }
 
+func TestRunRefusesAndPrintsWhy(t *testing.T) {
+	url, stdout := started(t)
+	assert.Equal(t, 404, send(t, url+"/v1/batch/v1/batch", oneTrack), "an endpoint given with /v1/batch")
+	got := stdout.next(t)
+	assert.True(t, strings.HasPrefix(got, "track messageId=m1 userId=u event=E status=404 error="), "printed %q", got)
+	assert.Equal(t, 400, send(t, url+"/v1/batch", "not json"), "not JSON")
+	got = stdout.next(t)
+	assert.True(t, strings.HasPrefix(got, "POST /v1/batch events=0 status=400 error="), "printed %q", got)
+}
+
+func TestRunLenient(t *testing.T) {
+	url, stdout := started(t, "-lenient")
+	assert.Equal(t, 200, send(t, url+"/v1/batch/v1/batch", oneTrack), "an endpoint given with /v1/batch")
+	assert.Equal(t, "track messageId=m1 userId=u event=E status=200", stdout.next(t), "printed")
+}
+
+func TestUsageDocumentsTheControlAPI(t *testing.T) {
+	var stderr strings.Builder
+	err := run(context.Background(), []string{"-h"}, io.Discard, &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	for _, want := range []string{
+		"GET /_requests", `"messageIds"`, `"status"`, `"error"`,
+		"POST /_script", `"responses"`, `"rules"`, `"default"`, `"ifEventsOver"`, `"delayMs"`,
+		"POST /_reset", "204",
+		"404", "405", "401", "413", "400", `{"code": "...", "message": "..."}`,
+		"SIGTERM", "go build -o mockapi ./analyticstest/cmd/mockapi", "kill $pid",
+		"-addr", "-script", "-lenient", "-public",
+	} {
+		assert.Contains(t, stderr.String(), want, "-h")
+	}
+}
+
 func TestRunAnswersFromAScript(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "script.json")
 	script := `{"responses": [{"status": 503}], "default": {"status": 202}}`
@@ -176,10 +208,15 @@ func TestPrinter(t *testing.T) {
 			{"type": "group", "messageId": "m2", "userId": "u", "groupId": "g"},
 		},
 	})
-	p.request(analyticstest.Request{Method: "POST", Path: "/v1/batch", Err: errors.New("body is not JSON")})
+	p.request(analyticstest.Request{Method: "POST", Path: "/v1/batch", Status: 400, Err: errors.New("body is not JSON")})
+	p.request(analyticstest.Request{
+		Method: "POST", Path: "/v1/batch/v1/batch", Status: 404, Err: errors.New("no tracking API path"),
+		Events: []map[string]any{{"type": "track", "messageId": "m3", "userId": json.Number("12345678901234567890"), "event": "E"}},
+	})
 	want := `page messageId=m1 anonymousId="a 1" name=Home status=503 retry=2
 group messageId=m2 userId=u groupId=g status=503 retry=2
-POST /v1/batch events=0 status=none error="body is not JSON"
+POST /v1/batch events=0 status=400 error="body is not JSON"
+track messageId=m3 userId=12345678901234567890 event=E status=404 error="no tracking API path"
 `
 	assert.Equal(t, want, b.String())
 }
