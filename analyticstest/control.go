@@ -10,7 +10,8 @@ import (
 
 // The control API lets a harness in another process or language drive the
 // Server. Its paths start with /_, which no tracking API path does, and
-// its requests are not recorded.
+// its requests are not recorded, nor checked as tracking requests are; its
+// errors have the JSON body of the refusals.
 const (
 	pathRequests = "/_requests" // GET: the record, a JSON array of Request
 	pathReset    = "/_reset"    // POST: Reset
@@ -38,7 +39,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			s.serveScript(w, r)
 		}
 	default:
-		http.Error(w, fmt.Sprintf("mockapi: no control path %s (have %s, %s, %s)", r.URL.Path, pathRequests, pathReset, pathScript), http.StatusNotFound)
+		writeError(w, http.StatusNotFound, fmt.Sprintf("mockapi: no control path %s (have %s, %s, %s)", r.URL.Path, pathRequests, pathReset, pathScript))
 	}
 }
 
@@ -48,7 +49,7 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 		return true
 	}
 	w.Header().Set("Allow", method)
-	http.Error(w, fmt.Sprintf("mockapi: %s takes %s, not %s", r.URL.Path, method, r.Method), http.StatusMethodNotAllowed)
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("mockapi: %s takes %s, not %s", r.URL.Path, method, r.Method))
 	return false
 }
 
@@ -59,7 +60,7 @@ func (s *Server) serveRequests(w http.ResponseWriter) {
 	}
 	body, err := json.Marshal(reqs)
 	if err != nil {
-		http.Error(w, "mockapi: encoding the record: "+err.Error(), http.StatusInternalServerError)
+		writeError(w, http.StatusInternalServerError, "mockapi: encoding the record: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -69,16 +70,16 @@ func (s *Server) serveRequests(w http.ResponseWriter) {
 func (s *Server) serveScript(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxScriptBytes+1))
 	if err != nil {
-		http.Error(w, "mockapi: reading the script: "+err.Error(), http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, "mockapi: reading the script: "+err.Error())
 		return
 	}
 	if len(data) > maxScriptBytes {
-		http.Error(w, fmt.Sprintf("mockapi: script larger than %d bytes", maxScriptBytes), http.StatusRequestEntityTooLarge)
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("mockapi: script larger than %d bytes", maxScriptBytes))
 		return
 	}
 	sc, err := ParseScript(data)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	s.Load(sc)

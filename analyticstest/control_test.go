@@ -4,120 +4,114 @@ package analyticstest
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // control sends a control request and returns the status and body.
 func control(t *testing.T, c *http.Client, method, url, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	resp, b, err := doRead(c, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return resp.StatusCode, b
+}
+
+// wireRecord is one element of GET /_requests decoded as a harness in
+// another language would: plain JSON types.
+type wireRecord struct {
+	At         time.Time           `json:"at"`
+	Method     string              `json:"method"`
+	Path       string              `json:"path"`
+	Headers    map[string][]string `json:"headers"`
+	Body       string              `json:"body"`
+	Events     []map[string]any    `json:"events"`
+	MessageIDs []string            `json:"messageIds"`
+	SentAt     string              `json:"sentAt"`
+	Context    map[string]any      `json:"context"`
+	Status     int                 `json:"status"`
+	Error      *string             `json:"error"`
 }
 
 func TestControlRequestsShape(t *testing.T) {
 	s := New().Script(Status(503))
 	l := start(t, s)
 	c := plainClient(t)
-	if _, _, err := post(c, l.URL+"/v1/batch", gzipped(t, batch("m1", "m2")), http.Header{"Content-Encoding": {"gzip"}, "X-Retry-Count": {"1"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := post(c, l.URL+"/v1/batch", []byte("nope"), nil); err != nil {
-		t.Fatal(err)
-	}
+	_, _, err := post(c, l.URL+"/v1/batch", gzipped(t, batch("m1", "m2")), http.Header{"Content-Encoding": {"gzip"}, "X-Retry-Count": {"1"}})
+	require.NoError(t, err)
+	_, _, err = post(c, l.URL+"/v1/batch", []byte("nope"), nil)
+	require.NoError(t, err)
 	code, body := control(t, c, http.MethodGet, l.URL+"/_requests", "")
-	if code != 200 {
-		t.Fatalf("GET /_requests: %d %s", code, body)
-	}
+	require.Equal(t, 200, code, "GET /_requests: %s", body)
+
 	var raw []map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(body), &raw); err != nil {
-		t.Fatalf("GET /_requests is not a JSON array of objects: %v\n%s", err, body)
-	}
-	if len(raw) != 2 {
-		t.Fatalf("%d records, want 2 (control requests are not recorded)", len(raw))
-	}
+	require.NoError(t, json.Unmarshal([]byte(body), &raw), "GET /_requests is a JSON array of objects:\n%s", body)
+	require.Len(t, raw, 2, "records: control requests are not recorded")
 	wantKeys := []string{"at", "body", "context", "error", "events", "headers", "messageIds", "method", "path", "sentAt", "status"}
 	for i, r := range raw {
-		var keys []string
-		for k := range r {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		if !slices.Equal(keys, wantKeys) {
-			t.Fatalf("record %d has keys %v, want %v", i, keys, wantKeys)
-		}
+		assert.Equal(t, wantKeys, slices.Sorted(maps.Keys(r)), "keys of record %d", i)
 	}
 
-	// Decoded as a harness in another language would: plain JSON types.
-	var recs []struct {
-		At         time.Time           `json:"at"`
-		Method     string              `json:"method"`
-		Path       string              `json:"path"`
-		Headers    map[string][]string `json:"headers"`
-		Body       string              `json:"body"`
-		Events     []map[string]any    `json:"events"`
-		MessageIDs []string            `json:"messageIds"`
-		SentAt     string              `json:"sentAt"`
-		Context    map[string]any      `json:"context"`
-		Status     int                 `json:"status"`
-		Error      *string             `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(body), &recs); err != nil {
-		t.Fatal(err)
-	}
+	var recs []wireRecord
+	require.NoError(t, json.Unmarshal([]byte(body), &recs))
 	first, second := recs[0], recs[1]
-	if first.At.IsZero() || first.Method != "POST" || first.Path != "/v1/batch" ||
-		!slices.Equal(first.Headers["X-Retry-Count"], []string{"1"}) || first.Body != batch("m1", "m2") ||
-		len(first.Events) != 2 || first.Events[0]["messageId"] != "m1" || !slices.Equal(first.MessageIDs, []string{"m1", "m2"}) ||
-		first.SentAt != testSentAt || first.Context["library"] == nil || first.Status != 503 || first.Error != nil {
-		t.Fatalf("first record %+v", first)
-	}
-	if second.Body != "nope" || second.Events == nil || len(second.Events) != 0 || second.MessageIDs == nil ||
-		second.Context != nil || second.Status != 200 || second.Error == nil || !strings.Contains(*second.Error, "not JSON") {
-		t.Fatalf("second record %+v: want empty arrays, a null context and the error", second)
-	}
+	assert.False(t, first.At.IsZero(), "first: at")
+	assert.Equal(t, "POST", first.Method, "first")
+	assert.Equal(t, "/v1/batch", first.Path, "first")
+	assert.Equal(t, []string{"1"}, first.Headers["X-Retry-Count"], "first")
+	assert.Equal(t, batch("m1", "m2"), first.Body, "first: the body, decoded")
+	require.Len(t, first.Events, 2, "first: events")
+	assert.Equal(t, "m1", first.Events[0]["messageId"], "first")
+	assert.Equal(t, []string{"m1", "m2"}, first.MessageIDs, "first")
+	assert.Equal(t, testSentAt, first.SentAt, "first")
+	assert.NotNil(t, first.Context["library"], "first: context")
+	assert.Equal(t, 503, first.Status, "first")
+	assert.Nil(t, first.Error, "first")
+
+	assert.Equal(t, "nope", second.Body, "second")
+	assert.Equal(t, []map[string]any{}, second.Events, "second: an empty array, not null")
+	assert.Equal(t, []string{}, second.MessageIDs, "second: an empty array, not null")
+	assert.Nil(t, second.Context, "second: context null")
+	assert.Equal(t, 400, second.Status, "second: refused")
+	require.NotNil(t, second.Error, "second: error")
+	assert.Contains(t, *second.Error, "not JSON", "second")
 
 	// A Go harness decodes the same body into []Request.
 	var reqs []Request
-	if err := json.Unmarshal([]byte(body), &reqs); err != nil || !slices.Equal(reqs[0].MessageIDs(), []string{"m1", "m2"}) || reqs[1].Err == nil {
-		t.Fatalf("[]Request: %+v %v", reqs, err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(body), &reqs))
+	require.Len(t, reqs, 2, "[]Request")
+	assert.Equal(t, []string{"m1", "m2"}, reqs[0].MessageIDs(), "[]Request")
+	assert.Error(t, reqs[1].Err, "[]Request")
 }
 
 func TestControlRequestsEmptyIsAnArray(t *testing.T) {
 	l := start(t, New())
-	if code, body := control(t, plainClient(t), http.MethodGet, l.URL+"/_requests", ""); code != 200 || strings.TrimSpace(body) != "[]" {
-		t.Fatalf("got %d %q, want []", code, body)
-	}
+	code, body := control(t, plainClient(t), http.MethodGet, l.URL+"/_requests", "")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "[]", strings.TrimSpace(body))
 }
 
 func TestControlReset(t *testing.T) {
 	s := New().Script(Status(500), Status(500)).Default(Status(503))
 	l := start(t, s)
 	c := plainClient(t)
-	if resp, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil); err != nil || resp.StatusCode != 500 {
-		t.Fatalf("before reset: %v %v", resp, err)
-	}
-	if code, body := control(t, c, http.MethodPost, l.URL+"/_reset", ""); code != http.StatusNoContent {
-		t.Fatalf("POST /_reset: %d %s", code, body)
-	}
-	if n := len(s.Requests()); n != 0 {
-		t.Fatalf("%d requests after reset", n)
-	}
-	if resp, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m2")), nil); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("after reset: %v %v, want 200: script and default cleared", resp, err)
-	}
+	resp, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 500, resp.StatusCode, "before reset")
+	code, body := control(t, c, http.MethodPost, l.URL+"/_reset", "")
+	require.Equal(t, http.StatusNoContent, code, "POST /_reset: %s", body)
+	assert.Empty(t, s.Requests(), "after reset")
+	resp, _, err = post(c, l.URL+"/v1/batch", []byte(batch("m2")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode, "after reset: script and default cleared")
 }
 
 func TestControlScript(t *testing.T) {
@@ -125,31 +119,26 @@ func TestControlScript(t *testing.T) {
 	l := start(t, s)
 	c := plainClient(t)
 	script := `{"responses": [{"status": 429, "headers": {"Retry-After": ["1", "2"]}}], "rules": [{"ifEventsOver": 1, "then": {"status": 413}}], "default": {"status": 202}}`
-	if code, body := control(t, c, http.MethodPost, l.URL+"/_script", script); code != http.StatusNoContent {
-		t.Fatalf("POST /_script: %d %s", code, body)
-	}
+	code, body := control(t, c, http.MethodPost, l.URL+"/_script", script)
+	require.Equal(t, http.StatusNoContent, code, "POST /_script: %s", body)
 	var got []int
-	for _, b := range []string{batch("a"), batch("b", "c"), batch("d")} {
+	for i, b := range []string{batch("a"), batch("b", "c"), batch("d")} {
 		resp, _, err := post(c, l.URL+"/v1/batch", []byte(b), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got = append(got, resp.StatusCode)
-		if resp.StatusCode == 429 && !reflect.DeepEqual(resp.Header["Retry-After"], []string{"1", "2"}) {
-			t.Fatalf("429 with Retry-After %q", resp.Header["Retry-After"])
+		if i == 0 {
+			assert.Equal(t, []string{"1", "2"}, resp.Header["Retry-After"], "the 429's Retry-After")
 		}
 	}
-	if !slices.Equal(got, []int{429, 413, 202}) {
-		t.Fatalf("statuses %v, want the loaded script (the old one replaced)", got)
-	}
+	assert.Equal(t, []int{429, 413, 202}, got, "the loaded script, the old one replaced")
 
-	code, body := control(t, c, http.MethodPost, l.URL+"/_script", `{"responses": [{"action": "explode"}]}`)
-	if code != http.StatusBadRequest || !strings.Contains(body, "responses[0]") || !strings.Contains(body, "explode") {
-		t.Fatalf("a bad script: %d %q, want 400 naming the response", code, body)
-	}
-	if resp, _, err := post(c, l.URL+"/v1/batch", []byte(batch("e")), nil); err != nil || resp.StatusCode != 202 {
-		t.Fatalf("after a bad script: %v %v, want the script before it kept", resp, err)
-	}
+	code, body = control(t, c, http.MethodPost, l.URL+"/_script", `{"responses": [{"action": "explode"}]}`)
+	assert.Equal(t, http.StatusBadRequest, code, "a bad script")
+	assert.Contains(t, body, "responses[0]", "a bad script")
+	assert.Contains(t, body, "explode", "a bad script")
+	resp, _, err := post(c, l.URL+"/v1/batch", []byte(batch("e")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 202, resp.StatusCode, "after a bad script: the script before it kept")
 }
 
 func TestControlErrors(t *testing.T) {
@@ -166,32 +155,29 @@ func TestControlErrors(t *testing.T) {
 		{http.MethodGet, "/_nothing", http.StatusNotFound},
 		{http.MethodPost, "/_script", http.StatusBadRequest}, // empty body
 	} {
-		if code, body := control(t, c, tc.method, l.URL+tc.path, ""); code != tc.code {
-			t.Errorf("%s %s: %d %q, want %d", tc.method, tc.path, code, body, tc.code)
-		}
+		code, body := control(t, c, tc.method, l.URL+tc.path, "")
+		assert.Equal(t, tc.code, code, "%s %s: %s", tc.method, tc.path, body)
+		errCode, _ := errorFields(t, body)
+		assert.Equal(t, errorCode(tc.code), errCode, "%s %s: the code of the JSON error body", tc.method, tc.path)
 	}
 	big := `{"responses": [` + strings.Repeat(`{},`, maxScriptBytes/3) + `{}]}`
-	if code, _ := control(t, c, http.MethodPost, l.URL+"/_script", big); code != http.StatusRequestEntityTooLarge {
-		t.Errorf("a script over %d bytes: %d, want 413", maxScriptBytes, code)
-	}
-	if n := len(s.Requests()); n != 0 {
-		t.Fatalf("%d control requests recorded, want none", n)
-	}
+	code, _ := control(t, c, http.MethodPost, l.URL+"/_script", big)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code, "a script over %d bytes", maxScriptBytes)
+	assert.Empty(t, s.Requests(), "control requests are not recorded")
 }
 
 func TestControlInMemory(t *testing.T) {
 	s := New()
 	c := s.Client(nil)
-	if code, _ := control(t, c, http.MethodPost, "http://tracking.test/_script", `{"default": {"status": 418}}`); code != http.StatusNoContent {
-		t.Fatalf("POST /_script in memory: %d", code)
-	}
+	code, _ := control(t, c, http.MethodPost, "http://tracking.test/_script", `{"default": {"status": 418}}`)
+	require.Equal(t, http.StatusNoContent, code, "POST /_script in memory")
 	resp, _, err := post(c, "http://tracking.test/v1/batch", []byte(batch("m1")), nil)
-	if err != nil || resp.StatusCode != 418 {
-		t.Fatalf("got %v %v, want 418", resp, err)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 418, resp.StatusCode)
 	code, body := control(t, c, http.MethodGet, "http://tracking.test/_requests", "")
+	require.Equal(t, 200, code, "GET /_requests in memory")
 	var reqs []Request
-	if err := json.Unmarshal([]byte(body), &reqs); code != 200 || err != nil || len(reqs) != 1 || reqs[0].Status != 418 {
-		t.Fatalf("GET /_requests in memory: %d %v %+v", code, err, reqs)
-	}
+	require.NoError(t, json.Unmarshal([]byte(body), &reqs))
+	require.Len(t, reqs, 1, "requests")
+	assert.Equal(t, 418, reqs[0].Status)
 }

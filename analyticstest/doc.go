@@ -18,7 +18,44 @@
 // connection after reading the request, close it before reading, or write
 // a partial response: the failures an SDK's retry loop has to survive.
 //
+// # Refusals
+//
+// A Server refuses what the real API refuses, so that a misconfiguration
+// fails in a local test instead of in production. Before the script is
+// asked, and in this order, a request gets
+//
+//   - 404 if its path is not /v1/batch (BatchPath): an endpoint given as
+//     http://host/v1/batch posts to /v1/batch/v1/batch;
+//   - 405 if its method is not POST (with Allow: POST);
+//   - 401 without an Authorization header of Basic credentials whose user
+//     name, the write key, is not empty; any password is accepted;
+//   - 413 if its body is over 500,000 bytes after gzip decoding: the limit
+//     is the SDK's own, measured as the SDK measures it (docs/SPEC.md §3),
+//     so a body the SDK sends is never refused for its size;
+//   - 400 if its gzip does not decode (Content-Encoding gzip, in any
+//     case; identity or none means a plain body; any other coding is
+//     refused), if the body is not a JSON object with a "batch" array, or
+//     if an item of the batch is not an object with a "type" string.
+//
+// An item without a messageId is accepted, as the real API accepts it
+// (it assigns one). Each refusal has a JSON body, as have the errors of
+// the control API:
+//
+//	{"code": "invalid_request", "message": "batch[2] has no \"type\""}
+//
+// with code invalid_request (400), unauthorized (401), not_found (404),
+// method_not_allowed (405), payload_too_large (413) or internal_error
+// (500), and a message that says what is wrong with this request. The
+// request is recorded with the status of the refusal and its message as
+// Err; it takes no answer from the script, so the script answers the
+// requests the API would take, in order. An Answer with CloseBeforeRead
+// that is next when the headers have arrived closes the connection before
+// the body is read: then only the path, method and credentials are
+// checked. Server.Lenient turns the refusals off.
+//
 // The mock is a referee: it decodes every batch (gzip or not) and records
 // it with the status it answered, so a test can check that each messageId
-// was delivered exactly once. It imports nothing of the SDK.
+// was delivered exactly once. Numbers in the recorded events are kept as
+// json.Number, in Go and in GET /_requests, so an integer above 2^53 or a
+// decimal arrives exactly as sent. It imports nothing of the SDK.
 package analyticstest

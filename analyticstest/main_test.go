@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -33,12 +34,9 @@ func gzipped(t *testing.T, s string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
-	if _, err := io.WriteString(zw, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	_, err := io.WriteString(zw, s)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
 	return b.Bytes()
 }
 
@@ -46,9 +44,7 @@ func gzipped(t *testing.T, s string) []byte {
 func start(t *testing.T, s *Server) *Listener {
 	t.Helper()
 	l, err := s.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -62,13 +58,18 @@ func plainClient(t *testing.T) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// post sends body to url and returns the response with its body read.
+// writeKey is the write key the tests' batches carry.
+const writeKey = "wk"
+
+// post sends body to url as the SDK would (JSON, with the write key; header
+// adds to or replaces those) and returns the response with its body read.
 func post(c *http.Client, url string, body []byte, header http.Header) (*http.Response, string, error) {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth(writeKey, "")
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -79,9 +80,7 @@ func post(c *http.Client, url string, body []byte, header http.Header) (*http.Re
 func onlyRequest(t *testing.T, s *Server) Request {
 	t.Helper()
 	reqs := s.Requests()
-	if len(reqs) != 1 {
-		t.Fatalf("%d requests recorded, want 1: %+v", len(reqs), reqs)
-	}
+	require.Len(t, reqs, 1, "requests recorded")
 	return reqs[0]
 }
 
@@ -99,16 +98,12 @@ func receive(t *testing.T, ch <-chan Request) Request {
 	case r := <-ch:
 		return r
 	case <-time.After(10 * time.Second):
-		t.Fatal("no request recorded within 10s")
+		require.FailNow(t, "no request recorded within 10s")
 		return Request{}
 	}
 }
-func nopCloser(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
 
-func asError(v any) error {
-	err, _ := v.(error)
-	return err
-}
+func nopCloser(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
 
 // noHijack is a ResponseWriter that cannot be hijacked.
 type noHijack struct{}

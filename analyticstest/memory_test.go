@@ -5,14 +5,15 @@ package analyticstest
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptrace"
-	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // memoryTrace records the httptrace hooks a round trip reached, in order.
@@ -26,15 +27,15 @@ func (mt *memoryTrace) context(ctx context.Context) context.Context {
 	})
 }
 
-// roundTrip posts a batch to s in memory and returns the response with its
-// body read, the error, and the httptrace hooks reached.
+// roundTrip posts body to s in memory as the SDK would (with the write
+// key) and returns the response with its body read, the error, and the
+// httptrace hooks reached.
 func roundTrip(t *testing.T, s *Server, ctx context.Context, body string) (*http.Response, string, memoryTrace, error) {
 	t.Helper()
 	var mt memoryTrace
 	req, err := http.NewRequestWithContext(mt.context(ctx), http.MethodPost, "http://tracking.test/v1/batch", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	req.SetBasicAuth(writeKey, "")
 	resp, b, err := doRead(s.Client(nil), req)
 	return resp, b, mt, err
 }
@@ -58,25 +59,19 @@ func TestMemoryAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New().Script(tc.answer)
 			resp, body, hooks, err := roundTrip(t, s, context.Background(), batch("m1"))
-			if strings.Join(hooks, " ") != tc.hooks {
-				t.Errorf("httptrace hooks %v, want %s", hooks, tc.hooks)
-			}
+			assert.Equal(t, tc.hooks, strings.Join(hooks, " "), "httptrace hooks")
 			if tc.err != nil {
-				if !errors.Is(err, tc.err) || !errors.Is(err, ErrDropped) {
-					t.Fatalf("error %v, want %v (an ErrDropped)", err, tc.err)
-				}
+				assert.ErrorIs(t, err, tc.err)
+				assert.ErrorIs(t, err, ErrDropped)
 			} else {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if resp.StatusCode != tc.status || body != tc.answer.Body || !reflect.DeepEqual(resp.Header["Retry-After"], tc.answer.Header["Retry-After"]) {
-					t.Fatalf("got %d %v %q", resp.StatusCode, resp.Header, body)
-				}
+				require.NoError(t, err)
+				assert.Equal(t, tc.status, resp.StatusCode)
+				assert.Equal(t, tc.answer.Body, body)
+				assert.Equal(t, tc.answer.Header["Retry-After"], resp.Header["Retry-After"])
 			}
 			r := onlyRequest(t, s)
-			if r.Status != tc.status || (r.Body != nil) != tc.recBody {
-				t.Fatalf("recorded status %d body %q, want %d and body %v", r.Status, r.Body, tc.status, tc.recBody)
-			}
+			assert.Equal(t, tc.status, r.Status, "status recorded")
+			assert.Equal(t, tc.recBody, r.Body != nil, "the record holds the body")
 		})
 	}
 }
@@ -86,12 +81,9 @@ func TestMemoryDelayIsFakeTime(t *testing.T) {
 		s := New().Script(Answer{Status: 201, Delay: time.Hour})
 		begin := time.Now()
 		resp, _, _, err := roundTrip(t, s, context.Background(), batch("m1"))
-		if err != nil || resp.StatusCode != 201 {
-			t.Fatalf("got %v %v, want 201", resp, err)
-		}
-		if took := time.Since(begin); took != time.Hour {
-			t.Fatalf("answered after %v, want exactly the delay", took)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, 201, resp.StatusCode)
+		assert.Equal(t, time.Hour, time.Since(begin), "answered after exactly the delay")
 	})
 }
 
@@ -102,28 +94,24 @@ func TestMemoryDelayEndsWithTheContext(t *testing.T) {
 		defer cancel()
 		begin := time.Now()
 		_, _, hooks, err := roundTrip(t, s, ctx, batch("m1"))
-		if !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) != time.Second {
-			t.Fatalf("error %v after %v, want the deadline after 1s", err, time.Since(begin))
-		}
-		if strings.Join(hooks, " ") != "conn wrote" {
-			t.Fatalf("hooks %v", hooks)
-		}
-		if r := onlyRequest(t, s); r.Status != 0 {
-			t.Fatalf("recorded status %d, want 0", r.Status)
-		}
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, time.Second, time.Since(begin), "failed at the deadline")
+		assert.Equal(t, "conn wrote", strings.Join(hooks, " "), "httptrace hooks")
+		assert.Equal(t, 0, onlyRequest(t, s).Status, "status recorded")
 	})
 }
 
 func TestMemoryFollowsRedirects(t *testing.T) {
 	// A 307 keeps the method and the body: the Client's redirect policy
 	// runs on the in-memory responses as on real ones.
-	s := New().Script(Answer{Status: 307, Header: http.Header{"Location": {"/moved/v1/batch"}}})
+	s := New().Script(Answer{Status: 307, Header: http.Header{"Location": {"/v1/batch"}}})
 	resp, _, _, err := roundTrip(t, s, context.Background(), batch("m1"))
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("got %v %v", resp, err)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
 	reqs := s.Requests()
-	if len(reqs) != 2 || reqs[1].Path != "/moved/v1/batch" || reqs[1].Method != http.MethodPost || len(reqs[1].Events) != 1 {
-		t.Fatalf("recorded %+v", reqs)
-	}
+	require.Len(t, reqs, 2, "requests recorded")
+	assert.Equal(t, 307, reqs[0].Status, "the first request")
+	assert.Equal(t, 200, reqs[1].Status, "the redirected request")
+	assert.Equal(t, http.MethodPost, reqs[1].Method)
+	assert.Len(t, reqs[1].Events, 1, "events of the redirected request")
 }

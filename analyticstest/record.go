@@ -5,9 +5,9 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -18,18 +18,21 @@ type Request struct {
 	Path   string      // the URL path, /v1/batch for the SDK
 	Header http.Header // as received
 	// Body is the request body after gzip decoding; nil when it was not
-	// read (CloseBeforeRead).
+	// read (CloseBeforeRead), its gzip did not decode, or it was over the
+	// size limit.
 	Body []byte
-	// Events are the batch's events, decoded; nil if the body was not a
-	// batch.
+	// Events are the batch's events, decoded with every number a
+	// json.Number, so that it keeps its exact text (an integer above 2^53,
+	// a decimal); nil if the body was not a batch of JSON objects.
 	Events []map[string]any
 	SentAt string // the batch's sentAt
-	// Context is the batch's envelope context.
+	// Context is the batch's envelope context, numbers as in Events.
 	Context map[string]any
 	// Status is what the Server answered; 0 when it wrote no complete
 	// response (Drop, CloseBeforeRead, Partial, or a Delay cut short).
 	Status int
-	// Err says why the body could not be read or decoded, if it could not.
+	// Err says why the Server refused the request (see Server), or, on a
+	// Lenient Server, why its body could not be read or decoded.
 	Err error
 }
 
@@ -81,11 +84,13 @@ func (r Request) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes, so that a Go harness in
-// another process can read GET /_requests into []Request. Err becomes an
-// error with the same message; an empty events array becomes nil.
+// another process can read GET /_requests into []Request. Numbers in
+// events and context become json.Number, as in the Server's own record;
+// Err becomes an error with the same message; an empty events array
+// becomes nil.
 func (r *Request) UnmarshalJSON(data []byte) error {
 	var w requestJSON
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := unmarshalExact(data, &w); err != nil {
 		return err
 	}
 	*r = Request{
@@ -109,42 +114,96 @@ func newRequest(r *http.Request) Request {
 	return Request{At: time.Now(), Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone()}
 }
 
-// decode reads the body of r into req and decodes it as a batch.
-func (req *Request) decode(r *http.Request) {
-	req.Body, req.Err = readBody(r)
-	if req.Err != nil || r.Method != http.MethodPost {
-		return
+// decode reads the body of r into req, at most limit bytes after gzip
+// decoding, and decodes a POST's body as a batch. It sets req.Err and
+// returns the refusal the body earns: 413 over limit, 400 for gzip that
+// does not decode, a body that is not a JSON object with a "batch" array,
+// or a batch item that is not an object with a "type".
+func (req *Request) decode(r *http.Request, limit int) *refusal {
+	f := req.read(r, limit)
+	if f == nil && r.Method == http.MethodPost {
+		f = req.decodeBatch()
 	}
-	var b struct {
-		Batch   []map[string]any `json:"batch"`
-		SentAt  string           `json:"sentAt"`
-		Context map[string]any   `json:"context"`
+	if f != nil {
+		req.Err = f
 	}
-	if err := json.Unmarshal(req.Body, &b); err != nil {
-		req.Err = fmt.Errorf("body is not JSON: %w", err)
-		return
-	}
-	req.Events, req.SentAt, req.Context = b.Batch, b.SentAt, b.Context
+	return f
 }
 
-func readBody(r *http.Request) ([]byte, error) {
+// read reads the body, gzip-decoded when the Content-Encoding says gzip in
+// any case (HTTP content codings are case-insensitive).
+func (req *Request) read(r *http.Request, limit int) *refusal {
 	if r.Body == nil {
-		return nil, nil
+		return nil
 	}
-	raw, err := io.ReadAll(r.Body)
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxReadBytes+1))
 	if err != nil {
-		return nil, err
+		return refuse(http.StatusBadRequest, "reading the body: %v", err)
 	}
-	if r.Header.Get("Content-Encoding") != "gzip" {
-		return raw, nil
+	if len(raw) > maxReadBytes {
+		return refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxReadBytes)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
+	body := raw
+	switch enc := strings.TrimSpace(r.Header.Get("Content-Encoding")); {
+	case enc == "", strings.EqualFold(enc, "identity"):
+	case strings.EqualFold(enc, "gzip"), strings.EqualFold(enc, "x-gzip"):
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return refuse(http.StatusBadRequest, "gzip: %v", err)
+		}
+		body, err = io.ReadAll(io.LimitReader(zr, int64(limit)+1))
+		if err != nil {
+			return refuse(http.StatusBadRequest, "gzip: %v", err)
+		}
+	default:
+		return refuse(http.StatusBadRequest, "Content-Encoding %q is not supported: send gzip, or no Content-Encoding", enc)
 	}
-	body, err := io.ReadAll(zr)
-	if err != nil {
-		return body, fmt.Errorf("gzip: %w", err)
+	if len(body) > limit {
+		return refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes after gzip decoding", limit)
 	}
-	return body, nil
+	req.Body = body
+	return nil
+}
+
+// decodeBatch decodes req.Body as a batch, numbers kept exact
+// (json.Number). Events are set only when every item is an object.
+func (req *Request) decodeBatch() *refusal {
+	if !json.Valid(req.Body) {
+		err := json.Unmarshal(req.Body, new(any)) // says where
+		return refuse(http.StatusBadRequest, "body is not JSON: %v", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(req.Body, &top); err != nil || top == nil {
+		return refuse(http.StatusBadRequest, "body is not a JSON object")
+	}
+	// sentAt and context are recorded when they have the expected type and
+	// never refused: the API reads neither to accept a batch.
+	_ = json.Unmarshal(top["sentAt"], &req.SentAt)
+	_ = unmarshalExact(top["context"], &req.Context)
+	var items []json.RawMessage
+	if err := json.Unmarshal(top["batch"], &items); err != nil || items == nil {
+		return refuse(http.StatusBadRequest, `body has no "batch" array`)
+	}
+	events := make([]map[string]any, len(items))
+	for i, item := range items {
+		if err := unmarshalExact(item, &events[i]); err != nil || events[i] == nil {
+			return refuse(http.StatusBadRequest, "batch[%d] is not a JSON object", i)
+		}
+	}
+	req.Events = events
+	for i, e := range events {
+		if typ, _ := e["type"].(string); typ == "" {
+			return refuse(http.StatusBadRequest, `batch[%d] has no "type"`, i)
+		}
+	}
+	return nil
+}
+
+// unmarshalExact is json.Unmarshal with numbers decoded as json.Number,
+// which keeps their text: an integer above 2^53 or a decimal such as 0.1
+// survives the record and GET /_requests exactly.
+func unmarshalExact(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
 }

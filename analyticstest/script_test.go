@@ -2,10 +2,11 @@ package analyticstest
 
 import (
 	"net/http"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // exampleScript is the script of ParseScript's doc comment.
@@ -24,9 +25,7 @@ const exampleScript = `{
 
 func TestParseScript(t *testing.T) {
 	sc, err := ParseScript([]byte(exampleScript))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []Answer{
 		{Status: 503},
 		{Status: 429, Header: http.Header{"Retry-After": {"1"}}},
@@ -35,19 +34,12 @@ func TestParseScript(t *testing.T) {
 		{Partial: true},
 		{Status: 200, Delay: 1500 * time.Millisecond, Body: "{}"},
 	}
-	if !reflect.DeepEqual(sc.Responses, want) {
-		t.Fatalf("responses\n%+v\nwant\n%+v", sc.Responses, want)
-	}
-	if !reflect.DeepEqual(sc.Default, Status(200)) || len(sc.Rules) != 1 {
-		t.Fatalf("default %+v, %d rules", sc.Default, len(sc.Rules))
-	}
+	assert.Equal(t, want, sc.Responses)
+	assert.Equal(t, Status(200), sc.Default)
+	require.Len(t, sc.Rules, 1, "rules")
 	rule := sc.Rules[0]
-	if a := rule(Request{Events: make([]map[string]any, 11)}); !reflect.DeepEqual(a, Status(413)) {
-		t.Fatalf("11 events: %+v, want 413", a)
-	}
-	if a := rule(Request{Events: make([]map[string]any, 10)}); !a.Default {
-		t.Fatalf("10 events: %+v, want the default", a)
-	}
+	assert.Equal(t, Status(413), rule(Request{Events: make([]map[string]any, 11)}), "11 events")
+	assert.Equal(t, Answer{Default: true}, rule(Request{Events: make([]map[string]any, 10)}), "10 events: the default")
 }
 
 func TestParseScriptDetails(t *testing.T) {
@@ -69,12 +61,8 @@ func TestParseScriptDetails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := ParseScript([]byte(tc.json))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(*sc, tc.want) {
-				t.Fatalf("got %+v, want %+v", *sc, tc.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, *sc)
 		})
 	}
 }
@@ -115,13 +103,9 @@ func TestParseScriptErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := ParseScript([]byte(tc.json))
-			if err == nil {
-				t.Fatalf("parsed %+v, want an error", sc)
-			}
+			require.Error(t, err, "parsed %+v", sc)
 			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %s", err, w)
-				}
+				assert.ErrorContains(t, err, w)
 			}
 		})
 	}

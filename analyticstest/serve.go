@@ -9,8 +9,9 @@ import (
 )
 
 // ServeHTTP answers one request over a real connection. Paths that start
-// with /_ are the control API (see package doc); every other path is
-// recorded and answered like /v1/batch.
+// with /_ are the control API (see package doc); every other request is
+// recorded and answered: refused as the real API would refuse it, else
+// from the script.
 //
 // Drop, CloseBeforeRead and Partial take the connection over (Hijack); on
 // a ResponseWriter that cannot be hijacked (HTTP/2) they abort the

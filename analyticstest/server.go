@@ -11,6 +11,11 @@ import (
 // http.RoundTripper (RoundTrip) over one script and one record. Its
 // methods are safe for concurrent use; the builder methods return s so
 // that they chain: New().Script(Status(503)).Default(Status(200)).
+//
+// A request that the real API would refuse gets the refusal, whatever the
+// script says (see the package doc, "Refusals"); it is recorded with that
+// status and the reason as Err, and takes no answer from the script.
+// Lenient turns the refusals off.
 type Server struct {
 	mu       sync.Mutex
 	script   []Answer
@@ -18,9 +23,11 @@ type Server struct {
 	def      Answer
 	requests []Request
 	onReq    func(Request)
+	lenient  bool
 }
 
-// New returns a Server that answers 200 until told otherwise.
+// New returns a Server that answers 200 to every request the real API
+// would take, until told otherwise.
 func New() *Server { return &Server{} }
 
 // Script queues answers, one per request, after those already queued.
@@ -73,12 +80,31 @@ func (s *Server) Load(sc *Script) *Server {
 }
 
 // Reset clears the record, the script and the rules, and sets the default
-// back to 200: the Server is as New left it, except for OnRequest, which
-// belongs to the process that runs the Server rather than to a test.
+// back to 200: the Server is as New left it, except for OnRequest and
+// Lenient, which belong to the process that runs the Server rather than
+// to a test.
 func (s *Server) Reset() *Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script, s.rules, s.def, s.requests = nil, nil, Answer{}, nil
+	return s
+}
+
+// Lenient turns the refusals off: every request is answered from the
+// script, whatever its path, method, credentials or body, as the mock did
+// before it checked requests like the real API. Only a body over 64 MiB
+// is still refused (413), to bound the memory the mock uses. Like
+// OnRequest, it belongs to the Server rather than to a script: Reset and
+// Load keep it.
+//
+// It is for a test that needs what the API would refuse to get an answer
+// from the script: that a client which followed a redirect to a GET would
+// have been told 200, say. A test of an SDK should leave it off, so that a
+// misconfiguration (a wrong path, no write key) fails.
+func (s *Server) Lenient() *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lenient = true
 	return s
 }
 
@@ -114,41 +140,68 @@ func (s *Server) Delivered() map[string]int {
 	return out
 }
 
-// receive reads one request and picks its answer: the script's next
-// answer, else the first rule's that does not defer, else the default.
+// receive reads one request and picks its answer: a refusal if the real
+// API would refuse it (unless lenient), else the script's next answer,
+// else the first rule's that does not defer, else the default.
 //
-// The answer is picked before the body is read whenever it does not
-// depend on the body, so that CloseBeforeRead can close before reading;
-// rules need the decoded body, so they run after the read.
+// The request line and headers are checked first, the body once read. A
+// CloseBeforeRead that is next when the headers have arrived closes
+// before the body is read, so a body the API would refuse is never seen;
+// a refused request takes no answer from the script.
 func (s *Server) receive(r *http.Request) (Request, Answer) {
 	req := newRequest(r)
-	a, known := s.answerBeforeBody()
-	if known && a.action() == closeBeforeRead {
+	s.mu.Lock()
+	lenient := s.lenient
+	s.mu.Unlock()
+	limit := maxBatchBytes
+	if lenient {
+		limit = maxReadBytes
+	}
+	if !lenient {
+		if f := checkHead(r); f != nil {
+			req.decode(r, limit) // for the record
+			req.Err = f
+			return req, f.answer()
+		}
+	}
+	if a, ok := s.closeBeforeRead(); ok {
 		return req, a
 	}
-	req.decode(r)
-	if !known {
-		a = s.answerAfterBody(req)
+	if f := req.decode(r, limit); f != nil && (!lenient || f.status == http.StatusRequestEntityTooLarge) {
+		return req, f.answer()
 	}
-	return req, a
+	return req, s.answer(req)
 }
 
-func (s *Server) answerBeforeBody() (a Answer, known bool) {
+// closeBeforeRead takes the next answer if it is a CloseBeforeRead known
+// before the body: the script's next, or the default when there is no
+// script left and no rule (a rule needs the body).
+func (s *Server) closeBeforeRead() (Answer, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case len(s.script) > 0:
-		a, s.script = s.script[0], s.script[1:]
-		return s.resolve(a), true
+		if a := s.resolve(s.script[0]); a.action() == closeBeforeRead {
+			s.script = s.script[1:]
+			return a, true
+		}
 	case len(s.rules) == 0:
-		return s.resolve(s.def), true
+		if a := s.resolve(s.def); a.action() == closeBeforeRead {
+			return a, true
+		}
 	}
 	return Answer{}, false
 }
 
-func (s *Server) answerAfterBody(req Request) Answer {
+// answer picks the answer to a request whose body has been read.
+func (s *Server) answer(req Request) Answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.script) > 0 {
+		a := s.script[0]
+		s.script = s.script[1:]
+		return s.resolve(a)
+	}
 	for _, rule := range s.rules {
 		if a := rule(req); !a.Default {
 			return a

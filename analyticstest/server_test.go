@@ -6,12 +6,11 @@ package analyticstest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"reflect"
-	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // statuses sends each body to s in memory and returns the statuses
@@ -37,9 +36,8 @@ func TestScriptThenRuleThenDefault(t *testing.T) {
 		Default(Status(202))
 	big, small := batch("a", "b"), batch("c")
 	got := statuses(t, s, big, big, big, small, small)
-	if want := []int{500, 202, 413, 202, 202}; !slices.Equal(got, want) {
-		t.Fatalf("statuses %v, want %v: the script (one deferring to the default), then the rule, else the default", got, want)
-	}
+	assert.Equal(t, []int{500, 202, 413, 202, 202}, got,
+		"the script (one deferring to the default), then the rule, else the default")
 }
 
 func TestRuleAnswersEverythingAfterTheScript(t *testing.T) {
@@ -51,21 +49,15 @@ func TestRuleAnswersEverythingAfterTheScript(t *testing.T) {
 		}
 		return Status(201)
 	})
-	if got := statuses(t, s, batch("a"), batch("b"), batch("c"), batch("d")); !slices.Equal(got, []int{503, 201, 500, 201}) {
-		t.Fatalf("statuses %v", got)
-	}
+	assert.Equal(t, []int{503, 201, 500, 201}, statuses(t, s, batch("a"), batch("b"), batch("c"), batch("d")))
 	s.Rule(nil)
-	if got := statuses(t, s, batch("e")); !slices.Equal(got, []int{500}) {
-		t.Fatalf("after Rule(nil): %v, want the default", got)
-	}
+	assert.Equal(t, []int{500}, statuses(t, s, batch("e")), "after Rule(nil): the default")
 }
 
 func TestMaxEvents(t *testing.T) {
 	rule := MaxEvents(2, Status(413))
 	for n, want := range []Answer{{Default: true}, {Default: true}, {Default: true}, Status(413), Status(413)} {
-		if got := rule(Request{Events: make([]map[string]any, n)}); !reflect.DeepEqual(got, want) {
-			t.Errorf("%d events: %+v, want %+v", n, got, want)
-		}
+		assert.Equal(t, want, rule(Request{Events: make([]map[string]any, n)}), "%d events", n)
 	}
 }
 
@@ -77,34 +69,29 @@ func TestDefaultCloseBeforeReadDoesNotRead(t *testing.T) {
 	s.Rule(func(Request) Answer { return Answer{CloseBeforeRead: true} })
 	roundTrip(t, s, context.Background(), batch("b"))
 	reqs := s.Requests()
-	if len(reqs) != 2 || reqs[0].Body != nil || reqs[0].Status != 0 || reqs[1].Body == nil || reqs[1].Status != 0 {
-		t.Fatalf("recorded %+v", reqs)
-	}
+	require.Len(t, reqs, 2, "requests recorded")
+	assert.Nil(t, reqs[0].Body, "the default's body: never read")
+	assert.Equal(t, 0, reqs[0].Status, "the default's status")
+	assert.NotNil(t, reqs[1].Body, "the rule's body: read")
+	assert.Equal(t, 0, reqs[1].Status, "the rule's status")
 }
 
 func TestLoadReplacesAndResetClears(t *testing.T) {
 	s := New().Script(Status(500), Status(500)).Rule(MaxEvents(0, Status(413)))
 	statuses(t, s, batch("a"))
 	s.Load(&Script{Responses: []Answer{Status(503)}, Default: Status(202)})
-	if got := statuses(t, s, batch("b"), batch("c")); !slices.Equal(got, []int{503, 202}) {
-		t.Fatalf("after Load: %v, want the new script and default, no old rule", got)
-	}
-	if n := len(s.Requests()); n != 3 {
-		t.Fatalf("Load kept %d requests, want 3", n)
-	}
+	assert.Equal(t, []int{503, 202}, statuses(t, s, batch("b"), batch("c")), "after Load: the new script and default, no old rule")
+	assert.Len(t, s.Requests(), 3, "Load keeps the record")
+
 	var seen int
 	s.OnRequest(func(Request) { seen++ })
 	s.Script(Status(500)).Reset()
-	if n := len(s.Requests()); n != 0 {
-		t.Fatalf("Reset left %d requests", n)
-	}
-	if got := statuses(t, s, batch("d")); !slices.Equal(got, []int{200}) || seen != 1 {
-		t.Fatalf("after Reset: %v, OnRequest called %d times; want 200 and OnRequest kept", got, seen)
-	}
+	assert.Empty(t, s.Requests(), "after Reset")
+	assert.Equal(t, []int{200}, statuses(t, s, batch("d")), "after Reset")
+	assert.Equal(t, 1, seen, "OnRequest calls: Reset keeps it")
+
 	s.Load(nil)
-	if got := statuses(t, s, batch("e")); !slices.Equal(got, []int{200}) {
-		t.Fatalf("after Load(nil): %v", got)
-	}
+	assert.Equal(t, []int{200}, statuses(t, s, batch("e")), "after Load(nil)")
 }
 
 func TestRecordDecodesGzipAndPlainBodies(t *testing.T) {
@@ -120,36 +107,22 @@ func TestRecordDecodesGzipAndPlainBodies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New()
 			l := start(t, s)
-			if _, _, err := post(plainClient(t), l.URL+"/v1/batch", tc.raw, tc.header); err != nil {
-				t.Fatal(err)
-			}
+			_, _, err := post(plainClient(t), l.URL+"/v1/batch", tc.raw, tc.header)
+			require.NoError(t, err)
 			r := onlyRequest(t, s)
-			if r.Err != nil || string(r.Body) != body || !slices.Equal(r.MessageIDs(), []string{"m1", "m2"}) ||
-				r.SentAt != testSentAt || r.Events[1]["event"] != "E" ||
-				!reflect.DeepEqual(r.Context, map[string]any{"library": map[string]any{"name": "test"}}) ||
-				r.Method != http.MethodPost || r.Path != "/v1/batch" || r.At.IsZero() ||
-				r.Header.Get("Content-Type") != "application/json" {
-				t.Fatalf("recorded %+v", r)
-			}
-			if got := s.Delivered(); !reflect.DeepEqual(got, map[string]int{"m1": 1, "m2": 1}) {
-				t.Fatalf("Delivered %v", got)
-			}
+			assert.NoError(t, r.Err)
+			assert.Equal(t, body, string(r.Body), "body, decoded")
+			assert.Equal(t, []string{"m1", "m2"}, r.MessageIDs())
+			assert.Equal(t, testSentAt, r.SentAt)
+			require.Len(t, r.Events, 2, "events")
+			assert.Equal(t, "E", r.Events[1]["event"])
+			assert.Equal(t, map[string]any{"library": map[string]any{"name": "test"}}, r.Context)
+			assert.Equal(t, http.MethodPost, r.Method)
+			assert.Equal(t, "/v1/batch", r.Path)
+			assert.False(t, r.At.IsZero(), "At is set")
+			assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+			assert.Equal(t, map[string]int{"m1": 1, "m2": 1}, s.Delivered())
 		})
-	}
-}
-
-func TestRecordKeepsUndecodableBodies(t *testing.T) {
-	s := New()
-	roundTrip(t, s, context.Background(), "not json")
-	req, _ := http.NewRequest(http.MethodPost, "http://tracking.test/v1/batch", strings.NewReader("not gzip"))
-	req.Header.Set("Content-Encoding", "gzip")
-	if _, _, err := doRead(s.Client(nil), req); err != nil {
-		t.Fatal(err)
-	}
-	reqs := s.Requests()
-	if len(reqs) != 2 || reqs[0].Err == nil || string(reqs[0].Body) != "not json" || reqs[0].Status != 200 ||
-		reqs[1].Err == nil || !strings.Contains(reqs[1].Err.Error(), "gzip") {
-		t.Fatalf("recorded %+v", reqs)
 	}
 }
 
@@ -159,21 +132,19 @@ func TestRequestJSONRoundTrip(t *testing.T) {
 	roundTrip(t, s, context.Background(), "not json")
 	want := s.Requests()
 	data, err := json.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []Request
-	if err := json.Unmarshal(data, &got); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(data, &got))
+	require.Len(t, got, len(want), "requests decoded")
 	for i := range want {
 		w, g := want[i], got[i]
-		if !g.At.Equal(w.At) || fmt.Sprint(g.Err) != fmt.Sprint(w.Err) {
-			t.Fatalf("request %d: at %v err %v, want %v %v", i, g.At, g.Err, w.At, w.Err)
+		assert.True(t, g.At.Equal(w.At), "request %d: at %v, want %v", i, g.At, w.At)
+		if w.Err == nil {
+			assert.NoError(t, g.Err, "request %d", i)
+		} else {
+			assert.EqualError(t, g.Err, w.Err.Error(), "request %d", i)
 		}
 		w.At, w.Err, g.Err = g.At, nil, nil
-		if !reflect.DeepEqual(g, w) {
-			t.Fatalf("request %d decoded as\n%+v\nwant\n%+v", i, g, w)
-		}
+		assert.Equal(t, w, g, "request %d", i)
 	}
 }

@@ -3,6 +3,7 @@ package analytics
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -170,7 +171,7 @@ func TestV3ProgramsRun(t *testing.T) {
 			}
 			assert.Equal(t, map[string]any{"library": library, "app": app, "groupId": group}, e["context"], "%v", e)
 			if e["event"] == "Invoice Paid" {
-				assert.Equal(t, map[string]any{"revenue": 99.5, "currency": "EUR", "orderId": "inv-grace", "notes": "paid by card"}, e["properties"])
+				assert.Equal(t, map[string]any{"revenue": json.Number("99.5"), "currency": "EUR", "orderId": "inv-grace", "notes": "paid by card"}, e["properties"])
 			}
 		}
 		assert.NotContains(t, segment.Targets(), plain.URL, "the service used its Endpoint")

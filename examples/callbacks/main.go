@@ -131,11 +131,12 @@ func batchOf(r analyticstest.Request) int {
 		return -1
 	}
 	props, _ := r.Events[0]["properties"].(map[string]any)
-	seq, ok := props["seq"].(float64)
-	if !ok {
+	seq, _ := props["seq"].(json.Number) // the mock keeps numbers exact
+	n, err := seq.Int64()
+	if err != nil {
 		return -1
 	}
-	return int(seq) / 5
+	return int(n) / 5
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {

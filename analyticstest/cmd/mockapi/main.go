@@ -1,7 +1,7 @@
 // Command mockapi runs the mock tracking API of package analyticstest on a
 // socket and prints every event it receives, one line each:
 //
-//	go run ./analyticstest/cmd/mockapi                      # answers 200 to everything
+//	go run ./analyticstest/cmd/mockapi                      # answers 200 to every valid batch
 //	go run ./analyticstest/cmd/mockapi -script failures.json
 //	go run ./analyticstest/cmd/mockapi -addr 127.0.0.1:0    # any free port
 //
@@ -10,11 +10,23 @@
 //	listening on http://127.0.0.1:8787
 //	track messageId=m1 userId=u event=E status=200
 //
-// A harness reads the record with GET /_requests and drives the mock with
-// POST /_script and POST /_reset (see package analyticstest). It listens on
+// Like the real API, it refuses a wrong path (404), method (405), missing
+// write key (401), a body over 500,000 bytes (413) or one that is not a
+// batch (400), whatever the script says; -lenient turns that off. A
+// harness reads the record with GET /_requests and drives the mock with
+// POST /_script and POST /_reset; -h describes each. It listens on
 // loopback only, unless -public is given, since it shows every request,
-// write keys included, to whoever asks. SIGINT or SIGTERM stops it after
-// the requests in progress have been answered.
+// write keys included, to whoever asks.
+//
+// SIGINT or SIGTERM stops it after the requests in progress have been
+// answered. `go run` runs the command as a child process, which a signal
+// to the PID of `go run` does not reach; a script that stops the mock by
+// PID builds it first:
+//
+//	go build -o mockapi ./analyticstest/cmd/mockapi
+//	./mockapi -addr 127.0.0.1:8787 & pid=$!
+//	...
+//	kill $pid
 package main
 
 import (
@@ -67,8 +79,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mockapi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8787", "`host:port` to listen on; port 0 picks a free one")
-	scriptFile := fs.String("script", "", "JSON script `file` to answer from (see analyticstest.ParseScript); without it, every request is answered 200")
+	scriptFile := fs.String("script", "", "JSON script `file` to answer from (the form of POST /_script); without it, every valid batch is answered 200")
+	lenient := fs.Bool("lenient", false, "answer every request from the script, whatever its path, method, write key or body (up to 64 MiB)")
 	public := fs.Bool("public", false, "allow a non-loopback -addr: anyone who reaches it can read every request recorded")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), usage, shutdownGrace)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -83,6 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	api := analyticstest.New()
+	if *lenient {
+		api.Lenient()
+	}
 	if *scriptFile != "" {
 		data, err := os.ReadFile(*scriptFile)
 		if err != nil {

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualpath/analytics-go/analyticstest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 func TestMain(m *testing.M) {
@@ -36,7 +39,7 @@ func (l lines) next(t *testing.T) string {
 	case s := <-l:
 		return strings.TrimSuffix(s, "\n")
 	case <-time.After(10 * time.Second):
-		t.Fatal("no output within 10s")
+		require.FailNow(t, "no output within 10s")
 		return ""
 	}
 }
@@ -53,18 +56,15 @@ func started(t *testing.T, args ...string) (string, lines) {
 		cancel()
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Errorf("run returned %v after ctx was cancelled, want nil", err)
-			}
+			assert.NoError(t, err, "run, after ctx was cancelled")
 		case <-time.After(10 * time.Second):
-			t.Error("run did not stop within 10s of ctx being cancelled")
+			assert.Fail(t, "run did not stop within 10s of ctx being cancelled")
 		}
 	})
 	first := stdout.next(t)
 	url, ok := strings.CutPrefix(first, "listening on ")
-	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
-		t.Fatalf("first line %q, want listening on http://127.0.0.1:port", first)
-	}
+	require.True(t, ok, "first line %q, want listening on http://127.0.0.1:port", first)
+	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), "first line %q, want listening on http://127.0.0.1:port", first)
 	return url, stdout
 }
 
@@ -75,12 +75,16 @@ func client(t *testing.T) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
+// send posts body to url as the SDK would, with a write key, and returns
+// the status.
 func send(t *testing.T, url, body string) int {
 	t.Helper()
-	resp, err := client(t).Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth("wk", "")
+	resp, err := client(t).Do(req)
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
@@ -90,43 +94,64 @@ const oneTrack = `{"batch":[{"type":"track","event":"E","userId":"u","messageId"
 
 func TestRunServesPrintsAndStops(t *testing.T) {
 	url, stdout := started(t)
-	if code := send(t, url+"/v1/batch", oneTrack); code != 200 {
-		t.Fatalf("got %d, want 200", code)
-	}
-	if got, want := stdout.next(t), "track messageId=m1 userId=u event=E status=200"; got != want {
-		t.Fatalf("printed %q, want %q", got, want)
-	}
+	require.Equal(t, 200, send(t, url+"/v1/batch", oneTrack))
+	assert.Equal(t, "track messageId=m1 userId=u event=E status=200", stdout.next(t), "printed")
 	resp, err := client(t).Get(url + "/_requests")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	var reqs []analyticstest.Request
-	if err := json.NewDecoder(resp.Body).Decode(&reqs); err != nil || len(reqs) != 1 || reqs[0].Status != 200 {
-		t.Fatalf("GET /_requests: %+v %v", reqs, err)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&reqs), "GET /_requests")
+	require.Len(t, reqs, 1, "GET /_requests")
+	assert.Equal(t, 200, reqs[0].Status, "GET /_requests")
+}
+
+func TestRunRefusesAndPrintsWhy(t *testing.T) {
+	url, stdout := started(t)
+	assert.Equal(t, 404, send(t, url+"/v1/batch/v1/batch", oneTrack), "an endpoint given with /v1/batch")
+	got := stdout.next(t)
+	assert.True(t, strings.HasPrefix(got, "track messageId=m1 userId=u event=E status=404 error="), "printed %q", got)
+	assert.Equal(t, 400, send(t, url+"/v1/batch", "not json"), "not JSON")
+	got = stdout.next(t)
+	assert.True(t, strings.HasPrefix(got, "POST /v1/batch events=0 status=400 error="), "printed %q", got)
+}
+
+func TestRunLenient(t *testing.T) {
+	url, stdout := started(t, "-lenient")
+	assert.Equal(t, 200, send(t, url+"/v1/batch/v1/batch", oneTrack), "an endpoint given with /v1/batch")
+	assert.Equal(t, "track messageId=m1 userId=u event=E status=200", stdout.next(t), "printed")
+}
+
+func TestUsageDocumentsTheControlAPI(t *testing.T) {
+	var stderr strings.Builder
+	err := run(context.Background(), []string{"-h"}, io.Discard, &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	for _, want := range []string{
+		"GET /_requests", `"messageIds"`, `"status"`, `"error"`,
+		"POST /_script", `"responses"`, `"rules"`, `"default"`, `"ifEventsOver"`, `"delayMs"`,
+		"POST /_reset", "204",
+		"404", "405", "401", "413", "400", `{"code": "...", "message": "..."}`,
+		"SIGTERM", "go build -o mockapi ./analyticstest/cmd/mockapi", "kill $pid",
+		"-addr", "-script", "-lenient", "-public",
+	} {
+		assert.Contains(t, stderr.String(), want, "-h")
 	}
 }
 
 func TestRunAnswersFromAScript(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "script.json")
 	script := `{"responses": [{"status": 503}], "default": {"status": 202}}`
-	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(script), 0o600))
 	url, stdout := started(t, "-script", file)
 	for _, want := range []string{"status=503", "status=202"} {
 		send(t, url+"/v1/batch", oneTrack)
-		if got := stdout.next(t); !strings.HasSuffix(got, want) {
-			t.Fatalf("printed %q, want it to end in %s", got, want)
-		}
+		got := stdout.next(t)
+		assert.True(t, strings.HasSuffix(got, want), "printed %q, want it to end in %s", got, want)
 	}
 }
 
 func TestRunRejects(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"responses": [{"action": "explode"}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(bad, []byte(`{"responses": [{"action": "explode"}]}`), 0o600))
 	for _, tc := range []struct {
 		args  []string
 		usage bool   // an error in the command line: exit code 2
@@ -143,10 +168,10 @@ func TestRunRejects(t *testing.T) {
 		{[]string{"-addr", "127.0.0.1:0", "-script", bad}, false, "explode"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
+		require.Error(t, err, "run %q", tc.args)
 		var usage usageError
-		if err == nil || errors.As(err, &usage) != tc.usage || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("run %q: %v, want an error (usage %v) that says %s", tc.args, err, tc.usage, tc.want)
-		}
+		assert.Equal(t, tc.usage, errors.As(err, &usage), "run %q: %v is a usage error", tc.args, err)
+		assert.ErrorContains(t, err, tc.want, "run %q", tc.args)
 	}
 }
 
@@ -168,9 +193,8 @@ func TestCheckAddr(t *testing.T) {
 		{":8787", true, true},
 		{"nonsense", true, false},
 	} {
-		if err := checkAddr(tc.addr, tc.public); (err == nil) != tc.ok {
-			t.Errorf("checkAddr(%q, public %v) = %v, want ok %v", tc.addr, tc.public, err, tc.ok)
-		}
+		err := checkAddr(tc.addr, tc.public)
+		assert.Equal(t, tc.ok, err == nil, "checkAddr(%q, public %v) = %v", tc.addr, tc.public, err)
 	}
 }
 
@@ -184,14 +208,17 @@ func TestPrinter(t *testing.T) {
 			{"type": "group", "messageId": "m2", "userId": "u", "groupId": "g"},
 		},
 	})
-	p.request(analyticstest.Request{Method: "POST", Path: "/v1/batch", Err: errors.New("body is not JSON")})
+	p.request(analyticstest.Request{Method: "POST", Path: "/v1/batch", Status: 400, Err: errors.New("body is not JSON")})
+	p.request(analyticstest.Request{
+		Method: "POST", Path: "/v1/batch/v1/batch", Status: 404, Err: errors.New("no tracking API path"),
+		Events: []map[string]any{{"type": "track", "messageId": "m3", "userId": json.Number("12345678901234567890"), "event": "E"}},
+	})
 	want := `page messageId=m1 anonymousId="a 1" name=Home status=503 retry=2
 group messageId=m2 userId=u groupId=g status=503 retry=2
-POST /v1/batch events=0 status=none error="body is not JSON"
+POST /v1/batch events=0 status=400 error="body is not JSON"
+track messageId=m3 userId=12345678901234567890 event=E status=404 error="no tracking API path"
 `
-	if b.String() != want {
-		t.Fatalf("printed\n%s\nwant\n%s", b.String(), want)
-	}
+	assert.Equal(t, want, b.String())
 }
 
 func TestExitCode(t *testing.T) {
@@ -204,8 +231,6 @@ func TestExitCode(t *testing.T) {
 		{usageError{errors.New("bad flag")}, 2},
 		{errors.New("address in use"), 1},
 	} {
-		if got := exitCode(tc.err, io.Discard); got != tc.code {
-			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.code)
-		}
+		assert.Equal(t, tc.code, exitCode(tc.err, io.Discard), "exitCode(%v)", tc.err)
 	}
 }

@@ -25,17 +25,17 @@ func (p *printer) line(s string) {
 
 // request prints a line per event of r; a request without events (not a
 // batch, unreadable, or closed before its body was read) gets one line.
+// Each line ends with why the request was refused, if it was.
 func (p *printer) request(r analyticstest.Request) {
 	tail := " status=" + status(r.Status)
 	if n := r.Header.Get("X-Retry-Count"); n != "" {
 		tail += " retry=" + value(n)
 	}
+	if r.Err != nil {
+		tail += " error=" + strconv.Quote(r.Err.Error())
+	}
 	if len(r.Events) == 0 {
-		line := r.Method + " " + r.Path + " events=0" + tail
-		if r.Err != nil {
-			line += " error=" + strconv.Quote(r.Err.Error())
-		}
-		p.line(line)
+		p.line(r.Method + " " + r.Path + " events=0" + tail)
 		return
 	}
 	for _, e := range r.Events {
