@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit e2e demo bench bench-packages fuzz
+.PHONY: test vet staticcheck unit e2e demo bench bench-packages fleet fuzz
 
 test: vet staticcheck unit
 
@@ -30,6 +30,12 @@ demo:
 # rudderlabs/analytics-go v4 (a module of its own, benchmarks/): one table.
 bench:
 	cd benchmarks && $(GO) run ./cmd/compare
+
+# The fleet simulation (benchmarks/cmd/fleet), short form: 50 clients ×
+# 100 events/s against one mock API that fails for 10 s, once with 503 and
+# once with 429 + Retry-After (about a minute).
+fleet:
+	cd benchmarks && $(GO) run ./cmd/fleet -healthy 5s -outage 10s -after 10s
 
 # The go test benchmarks of the SDK's packages.
 bench-packages:

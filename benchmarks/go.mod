@@ -7,6 +7,7 @@ require (
 	github.com/posthog/posthog-go v1.5.2
 	github.com/rudderlabs/analytics-go/v4 v4.2.1
 	github.com/segmentio/analytics-go/v3 v3.3.0
+	golang.org/x/time v0.15.0
 )
 
 require (
@@ -17,7 +18,6 @@ require (
 	github.com/tidwall/gjson v1.14.4 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
-	golang.org/x/time v0.15.0 // indirect
 )
 
 replace github.com/dualpath/analytics-go => ../
