@@ -21,11 +21,11 @@ func TestPauseIsOpenUntilHeld(t *testing.T) {
 	policy := testPolicy()
 	t0 := time.Unix(1_000_000, 0)
 	waitAt(t, &p, t0, &policy, 0, "the zero Pause")
-	p.Hold(t0, 3*time.Second)
+	p.Hold(t0, 3*time.Second, 0)
 	waitAt(t, &p, t0.Add(time.Second), &policy, 2*time.Second, "1s into a 3s pause")
 	waitAt(t, &p, t0.Add(3*time.Second), &policy, 0, "at the pause's end")
 	// A shorter hold never shortens the pause.
-	p.Hold(t0, time.Second)
+	p.Hold(t0, time.Second, 0)
 	assert.WithinDuration(t, t0.Add(3*time.Second), p.Until(), 0, "Until after a shorter hold")
 }
 
@@ -37,11 +37,11 @@ func TestPauseWaitsCountAgainstTheEpisode(t *testing.T) {
 	policy := testPolicy()
 	policy.MaxRateLimitDuration = 2 * time.Second
 	t0 := time.Unix(1_000_000, 0)
-	p.Hold(t0, time.Second) // batch A's 429 starts the episode
+	p.Hold(t0, time.Second, 0) // batch A's 429 starts the episode
 	waitAt(t, &p, t0, &policy, time.Second, "the first hold")
-	p.Hold(t0.Add(time.Second), time.Second) // batch B's 429, a second later
+	p.Hold(t0.Add(time.Second), time.Second, 0) // batch B's 429, a second later
 	waitAt(t, &p, t0.Add(time.Second), &policy, time.Second, "a wait ending exactly at the budget")
-	p.Hold(t0.Add(1500*time.Millisecond), time.Second) // until t0+2.5s
+	p.Hold(t0.Add(1500*time.Millisecond), time.Second, 0) // until t0+2.5s
 	_, err := p.Wait(t0.Add(1500*time.Millisecond), &policy)
 	assert.ErrorIs(t, err, ErrRateLimitBudgetExceeded, "a wait ending 2.5s into a 2s episode")
 	// An attempt answered without Retry-After ends the episode: the pause
@@ -49,7 +49,7 @@ func TestPauseWaitsCountAgainstTheEpisode(t *testing.T) {
 	p.Answered()
 	waitAt(t, &p, t0.Add(1500*time.Millisecond), &policy, time.Second, "after the episode ended: the 1s left of the pause")
 	// The next 429 starts a new episode.
-	p.Hold(t0.Add(2500*time.Millisecond), 2*time.Second)
+	p.Hold(t0.Add(2500*time.Millisecond), 2*time.Second, 0)
 	waitAt(t, &p, t0.Add(2500*time.Millisecond), &policy, 2*time.Second, "a new episode")
 }
 
@@ -58,7 +58,7 @@ func TestPauseWithZeroBudgetNeverWaits(t *testing.T) {
 	policy := testPolicy()
 	policy.MaxRateLimitDuration = 0
 	t0 := time.Unix(1_000_000, 0)
-	p.Hold(t0, time.Second)
+	p.Hold(t0, time.Second, 0)
 	_, err := p.Wait(t0, &policy)
 	assert.ErrorIs(t, err, ErrRateLimitBudgetExceeded, "budget 0")
 }
