@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/dualpath/analytics-go/retry"
 )
@@ -73,7 +74,7 @@ func (u *Uploader) SendRate() SendRateState {
 	if l.rate == nil {
 		return SendRateState{}
 	}
-	st := l.rate.State()
+	st := l.rate.State(time.Now())
 	return SendRateState{
 		Limit:   st.Limit,
 		Probing: st.Mode == retry.SendProbing,

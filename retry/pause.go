@@ -70,11 +70,15 @@ func (p *Pause) Wait(now time.Time, policy *Policy) (time.Duration, error) {
 	if wait <= 0 {
 		return 0, nil
 	}
+	server := p.until.Sub(now)
+	if server <= 0 {
+		return wait, nil // only the client's own jitter is left
+	}
 	var elapsed time.Duration
 	if !p.since.IsZero() {
 		elapsed = now.Sub(p.since)
 	}
-	if !fits(elapsed, max(p.until.Sub(now), 0), policy.MaxRateLimitDuration) {
+	if !fits(elapsed, server, policy.MaxRateLimitDuration) {
 		return 0, ErrRateLimitBudgetExceeded
 	}
 	return wait, nil

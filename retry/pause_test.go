@@ -62,3 +62,21 @@ func TestPauseWithZeroBudgetNeverWaits(t *testing.T) {
 	_, err := p.Wait(t0, &policy)
 	assert.ErrorIs(t, err, ErrRateLimitBudgetExceeded, "budget 0")
 }
+
+// The client's jitter makes the pause end later than the server asked,
+// never earlier; the budget counts the server's time only.
+func TestPauseEndsAfterTheJitter(t *testing.T) {
+	var p Pause
+	policy := testPolicy()
+	policy.MaxRateLimitDuration = 2 * time.Second
+	t0 := time.Unix(1_000_000, 0)
+	p.Hold(t0, 2*time.Second, 150*time.Millisecond)
+	waitAt(t, &p, t0, &policy, 2150*time.Millisecond, "a 2s pause with a jitter of 150ms, ending at the budget")
+	waitAt(t, &p, t0.Add(2050*time.Millisecond), &policy, 100*time.Millisecond, "in the jitter, past the server's time")
+	assert.WithinDuration(t, t0.Add(2150*time.Millisecond), p.Until(), 0, "Until: the end, jitter included")
+	// A later, shorter hold with a longer jitter moves the end no earlier.
+	p.Hold(t0.Add(time.Second), 500*time.Millisecond, 900*time.Millisecond)
+	assert.WithinDuration(t, t0.Add(2400*time.Millisecond), p.Until(), 0, "Until after a hold of 1.5s+900ms")
+	p.Hold(t0.Add(time.Second), 100*time.Millisecond, -time.Second)
+	assert.WithinDuration(t, t0.Add(2400*time.Millisecond), p.Until(), 0, "a negative jitter counts as none")
+}

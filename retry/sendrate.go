@@ -149,12 +149,9 @@ func NewSendRate(policy *Policy) *SendRate {
 func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settle(now)
 	switch s.mode {
 	case SendLimited:
-		if now.Sub(s.lastHeld) >= quietToHealthy && now.Sub(s.since) >= quietToHealthy {
-			s.toHealthy(now)
-			break
-		}
 		r := s.lim.ReserveN(now, 1)
 		if d := r.DelayFrom(now); d > 0 {
 			r.CancelAt(now)
@@ -174,6 +171,14 @@ func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool)
 	}
 	s.countHealthy(now)
 	return s.admit(false), 0, true
+}
+
+// settle lifts a limit that has held nothing back, and seen no failure,
+// for quietToHealthy up to now.
+func (s *SendRate) settle(now time.Time) {
+	if s.mode == SendLimited && now.Sub(s.lastHeld) >= quietToHealthy && now.Sub(s.since) >= quietToHealthy {
+		s.toHealthy(now)
+	}
 }
 
 func (s *SendRate) admit(probe bool) Turn {
@@ -353,10 +358,11 @@ type SendRateState struct {
 	Limit float64
 }
 
-// State returns the SendRate's mode and limit.
-func (s *SendRate) State() SendRateState {
+// State returns the SendRate's mode and limit at now.
+func (s *SendRate) State(now time.Time) SendRateState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settle(now)
 	switch s.mode {
 	case SendLimited:
 		return SendRateState{Mode: SendLimited, Limit: float64(s.lim.Limit())}
