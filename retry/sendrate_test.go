@@ -24,12 +24,6 @@ func newRateRig(t *testing.T) *rateRig {
 	return r
 }
 
-// at moves the clock to d after t0.
-func (r *rateRig) at(d time.Duration) *rateRig {
-	r.now = t0.Add(d)
-	return r
-}
-
 // admit asks for a turn now and requires one.
 func (r *rateRig) admit(msg string) Turn {
 	r.t.Helper()
