@@ -361,3 +361,14 @@ func TestSendRateState(t *testing.T) {
 		assert.Zero(t, st.Limit, "the limit a second later: lifted")
 	})
 }
+
+// A batch alone, with BackoffBase 0, retries without waiting, with the
+// send rate on as off.
+func TestNoBackoffNoWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, status(503), status(502), dropped(PhaseWritten)).policy(func(p *retry.Policy) { p.BackoffBase = 0 })
+		require.NoError(t, one(t, r.deliver(context.Background(), 2), 2))
+		assert.Len(t, r.tr.requests(), 4, "attempts")
+		assert.Empty(t, r.waits(), "waits")
+	})
+}

@@ -255,7 +255,7 @@ func (s *SendRate) lower(now time.Time, spacing time.Duration) {
 func (s *SendRate) recover(now time.Time) {
 	s.since, s.lastHeld = now, now
 	s.mode = SendLimited
-	s.lim = rate.NewLimiter(rate.Limit(min(max(s.healthy*rateDecrease, s.probeRate()), maxLimit)), 1)
+	s.lim = rate.NewLimiter(rate.Limit(min(s.restartRate(), maxLimit)), 1)
 }
 
 // raise raises the limit after a success at now, up to the ceiling, which
@@ -335,10 +335,20 @@ func decay(d time.Duration) float64 {
 	return math.Exp(-d.Seconds() / healthyWindow.Seconds())
 }
 
-// probeRate is the probe's own rate, one attempt per first backoff wait:
-// below it, a limit probes instead. A spacing under 1 ms counts as 1 ms.
+// probeRate is the probe's own rate, one attempt per first spacing: a
+// limit below it probes instead. With no spacing it is infinite: every
+// failure probes.
 func (s *SendRate) probeRate() float64 {
-	return 1 / max(s.policy.probeSpacing(1), time.Millisecond).Seconds()
+	if d := s.policy.probeSpacing(1); d > 0 {
+		return 1 / d.Seconds()
+	}
+	return math.Inf(1)
+}
+
+// restartRate is where the limit starts after a recovery: half the
+// healthy rate, at least the probe's rate (at most one attempt per 1 ms).
+func (s *SendRate) restartRate() float64 {
+	return max(s.healthy*rateDecrease, min(s.probeRate(), 1000))
 }
 
 // Probing reports whether the SendRate is probing.

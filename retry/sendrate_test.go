@@ -339,3 +339,20 @@ func TestBudgetHolds(t *testing.T) {
 	assert.False(t, b.HoldFits(now.Add(4*time.Second), 6*time.Second+1), "a hold ending past it")
 	assert.Equal(t, 1, b.Retries(), "a hold spends no retry")
 }
+
+// With BackoffBase 0 the backoff waits nothing, and neither does the
+// probe: any failure probes, one attempt at a time, with no spacing; after
+// the recovery the limit starts at one attempt per millisecond.
+func TestSendRateWithoutBackoff(t *testing.T) {
+	r := newRateRig(t)
+	r.policy.BackoffBase = 0
+	r.healthy(100, 2*time.Second)
+	r.attempt(OutcomeRetryable, "a failure")
+	assert.Equal(t, SendRateState{Mode: SendProbing}, r.state(), "after one failure, however slow the limit would be")
+	probe := r.admit("the probe, at once")
+	assert.Zero(t, r.held("while it is in flight"), "no turn, until it ends")
+	r.s.End(probe, r.now, OutcomeRetryable)
+	probe = r.admit("the next probe, at once")
+	assert.True(t, r.s.End(probe, r.now, OutcomeSuccess), "the recovery")
+	assert.Equal(t, SendRateState{Mode: SendLimited, Limit: 1000}, r.state(), "the limit after it: more than half the healthy rate")
+}
