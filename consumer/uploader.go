@@ -4,9 +4,12 @@
 // The Uploader does the I/O (one POST per attempt, under its own deadline,
 // response bodies drained and closed so connections are reused); every
 // decision about what an attempt's end means and how long to wait is asked
-// of package retry. It reads time.Now and waits on timers, so budgets are
-// measured on the monotonic clock; its tests run the loop in a
-// testing/synctest bubble, where every wait is exact and instant.
+// of package retry. That includes the client-wide send rate
+// (retry.SendRate): this package only waits for its turns, in line
+// (sendLine), and wakes the batches sleeping through a backoff when the
+// send rate reports the API has recovered. It reads time.Now and waits on
+// timers, so budgets are measured on the monotonic clock; its tests run the
+// loop in a testing/synctest bubble, where every wait is exact and instant.
 //
 // Every exported name is supported API of this package, for the analytics
 // package: it wires an Uploader to its queue, hands each batch the request

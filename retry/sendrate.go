@@ -85,22 +85,23 @@ type Turn struct {
 // While the API answers, it does not bind (SendHealthy). A retryable
 // failure (a status of the backoff path, a transport error, a rate-limited
 // answer) halves the limit, starting from the client's healthy rate, the
-// moving average of its attempts while healthy; only an attempt that
-// started after the last cut lowers it again, so that attempts in flight
-// together count once. Below the probe's own rate (one attempt per first
-// backoff wait) it probes (SendProbing): one attempt at a time, after the
-// k-th backoff-path failure in a row spaced d/2 with d the backoff ceiling
-// of retry k, capped at Policy.ProbeInterval. A batch alone in flight
+// moving average of its attempts while healthy; only an attempt admitted
+// after the last cut lowers it again, so that attempts in flight together
+// count once. Below the probe's own rate (one attempt per first spacing)
+// it probes (SendProbing): one attempt at a time, after the k-th
+// backoff-path failure in a row spaced d/2 with d the backoff ceiling of
+// retry k, capped at Policy.ProbeInterval. A batch alone in flight
 // therefore never waits for the send rate beyond its own backoff wait,
-// which is at least d/2.
+// which is at least d/2; nor while the limit is lowered, as a turn comes
+// within the first spacing.
 //
 // A success while probing means the API is back: End reports it, so that
 // the caller wakes the batches sleeping through their backoff. The limit
 // starts again at half the healthy rate (at least the probe's rate) and
 // each success raises it by a quarter, up to ceilingFactor times the
 // healthy rate, where it holds while the backlog drains; after ceilingHold
-// the ceiling doubles. Once the limit has held nothing back for
-// quietToHealthy, it is lifted.
+// there, the ceiling rises by ceilingRise. Once the limit has held
+// nothing back, and seen no failure, for quietToHealthy, it is lifted.
 //
 // A rate-limited answer lowers the limit too, but the wait is the
 // client-wide Pause's: a probe after it goes as soon as the pause ends.
