@@ -99,6 +99,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		MaxBodyBytes:          MaxBatchBytes,
 		MaxConcurrentRequests: cfg.maxConcurrentRequests,
 		Policy:                cfg.policy,
+		AdaptiveSendRate:      cfg.adaptiveSendRate,
 		Logger:                throttled(c.log), // a warning per failed attempt
 	})
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())

@@ -381,7 +381,10 @@ func TestEnqueueRacingClose(t *testing.T) {
 func TestOneRetryAfterPausesEveryUpload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(analyticstest.RetryAfter(429, "30"))
-		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(4))
+		// The pause ends up to 1s after the server's 30s (the client's
+		// jitter), and the send rate then spaces the uploads: more than
+		// the 30s Close allows by default after the second it slept.
+		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(4), WithCloseTimeout(0))
 		start := time.Now()
 		e.enqueue(tracks("first", 1)...)
 		synctest.Wait()
@@ -507,7 +510,9 @@ func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
 func TestBatchInBackoffDoesNotHoldARequestSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(analyticstest.Status(503))
-		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), withExactBackoff())
+		// Without the send rate, which would hold b back while the API
+		// seems down: this is about the request slot alone.
+		e := newEnv(t, api, WithFlushAt(1), WithMaxConcurrentRequests(1), withExactBackoff(), WithAdaptiveSendRate(false))
 		start := time.Now()
 		e.enqueue(tracks("a", 1)...)
 		synctest.Wait()

@@ -33,6 +33,8 @@ import (
 //	ANALYTICS_MAX_CONCURRENT_REQUESTS     requests
 //	ANALYTICS_MAX_QUEUE_SIZE              events
 //	ANALYTICS_MAX_QUEUE_BYTES             bytes
+//	ANALYTICS_ADAPTIVE_SEND_RATE          true or false
+//	ANALYTICS_PROBE_INTERVAL              seconds
 //
 // Seconds are a decimal number, read exactly: 5, 0.5 or 1e-3 (a digit
 // before any point, an optional sign, no unit). Counts are whole numbers.
@@ -123,6 +125,8 @@ var envVars = []envVar{
 	{"ANALYTICS_MAX_CONCURRENT_REQUESTS", envCount(WithMaxConcurrentRequests, "requests", "8")},
 	{"ANALYTICS_MAX_QUEUE_SIZE", envCount(WithMaxQueueSize, "events", "10000")},
 	{"ANALYTICS_MAX_QUEUE_BYTES", envCount(WithMaxQueueBytes, "bytes", "33554432")},
+	{"ANALYTICS_ADAPTIVE_SEND_RATE", envBool(WithAdaptiveSendRate)},
+	{"ANALYTICS_PROBE_INTERVAL", envSeconds(WithProbeInterval)},
 }
 
 // envReading is what the environment says: the options of the variables

@@ -78,6 +78,8 @@ func TestEnvEveryVariable(t *testing.T) {
 		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "2", func(c config) any { return c.maxConcurrentRequests }, 2},
 		{"ANALYTICS_MAX_QUEUE_SIZE", "500", func(c config) any { return c.maxQueueSize }, 500},
 		{"ANALYTICS_MAX_QUEUE_BYTES", "1000000", func(c config) any { return c.maxQueueBytes }, 1_000_000},
+		{"ANALYTICS_ADAPTIVE_SEND_RATE", "false", func(c config) any { return c.adaptiveSendRate }, false},
+		{"ANALYTICS_PROBE_INTERVAL", "1.5", func(c config) any { return c.policy.ProbeInterval }, 1500 * time.Millisecond},
 	}
 	tested := map[string]bool{envWriteKey: true} // NewFromEnv's tests
 	for _, tt := range tests {

@@ -69,6 +69,7 @@ type config struct {
 	logger                *slog.Logger
 	callback              Callback
 	closeTimeout          time.Duration
+	adaptiveSendRate      bool
 }
 
 func defaultConfig() config {
@@ -83,6 +84,7 @@ func defaultConfig() config {
 		requestTimeout:        10 * time.Second,
 		gzip:                  true,
 		closeTimeout:          DefaultCloseTimeout,
+		adaptiveSendRate:      true,
 	}
 }
 
@@ -233,6 +235,42 @@ func WithCallback(cb Callback) Option { return func(c *config) { c.callback = cb
 // is bounded by its context alone.
 func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.closeTimeout = d } }
 
+// WithAdaptiveSendRate turns the client-wide send rate on or off (default
+// on). Every attempt, a batch's first or a retry, then takes a turn from one
+// limit per client. While the API answers, the limit does not bind.
+// Retryable failures (5xx, transport errors, 429) halve it, down to a
+// probe: one attempt at a time, spaced as the backoff schedule says, at
+// most ProbeInterval apart (WithProbeInterval). A batch held back keeps its
+// retries (only its MaxTotalBackoffDuration runs), so an outage is bounded
+// by that budget rather than by RetryCount times the backoff when many
+// batches wait. When the API answers 2xx again, batches sleeping through a
+// backoff wait go at once, and the backlog leaves at a rising rate: from
+// half the client's usual rate up to 2.75 times it, not all at once. A
+// Retry-After pause ends a little after the server's time, by a jitter of
+// the client's own of up to a tenth of the wait (at most 1 s), so that a
+// fleet given the same answer does not return in the same instant; the
+// uploads then resume the same way. With a single batch in flight, the
+// send rate adds nothing to the waits of the backoff schedule and of
+// Retry-After but that jitter.
+//
+// Off, a batch waits only for its own backoff and for the rate-limit
+// pause, which ends exactly at the server's time, as before the send rate
+// existed. Stats().SendRate shows the limit, the attempts held back, and
+// whether the client is probing.
+func WithAdaptiveSendRate(on bool) Option { return func(c *config) { c.adaptiveSendRate = on } }
+
+// WithProbeInterval caps the spacing of the send rate's probe (default
+// 5 s): while the API is down, one attempt at a time goes out, after the
+// k-th failure in a row spaced the shortest backoff wait of retry k
+// (BackoffBase·2^(k−1)/2, at most BackoffCap/2), and never more than this
+// apart. It bounds how late the client notices that the API is back. A
+// shorter interval notices sooner but sends more during an outage, and
+// spends the waiting batches' retries faster. Must be positive, at most 7
+// days. Without the adaptive send rate it has no effect.
+func WithProbeInterval(d time.Duration) Option {
+	return func(c *config) { c.policy.ProbeInterval = d }
+}
+
 // validate checks the configuration and names the option at fault. The
 // write key is checked by New and never appears in the error.
 func (c *config) validate() error {
@@ -289,6 +327,10 @@ func (c *config) validate() error {
 		return bad("RateLimitRetryAfterCap", "must be positive, got %v", c.policy.RateLimitRetryAfterCap)
 	case c.policy.RateLimitRetryAfterCap > limitWait:
 		return bad("RateLimitRetryAfterCap", "must be at most %v, got %v", limitWait, c.policy.RateLimitRetryAfterCap)
+	case c.policy.ProbeInterval <= 0:
+		return bad("ProbeInterval", "must be positive, got %v", c.policy.ProbeInterval)
+	case c.policy.ProbeInterval > limitWait:
+		return bad("ProbeInterval", "must be at most %v, got %v", limitWait, c.policy.ProbeInterval)
 	case c.requestTimeout <= 0:
 		return bad("RequestTimeout", "must be positive, got %v", c.requestTimeout)
 	case c.requestTimeout > limitWait:

@@ -70,6 +70,7 @@ func TestNumericOptionBounds(t *testing.T) {
 		{"MaxTotalBackoffDuration", WithMaxTotalBackoffDuration(month), WithMaxTotalBackoffDuration(month + 1), month.String(), nil},
 		{"MaxRateLimitDuration", WithMaxRateLimitDuration(month), WithMaxRateLimitDuration(month + 1), month.String(), nil},
 		{"CloseTimeout", WithCloseTimeout(week), WithCloseTimeout(week + 1), week.String(), nil},
+		{"ProbeInterval", WithProbeInterval(week), WithProbeInterval(week + 1), week.String(), nil},
 		// FlushAt is also bounded by MaxQueueSize.
 		{"FlushAt", WithFlushAt(100), WithFlushAt(101), "MaxQueueSize 100", []Option{WithMaxQueueSize(100)}},
 	}
@@ -113,6 +114,10 @@ func TestHugeEnvValuesAreRefused(t *testing.T) {
 		{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", "2592001", "MaxTotalBackoffDuration"},
 		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "1e300", ""},
 		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "9e9", "MaxRateLimitDuration"},
+		{"ANALYTICS_PROBE_INTERVAL", "0", "ProbeInterval"},
+		{"ANALYTICS_PROBE_INTERVAL", "604800.000000001", "ProbeInterval"},
+		{"ANALYTICS_PROBE_INTERVAL", "4s", ""},
+		{"ANALYTICS_ADAPTIVE_SEND_RATE", "maybe", ""},
 	}
 	for _, tt := range tests {
 		opts, err := optionsFromLookup(func(k string) (string, bool) {

@@ -36,6 +36,7 @@ func TestDefaults(t *testing.T) {
 	assert.Nil(t, c.logger, "Logger")
 	assert.Nil(t, c.callback, "Callback")
 	assert.Equal(t, 30*time.Second, c.closeTimeout, "CloseTimeout")
+	assert.True(t, c.adaptiveSendRate, "AdaptiveSendRate")
 	p := c.policy
 	assert.Equal(t, 10, p.RetryCount, "RetryCount")
 	assert.Equal(t, 500*time.Millisecond, p.BackoffBase, "BackoffBase")
@@ -43,6 +44,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 12*time.Hour, p.MaxTotalBackoffDuration, "MaxTotalBackoffDuration")
 	assert.Equal(t, 12*time.Hour, p.MaxRateLimitDuration, "MaxRateLimitDuration")
 	assert.Equal(t, 300*time.Second, p.RateLimitRetryAfterCap, "RateLimitRetryAfterCap")
+	assert.Equal(t, 4*time.Second, p.ProbeInterval, "ProbeInterval")
 	assert.NoError(t, c.validate(), "the defaults validate")
 }
 
@@ -55,6 +57,7 @@ func TestOptionsApply(t *testing.T) {
 		WithBackoffBase(0), WithBackoffCap(time.Second), WithMaxTotalBackoffDuration(0),
 		WithMaxRateLimitDuration(time.Minute), WithRateLimitRetryAfterCap(2 * time.Second),
 		WithRequestTimeout(3 * time.Second), WithGzip(false), WithHTTPClient(client), WithCallback(cb),
+		WithAdaptiveSendRate(false), WithProbeInterval(time.Nanosecond),
 	}
 	c := defaultConfig()
 	for _, o := range opts {
@@ -79,6 +82,8 @@ func TestOptionsApply(t *testing.T) {
 	assert.False(t, c.gzip, "Gzip")
 	assert.Same(t, client, c.httpClient, "HTTPClient")
 	assert.NotNil(t, c.callback, "Callback")
+	assert.False(t, c.adaptiveSendRate, "AdaptiveSendRate")
+	assert.Equal(t, time.Nanosecond, p.ProbeInterval, "ProbeInterval")
 }
 
 func TestInvalidOptionsNameTheOption(t *testing.T) {
@@ -107,6 +112,8 @@ func TestInvalidOptionsNameTheOption(t *testing.T) {
 		{WithRateLimitRetryAfterCap(0), "RateLimitRetryAfterCap"},
 		{WithRequestTimeout(0), "RequestTimeout"},
 		{WithCloseTimeout(-time.Nanosecond), "CloseTimeout"},
+		{WithProbeInterval(0), "ProbeInterval"},
+		{WithProbeInterval(-time.Second), "ProbeInterval"},
 		{WithHTTPClient(nil), "HTTPClient"},
 	}
 	for _, tt := range tests {

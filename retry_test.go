@@ -135,6 +135,11 @@ func TestStatsAddUp(t *testing.T) {
 			RateLimitedWaits: 1,
 			BytesSent:        st.BytesSent,
 			TransportErrors:  TransportErrorStats{Written: 1},
+			// The first attempt failed, so no healthy rate was measured:
+			// after the recovery the limit starts at the probe's rate, one
+			// per first backoff wait (250ms), and b's 400 says nothing
+			// about the load.
+			SendRate: SendRateStats{Limit: 4},
 		}
 		assert.Equal(t, want, st, "stats")
 		assert.Equal(t, bytes, st.BytesSent, "bytes sent: those the server read")

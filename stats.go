@@ -39,6 +39,9 @@ type Stats struct {
 	// TransportErrors counts attempts that got no response, by whether the
 	// request had been written.
 	TransportErrors TransportErrorStats `json:"transport_errors"`
+	// SendRate is the adaptive client-wide send rate now
+	// (WithAdaptiveSendRate); all zero when it is off.
+	SendRate SendRateStats `json:"send_rate"`
 
 	// QueueDepth and QueueBytes are the events and encoded bytes queued now.
 	QueueDepth int `json:"queue_depth"`
@@ -87,6 +90,23 @@ type TransportErrorStats struct {
 	Written    int64 `json:"written"`     // the request was written: the server may have it
 }
 
+// SendRateStats is the state of the adaptive client-wide send rate
+// (WithAdaptiveSendRate).
+type SendRateStats struct {
+	// Limit is the attempts per second the client allows itself now: the
+	// lowered limit after failures, or one over the probe's spacing while
+	// probing (0 when that spacing is 0); 0 while the API answers and
+	// nothing is limited.
+	Limit float64 `json:"limit"`
+	// Probing is true while the API seems down: one attempt at a time goes
+	// out, spaced by the backoff schedule, at most ProbeInterval apart.
+	Probing bool `json:"probing"`
+	// Held counts attempts that had to wait for their turn, since New.
+	Held int64 `json:"held"`
+	// Waiting is the attempts waiting for their turn now.
+	Waiting int `json:"waiting"`
+}
+
 // counters are the client's own; the uploader keeps the per-attempt ones.
 type counters struct {
 	enqueued, delivered                          atomic.Int64
@@ -122,6 +142,7 @@ func (c *counters) failed(err error, n int64) {
 // any time, from any goroutine.
 func (c *Client) Stats() Stats {
 	u := c.up.Counters()
+	sr := c.up.SendRate()
 	// In flight is what the queue's bounds still hold but no longer queue.
 	queued, queuedBytes, held := c.queue.Sizes()
 	return Stats{
@@ -151,6 +172,7 @@ func (c *Client) Stats() Stats {
 		RateLimitedWaits: u.RateLimitedWaits,
 		BytesSent:        u.BytesSent,
 		TransportErrors:  TransportErrorStats{NotWritten: u.TransportErrorsNotWritten, Written: u.TransportErrorsWritten},
+		SendRate:         SendRateStats{Limit: sr.Limit, Probing: sr.Probing, Held: sr.Held, Waiting: sr.Waiting},
 		QueueDepth:       queued,
 		QueueBytes:       queuedBytes,
 		InFlight:         int64(held - queued),

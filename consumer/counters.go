@@ -1,6 +1,11 @@
 package consumer
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/dualpath/analytics-go/retry"
+)
 
 // Counters is a snapshot of what an Uploader has done since it was made.
 type Counters struct {
@@ -44,5 +49,36 @@ func (c *counters) snapshot() Counters {
 		BytesSent:                 c.bytesSent.Load(),
 		TransportErrorsNotWritten: c.notWritten.Load(),
 		TransportErrorsWritten:    c.written.Load(),
+	}
+}
+
+// SendRateState is a snapshot of the Uploader's client-wide send rate
+// (Config.AdaptiveSendRate). With the send rate off it is all zero.
+type SendRateState struct {
+	// Limit is the attempts per second the send rate allows now: the
+	// limit while it is lowered, one over the probe's spacing while
+	// probing; 0 while it does not limit.
+	Limit float64
+	// Probing reports whether the API seems down: one attempt at a time
+	// goes out, spaced by the backoff schedule.
+	Probing bool
+	// Held counts attempts that waited for their turn, since New.
+	Held int64
+	// Waiting is the attempts waiting for their turn now.
+	Waiting int
+}
+
+// SendRate returns a snapshot of the send rate.
+func (u *Uploader) SendRate() SendRateState {
+	l := u.line
+	if l.rate == nil {
+		return SendRateState{}
+	}
+	st := l.rate.State(time.Now())
+	return SendRateState{
+		Limit:   st.Limit,
+		Probing: st.Mode == retry.SendProbing,
+		Held:    l.held.Load(),
+		Waiting: l.waiting(),
 	}
 }

@@ -3,32 +3,46 @@ package consumer
 import (
 	"context"
 	"time"
+
+	"github.com/dualpath/analytics-go/retry"
 )
 
-// ready returns the slot of the next attempt once the client-wide
-// rate-limit pause is open: slot itself when it still holds one of u's and
-// the pause is open, else a new one, taken after waiting out the pause
-// without a slot. It returns the context's cause, or
-// ErrRateLimitBudgetExceeded from the pause, instead.
-func (u *Uploader) ready(ctx context.Context, slot *Slot) (*Slot, error) {
+// ready returns the slot of the next attempt, and its turn at the send
+// rate, once the client-wide rate-limit pause is open and the send rate
+// admits it: slot itself when it still holds one of u's and nothing held
+// the attempt back, else a new one, taken after waiting without a slot.
+// It also returns the channel that is closed when the API recovers, for
+// the backoff wait that may follow the attempt. It returns the context's
+// cause, ErrRateLimitBudgetExceeded from the pause, or
+// ErrBackoffBudgetExceeded from the send rate, instead.
+func (u *Uploader) ready(ctx context.Context, slot *Slot, budget *retry.Budget) (*Slot, retry.Turn, <-chan struct{}, error) {
 	for {
-		if u.holds(slot) {
-			if !u.pause.Until().After(time.Now()) {
-				return slot, nil
-			}
+		if u.pause.Until().After(time.Now()) {
 			// The client is paused by a Retry-After: wait without the slot.
 			slot.Release()
+			waited, err := u.wait(ctx)
+			if waited {
+				u.stats.gateWaits.Add(1)
+			}
+			if err != nil {
+				return nil, retry.Turn{}, nil, err
+			}
 		}
-		waited, err := u.wait(ctx)
-		if waited {
-			u.stats.gateWaits.Add(1)
-		}
+		turn, recovered, err := u.line.admit(ctx, slot, budget)
 		if err != nil {
-			return nil, err
+			return nil, retry.Turn{}, nil, err
 		}
-		if slot, err = u.Acquire(ctx); err != nil {
-			return nil, err
+		if !u.holds(slot) {
+			if slot, err = u.Acquire(ctx); err != nil {
+				u.line.end(turn, 0)
+				return nil, retry.Turn{}, nil, err
+			}
 		}
+		if !u.pause.Until().After(time.Now()) {
+			return slot, turn, recovered, nil
+		}
+		// A pause began while this attempt waited: it waits again.
+		u.line.end(turn, 0)
 	}
 }
 

@@ -178,7 +178,9 @@ type rig struct {
 }
 
 // newRig builds an Uploader on a fake transport with exact (jitter-free)
-// backoff waits: retry n waits BackoffBase·2^(n−1)/2.
+// backoff waits: retry n waits BackoffBase·2^(n−1)/2. Its send rate is on,
+// as the SDK's is by default; with jitter-free waits a pause ends exactly
+// at the server's time.
 func newRig(t *testing.T, script ...answer) *rig {
 	t.Helper()
 	tr := &fakeTransport{t: t, script: script}
@@ -196,6 +198,7 @@ func newRig(t *testing.T, script ...answer) *rig {
 		MaxBodyBytes:          maxBodyBytes,
 		MaxConcurrentRequests: 8,
 		Policy:                policy,
+		AdaptiveSendRate:      true,
 	})
 	return r
 }

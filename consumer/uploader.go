@@ -4,9 +4,12 @@
 // The Uploader does the I/O (one POST per attempt, under its own deadline,
 // response bodies drained and closed so connections are reused); every
 // decision about what an attempt's end means and how long to wait is asked
-// of package retry. It reads time.Now and waits on timers, so budgets are
-// measured on the monotonic clock; its tests run the loop in a
-// testing/synctest bubble, where every wait is exact and instant.
+// of package retry. That includes the client-wide send rate
+// (retry.SendRate): this package only waits for its turns, in line
+// (sendLine), and wakes the batches sleeping through a backoff when the
+// send rate reports the API has recovered. It reads time.Now and waits on
+// timers, so budgets are measured on the monotonic clock; its tests run the
+// loop in a testing/synctest bubble, where every wait is exact and instant.
 //
 // Every exported name is supported API of this package, for the analytics
 // package: it wires an Uploader to its queue, hands each batch the request
@@ -57,6 +60,13 @@ type Config struct {
 	MaxConcurrentRequests int
 	// Policy is the retry policy.
 	Policy retry.Policy
+	// AdaptiveSendRate turns on the client-wide send rate
+	// (retry.SendRate): every attempt waits for its turn, so that during
+	// an outage the client probes instead of retrying every batch, and
+	// after it the backlog goes out at a rising rate. Off, attempts wait
+	// only for their own backoff and the rate-limit pause, and a pause
+	// ends exactly when the server asked.
+	AdaptiveSendRate bool
 	// Logger is optional; it receives per-attempt failures that will be
 	// retried. Nil discards.
 	Logger *slog.Logger
@@ -64,7 +74,8 @@ type Config struct {
 
 // Uploader sends batches. It is safe for concurrent use: each Deliver call
 // runs one batch's retry loop in the caller's goroutine, and all of them
-// share one rate-limit pause and the MaxConcurrentRequests request slots.
+// share one rate-limit pause, one send rate and the MaxConcurrentRequests
+// request slots.
 type Uploader struct {
 	url       string
 	auth      string
@@ -79,6 +90,7 @@ type Uploader struct {
 	log       *slog.Logger
 
 	pause    retry.Pause
+	line     *sendLine     // the send rate's line; its rate is nil when off
 	requests chan struct{} // a token per request in flight: see Slot
 	stats    counters
 }
@@ -103,6 +115,11 @@ func New(cfg Config) *Uploader {
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
 	}
+	var rate *retry.SendRate
+	if cfg.AdaptiveSendRate {
+		rate = retry.NewSendRate(&u.policy)
+	}
+	u.line = newSendLine(rate)
 	return u
 }
 
@@ -163,12 +180,13 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
-		held, err := u.ready(ctx, slot)
+		held, turn, recovered, err := u.ready(ctx, slot, budget)
 		if err != nil {
 			fail(err, budget.Attempts())
 			return
 		}
 		res, err := u.attempt(ctx, held, events, budget.Attempts())
+		u.line.end(turn, res.Outcome)
 		if err != nil {
 			last = err
 		}
@@ -194,21 +212,32 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 			fail(d.Reason, budget.Attempts())
 			return
 		}
-		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry",
+		attrs := []slog.Attr{
 			slog.Int("attempt", budget.Attempts()),
 			slog.Int("events", len(events)),
 			slog.String("path", d.Path.String()),
 			slog.String("wait", d.Wait.String()),
-			slog.String("error", errString(last)))
+		}
+		var jitter time.Duration
+		if d.Path == retry.RateLimitPath && u.line.rate != nil {
+			// The client resumes a little after the server's time, by a
+			// jitter of its own, so that a fleet does not come back at once.
+			jitter = u.policy.ResumeJitter(d.Wait)
+			attrs = append(attrs, slog.String("jitter", jitter.String()))
+		}
+		attrs = append(attrs, slog.String("error", errString(last)))
+		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
 		if d.Path == retry.RateLimitPath {
 			u.stats.rateLimitRetries.Add(1)
 			// One server signal pauses every worker; this batch waits at
 			// the gate like the others.
-			u.pause.Hold(now, d.Wait)
+			u.pause.Hold(now, d.Wait, jitter)
 			continue
 		}
 		u.stats.backoffRetries.Add(1)
-		if err := sleep(ctx, d.Wait); err != nil {
+		// A batch sleeping through its backoff goes as soon as the client
+		// sees the API recover; the send rate spaces it from the others.
+		if err := backoff(ctx, d.Wait, recovered); err != nil {
 			fail(err, budget.Attempts())
 			return
 		}

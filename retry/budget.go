@@ -70,6 +70,9 @@ type Budget struct {
 // attempt it is the value of that attempt's X-Retry-Count (0: no header).
 func (b *Budget) Attempts() int { return b.attempts }
 
+// Retries returns how many backoff-path retries the batch has spent.
+func (b *Budget) Retries() int { return b.retries }
+
 // Next records the end of an attempt and decides what follows. now must come
 // from time.Now, whose monotonic reading makes the budgets durations since
 // their first use, never wall-clock differences.
@@ -119,6 +122,26 @@ func (b *Budget) backoff(now time.Time) Decision {
 	}
 	b.retries++
 	return Decision{Action: ActionWait, Path: BackoffPath, Wait: wait}
+}
+
+// HoldFits reports whether the batch may be held back from sending, at
+// now, for wait more (by the client's send rate, see SendRate). Being held
+// spends no retry, only time: once the batch has had a backoff-path
+// failure, the hold must end within MaxTotalBackoffDuration of it, as
+// every backoff wait must. Before that, nothing bounds it but the
+// caller's context.
+func (b *Budget) HoldFits(now time.Time, wait time.Duration) bool {
+	return !b.backoffStarted || fits(now.Sub(b.backoffStart), wait, b.policy.MaxTotalBackoffDuration)
+}
+
+// BackoffDeadline returns when the batch's backoff budget ends, and false
+// before its first backoff-path failure, when none runs. A batch held back
+// by the send rate fails with ErrBackoffBudgetExceeded at that time.
+func (b *Budget) BackoffDeadline() (time.Time, bool) {
+	if !b.backoffStarted {
+		return time.Time{}, false
+	}
+	return b.backoffStart.Add(b.policy.MaxTotalBackoffDuration), true
 }
 
 // fits reports whether a wait started after elapsed ends within budget,

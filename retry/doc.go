@@ -4,10 +4,11 @@
 //
 // It holds the SDK's retry policy in one place: the table of retryable
 // statuses ([Classify]), the jittered exponential backoff, and the
-// per-batch retry count and duration budgets ([Policy], [Budget]), and the
-// client-wide rate-limit pause ([Pause]). It does no I/O and never reads the
-// clock: the caller passes the time in, so every decision can be tested at
-// any instant without waiting.
+// per-batch retry count and duration budgets ([Policy], [Budget]), the
+// client-wide rate-limit pause ([Pause]), and the client-wide adaptive send
+// rate ([SendRate]). It does no I/O and never reads the clock: the caller
+// passes the time in, so every decision can be tested at any instant
+// without waiting.
 //
 // The two paths:
 //
@@ -23,6 +24,12 @@
 //
 // A wait that does not fit in what is left of its budget fails the batch at
 // once; nothing sleeps only to fail afterwards.
+//
+// Above both paths, every attempt of every batch of a client takes its turn
+// from one [SendRate]: it does not bind while the API answers, probes (one
+// attempt at a time, spaced by the backoff schedule) while it does not, and
+// ramps up again after. A batch it holds back spends no retry, only time
+// from its backoff budget.
 //
 // Every exported name is supported API of this package, for package
 // consumer, which runs the loop, and the analytics package, which holds the

@@ -18,23 +18,35 @@ import (
 // many batches take turns being answered 429, and a user who sets the budget
 // to fail rather than wait gets that.
 //
+// The pause may end a little later than the server asked: each Hold may
+// add a jitter of the client's own (Policy.ResumeJitter), so that a fleet
+// of clients given the same Retry-After does not resume in the same
+// instant. It never ends earlier, and the budget is checked against the
+// server's time, without the jitter.
+//
 // The zero Pause is open. A Pause is safe for concurrent use.
 type Pause struct {
-	mu    sync.Mutex
-	until time.Time // the pause lasts until then
-	since time.Time // the episode began then; zero when none is running
+	mu     sync.Mutex
+	until  time.Time // the server's time: the pause lasts at least until then
+	resume time.Time // until plus the jitter: the pause ends then
+	since  time.Time // the episode began then; zero when none is running
 }
 
 // Hold records a rate-limited answer at now that asked to wait d: the pause
-// lasts at least until now+d, and an episode begins unless one is running.
-func (p *Pause) Hold(now time.Time, d time.Duration) {
+// lasts at least until now+d, and ends jitter later (jitter ≥ 0); an
+// episode begins unless one is running.
+func (p *Pause) Hold(now time.Time, d, jitter time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.since.IsZero() {
 		p.since = now
 	}
-	if until := now.Add(d); until.After(p.until) {
+	until := now.Add(d)
+	if until.After(p.until) {
 		p.until = until
+	}
+	if resume := until.Add(max(jitter, 0)); resume.After(p.resume) {
+		p.resume = resume
 	}
 }
 
@@ -48,28 +60,34 @@ func (p *Pause) Answered() {
 }
 
 // Wait tells a batch about to send at now how long the pause still holds
-// it: 0 when open. It returns ErrRateLimitBudgetExceeded when that wait
-// would end more than policy's MaxRateLimitDuration after the episode began.
+// it, jitter included: 0 when open. It returns ErrRateLimitBudgetExceeded
+// when the server's time would end more than policy's MaxRateLimitDuration
+// after the episode began.
 func (p *Pause) Wait(now time.Time, policy *Policy) (time.Duration, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	wait := p.until.Sub(now)
+	wait := p.resume.Sub(now)
 	if wait <= 0 {
 		return 0, nil
+	}
+	server := p.until.Sub(now)
+	if server <= 0 {
+		return wait, nil // only the client's own jitter is left
 	}
 	var elapsed time.Duration
 	if !p.since.IsZero() {
 		elapsed = now.Sub(p.since)
 	}
-	if !fits(elapsed, wait, policy.MaxRateLimitDuration) {
+	if !fits(elapsed, server, policy.MaxRateLimitDuration) {
 		return 0, ErrRateLimitBudgetExceeded
 	}
 	return wait, nil
 }
 
-// Until returns the end of the pause; a time not after now means open.
+// Until returns the end of the pause, jitter included; a time not after
+// now means open.
 func (p *Pause) Until() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.until
+	return p.resume
 }

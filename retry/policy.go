@@ -44,6 +44,12 @@ type Policy struct {
 	// RateLimitRetryAfterCap caps one rate-limit wait, whatever the server
 	// asked for.
 	RateLimitRetryAfterCap time.Duration
+	// ProbeInterval caps the spacing of the client-wide probe (see
+	// SendRate): while the API is down, one attempt at a time goes out,
+	// spaced as the backoff schedule says but never more than this apart,
+	// so that the client notices the API is back within about this long.
+	// 0 or less: no cap but BackoffCap's.
+	ProbeInterval time.Duration
 	// Jitter returns a uniformly random duration in [0, n) for n > 0. Nil
 	// uses math/rand/v2. Tests set it to make waits exact.
 	Jitter func(n time.Duration) time.Duration
@@ -51,7 +57,7 @@ type Policy struct {
 
 // DefaultPolicy returns the SDK's defaults: 10 retries, backoff 500 ms
 // doubling up to 60 s, 12 h budgets on both paths, Retry-After capped at
-// 300 s.
+// 300 s, probes at most 4 s apart.
 func DefaultPolicy() Policy {
 	return Policy{
 		RetryCount:              10,
@@ -60,6 +66,7 @@ func DefaultPolicy() Policy {
 		MaxTotalBackoffDuration: 12 * time.Hour,
 		MaxRateLimitDuration:    12 * time.Hour,
 		RateLimitRetryAfterCap:  300 * time.Second,
+		ProbeInterval:           4 * time.Second,
 	}
 }
 
@@ -101,6 +108,36 @@ func (p *Policy) jitter(n time.Duration) time.Duration {
 // Retry-After: min(retryAfter, RateLimitRetryAfterCap).
 func (p *Policy) rateLimitWait(retryAfter time.Duration) time.Duration {
 	return min(retryAfter, p.RateLimitRetryAfterCap)
+}
+
+// maxResumeJitter bounds the jitter added to the end of a Retry-After
+// pause: a tenth of the wait, at most this.
+const maxResumeJitter = time.Second
+
+// ResumeJitter returns how much later than the server asked this client
+// resumes after a Retry-After pause of wait: rand[0, min(wait/10, 1 s)).
+// Each client draws its own, so that a fleet given the same Retry-After
+// does not come back in the same instant; it is never negative, so no
+// client comes back earlier than asked.
+func (p *Policy) ResumeJitter(wait time.Duration) time.Duration {
+	if n := min(wait/10, maxResumeJitter); n > 0 {
+		return p.jitter(n)
+	}
+	return 0
+}
+
+// probeSpacing is how long the client-wide probe waits after its k-th
+// backoff-path failure in a row (k = 1, 2, ...): d/2, the shortest wait
+// of backoff retry k, with d = min(BackoffCap, BackoffBase·2^(k−1)),
+// capped at ProbeInterval. A batch's own wait on retry k is at least d/2,
+// so a batch alone in flight never waits for the probe beyond its own
+// backoff.
+func (p *Policy) probeSpacing(k int) time.Duration {
+	s := p.backoffCeiling(k) / 2
+	if p.ProbeInterval > 0 {
+		s = min(s, p.ProbeInterval)
+	}
+	return s
 }
 
 // NewBudget starts the retry state of a batch of the given number of events.

@@ -1,0 +1,90 @@
+package analytics
+
+import (
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/analyticstest"
+)
+
+// outageAPI answers 503 while down is set, else 200.
+func outageAPI(down *atomic.Bool) *analyticstest.Server {
+	return newAPI().Rule(func(analyticstest.Request) analyticstest.Answer {
+		if down.Load() {
+			return analyticstest.Status(503)
+		}
+		return analyticstest.Status(200)
+	})
+}
+
+// Stats shows the send rate: nothing while healthy; while the API is
+// down, probing, at the probe's rate, with the attempts held back and
+// waiting; after the recovery, a rising limit, lifted once it no longer
+// binds.
+func TestStatsShowTheSendRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var down atomic.Bool
+		api := outageAPI(&down)
+		e := newEnv(t, api, WithFlushAt(1), withExactBackoff())
+		e.enqueue(tracks("ok", 3)...)
+		e.flush()
+		assert.Equal(t, SendRateStats{}, e.client.Stats().SendRate, "while healthy")
+
+		down.Store(true)
+		msgs := tracks("m", 5)
+		e.enqueue(msgs...)
+		// Probes at 0, 0.25, 0.75, 1.75, 3.75, 7.75s: then 4s apart.
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		st := e.client.Stats()
+		assert.True(t, st.SendRate.Probing, "probing during the outage")
+		assert.Equal(t, 0.25, st.SendRate.Limit, "the limit while probing: one attempt per 4s (ProbeInterval)")
+		assert.Positive(t, st.SendRate.Held, "attempts held back")
+		assert.Positive(t, st.SendRate.Waiting, "attempts waiting now")
+		// Each batch on its own schedule would have made 6 attempts by now
+		// (TestAdaptiveSendRateOff): here the failures halve the limit from
+		// the rate measured before, down to the probe, then one at a time.
+		assert.Less(t, st.Attempts, int64(3+5*6)*2/3, "attempts")
+		raw, err := json.Marshal(st)
+		require.NoError(t, err, "Stats as JSON")
+		assert.Contains(t, string(raw), `"send_rate":{"limit":0.25,"probing":true,`, "Stats as JSON")
+
+		down.Store(false)
+		e.flush()
+		st = e.client.Stats()
+		assert.False(t, st.SendRate.Probing, "after the recovery")
+		assert.Positive(t, st.SendRate.Limit, "right after the recovery, the limit rises")
+		assert.Zero(t, st.SendRate.Waiting, "waiting once every event is delivered")
+		time.Sleep(time.Second)
+		assert.Zero(t, e.client.Stats().SendRate.Limit, "a second later, the limit is lifted")
+		e.close()
+		e.assertDeliveredOnce(msgs)
+	})
+}
+
+// WithAdaptiveSendRate(false) is the client as it was: every batch
+// retries on its own schedule, and Stats shows no send rate.
+func TestAdaptiveSendRateOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var down atomic.Bool
+		down.Store(true)
+		e := newEnv(t, outageAPI(&down), WithFlushAt(1), withExactBackoff(), WithAdaptiveSendRate(false))
+		msgs := tracks("m", 5)
+		e.enqueue(msgs...)
+		// Each batch: 0, 0.25, 0.75, 1.75, 3.75, 7.75s.
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		st := e.client.Stats()
+		assert.Equal(t, int64(5*6), st.Attempts, "attempts: each batch on its own schedule")
+		assert.Equal(t, SendRateStats{}, st.SendRate, "no send rate")
+		down.Store(false)
+		e.close()
+		e.assertDeliveredOnce(msgs)
+	})
+}
