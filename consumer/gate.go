@@ -58,14 +58,18 @@ func (u *Uploader) wait(ctx context.Context) (waited bool, err error) {
 			return waited, err
 		}
 		waited = true
-		if err := sleep(ctx, d); err != nil {
+		if err := sleep(ctx, d, nil); err != nil {
 			return waited, err
 		}
 	}
 }
 
-// sleep waits d, or until ctx ends; then it returns context.Cause(ctx).
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d, until wake is closed (nil: never), or until ctx ends;
+// then it returns context.Cause(ctx). A backoff wait passes the channel the
+// send line closes when the API recovers, so that a batch sleeping through
+// a long backoff goes at once (the send rate still spaces it); the pause
+// passes nil.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
 	if d <= 0 {
 		return context.Cause(ctx)
 	}
@@ -74,6 +78,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-t.C:
 		return nil
+	case <-wake:
+		return context.Cause(ctx)
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}

@@ -185,22 +185,3 @@ func (l *sendLine) waiting() int {
 	defer l.mu.Unlock()
 	return len(l.line)
 }
-
-// backoff sleeps a backoff wait d, or until recovered is closed (the API
-// is back: the batch goes at once, and the send rate spaces it), or ctx
-// ends, whose cause it then returns.
-func backoff(ctx context.Context, d time.Duration, recovered <-chan struct{}) error {
-	if d <= 0 {
-		return context.Cause(ctx)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-recovered:
-		return context.Cause(ctx)
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}

@@ -237,7 +237,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 		u.stats.backoffRetries.Add(1)
 		// A batch sleeping through its backoff goes as soon as the client
 		// sees the API recover; the send rate spaces it from the others.
-		if err := backoff(ctx, d.Wait, recovered); err != nil {
+		if err := sleep(ctx, d.Wait, recovered); err != nil {
 			fail(err, budget.Attempts())
 			return
 		}
