@@ -236,6 +236,13 @@ func (e *shutdownError) Error() string { return ErrShutdown.Error() + ": " + e.c
 // Unwrap returns ErrShutdown and the context's error.
 func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr} }
 
+// ErrSpool is wrapped by Enqueue's error when the spool (WithSpool) could
+// not write the event: the error wraps the file system's cause too (no
+// space, an I/O error, a read-only file system), which errors.Is finds
+// (syscall.ENOSPC, say). The event is not accepted; what was accepted
+// before is kept, and Enqueue works again once the disk does.
+var ErrSpool = errors.New("analytics: the spool could not keep the event")
+
 // queueFullError is EnqueueContext's error when its context ended before
 // the queue had room: it matches ErrQueueFull and ctxErr.
 func queueFullError(ctxErr error) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/retry"
+	"github.com/dualpath/analytics-go/spool"
 )
 
 // DefaultEndpoint is where batches go unless WithEndpoint says otherwise.
@@ -48,6 +49,10 @@ const (
 	limitWait = 7 * 24 * time.Hour
 	// limitBudget bounds a retry path's total duration.
 	limitBudget = 30 * 24 * time.Hour
+	// limitMinSpoolBytes leaves room for segments of many largest
+	// messages; limitMaxSpoolBytes is 1 TiB.
+	limitMinSpoolBytes = 1 << 20
+	limitMaxSpoolBytes = 1 << 40
 )
 
 // An Option configures a Client. Options are applied in order by New, which
@@ -70,6 +75,10 @@ type config struct {
 	callback              Callback
 	closeTimeout          time.Duration
 	adaptiveSendRate      bool
+	spoolDir              string        // "" when the spool is off
+	spoolMaxBytes         int64         // WithSpoolMaxBytes
+	spoolSync             time.Duration // WithSpoolSync
+	spoolFS               spool.FS      // nil: the operating system's; tests inject faults
 }
 
 func defaultConfig() config {
@@ -85,6 +94,8 @@ func defaultConfig() config {
 		gzip:                  true,
 		closeTimeout:          DefaultCloseTimeout,
 		adaptiveSendRate:      true,
+		spoolMaxBytes:         DefaultSpoolMaxBytes,
+		spoolSync:             DefaultSpoolSync,
 	}
 }
 
@@ -271,6 +282,44 @@ func WithProbeInterval(d time.Duration) Option {
 	return func(c *config) { c.policy.ProbeInterval = d }
 }
 
+// WithSpool keeps every accepted event in an append-only log under dir as
+// well as in memory (default off: events live in memory only), so that
+// events survive a crash, a kill, a deploy that skips Close, and an outage
+// longer than the memory queue holds. Enqueue returns only once the event
+// is written to the operating system; a SIGKILL at any later moment loses
+// none of it, and a machine crash at most the last WithSpoolSync interval.
+// New on a directory with content sends what an earlier client left there
+// first, with its messageIds, timestamps and bytes; each of those events
+// gets one final callback, a Spooled message. Close and Shutdown leave in
+// the directory, for the next New, what they could not deliver, instead
+// of failing it. With the spool, Enqueue returns ErrQueueFull only when the
+// spool is at WithSpoolMaxBytes: beyond MaxQueueSize and MaxQueueBytes,
+// events wait on disk, not in memory, and their callbacks get a Spooled
+// message. One client per directory: New fails, naming dir, when another
+// client (in this process or another) has it open. dir is created mode
+// 0700 if needed, and files are 0600; the write key is never written.
+func WithSpool(dir string) Option { return func(c *config) { c.spoolDir = dir } }
+
+// WithSpoolMaxBytes bounds the spool's files (default
+// DefaultSpoolMaxBytes, 1 GiB): at the bound, Enqueue returns ErrQueueFull
+// and EnqueueContext waits. Space comes back as batches end. At least
+// 1 MiB, at most 1 TiB. Without WithSpool it has no effect.
+func WithSpoolMaxBytes(n int64) Option { return func(c *config) { c.spoolMaxBytes = n } }
+
+// WithSpoolSync sets how often the spool's writes are forced to the disk
+// with fsync (default DefaultSpoolSync, 1 s): a machine crash or power loss
+// loses at most the events written in the last interval. 0 syncs before
+// Enqueue returns, which costs a disk flush per call (concurrent calls
+// share one). Not negative, at most 7 days. A process crash loses nothing
+// whatever the interval. Without WithSpool it has no effect.
+func WithSpoolSync(d time.Duration) Option { return func(c *config) { c.spoolSync = d } }
+
+// DefaultSpoolMaxBytes and DefaultSpoolSync are the spool's defaults.
+const (
+	DefaultSpoolMaxBytes = 1 << 30
+	DefaultSpoolSync     = time.Second
+)
+
 // validate checks the configuration and names the option at fault. The
 // write key is checked by New and never appears in the error.
 func (c *config) validate() error {
@@ -339,6 +388,14 @@ func (c *config) validate() error {
 		return bad("CloseTimeout", "must not be negative, got %v", c.closeTimeout)
 	case c.closeTimeout > limitWait:
 		return bad("CloseTimeout", "must be at most %v, got %v", limitWait, c.closeTimeout)
+	case c.spoolMaxBytes < limitMinSpoolBytes:
+		return bad("SpoolMaxBytes", "must be at least %d, got %d", limitMinSpoolBytes, c.spoolMaxBytes)
+	case c.spoolMaxBytes > limitMaxSpoolBytes:
+		return bad("SpoolMaxBytes", "must be at most %d, got %d", limitMaxSpoolBytes, c.spoolMaxBytes)
+	case c.spoolSync < 0:
+		return bad("SpoolSync", "must not be negative, got %v", c.spoolSync)
+	case c.spoolSync > limitWait:
+		return bad("SpoolSync", "must be at most %v, got %v", limitWait, c.spoolSync)
 	case c.httpClientSet && c.httpClient == nil:
 		return bad("HTTPClient", "must not be nil")
 	}

@@ -48,6 +48,31 @@ type Stats struct {
 	QueueBytes int `json:"queue_bytes"`
 	// InFlight is the events in batches being uploaded or waiting to retry.
 	InFlight int64 `json:"in_flight"`
+
+	// Spool is the durable spool's state (WithSpool); all zero when it is
+	// off.
+	Spool SpoolStats `json:"spool"`
+}
+
+// SpoolStats is the state of the durable spool (WithSpool).
+type SpoolStats struct {
+	// Bytes is the size of the spool's files now.
+	Bytes int64 `json:"bytes"`
+	// Records is the events in the spool now that have no final outcome
+	// yet: queued, in flight, or waiting on disk.
+	Records int64 `json:"records"`
+	// OnDisk is those of them that wait on disk only, beyond the memory
+	// queue's bounds, to be read back when there is room.
+	OnDisk int64 `json:"on_disk"`
+	// Recovered counts events an earlier client left in the directory,
+	// found by New; they are sent before anything newer.
+	Recovered int64 `json:"recovered"`
+	// SkippedCorrupt counts damaged records skipped (and logged) since New:
+	// a checksum that fails, or a stretch of a file that cannot be read.
+	SkippedCorrupt int64 `json:"skipped_corrupt"`
+	// Left counts events Close or Shutdown left in the spool, undelivered,
+	// for the next New instead of failing them.
+	Left int64 `json:"left"`
 }
 
 // RejectedStats counts events Enqueue refused, by the error it returned.
@@ -56,10 +81,13 @@ type RejectedStats struct {
 	TooLarge  int64 `json:"too_large"`  // ErrMessageTooLarge
 	QueueFull int64 `json:"queue_full"` // ErrQueueFull
 	Closed    int64 `json:"closed"`     // ErrClosed
+	Spool     int64 `json:"spool"`      // ErrSpool: the spool could not write the event
 }
 
 // Total is the number of events Enqueue refused.
-func (r RejectedStats) Total() int64 { return r.Invalid + r.TooLarge + r.QueueFull + r.Closed }
+func (r RejectedStats) Total() int64 {
+	return r.Invalid + r.TooLarge + r.QueueFull + r.Closed + r.Spool
+}
 
 // FailedStats counts failed events by the reason of their error.
 type FailedStats struct {
@@ -111,6 +139,7 @@ type SendRateStats struct {
 type counters struct {
 	enqueued, delivered                          atomic.Int64
 	rejInvalid, rejTooLarge, rejFull, rejClosed  atomic.Int64
+	rejSpool                                     atomic.Int64
 	batches                                      atomic.Int64
 	failExhausted, failBackoff, failRateLimit    atomic.Int64
 	failFatal, failRedirect, failShutdown, other atomic.Int64
@@ -152,6 +181,7 @@ func (c *Client) Stats() Stats {
 			TooLarge:  c.stats.rejTooLarge.Load(),
 			QueueFull: c.stats.rejFull.Load(),
 			Closed:    c.stats.rejClosed.Load(),
+			Spool:     c.stats.rejSpool.Load(),
 		},
 		Delivered: c.stats.delivered.Load(),
 		Failed: FailedStats{

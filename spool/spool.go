@@ -1,0 +1,179 @@
+// Package spool keeps encoded events on disk, in an append-only log of
+// segment files, so that they outlive the process that accepted them.
+//
+// A record is one event's bytes, framed with its length and a CRC-32C
+// checksum. Records are appended to the newest segment; once a segment
+// reaches its size it is closed and a new one begins. Each segment has an
+// acknowledgement file beside it: the ordinals of its records that are
+// done (delivered, or failed for good), so that a restart does not send
+// them again. A segment is removed once every record in it is done, in
+// whatever order its records' batches ended.
+//
+// The spool keeps a cursor, the backlog: records appended (or found at
+// Open) that the caller has not taken into memory yet. Append hands a new
+// record straight to the caller when the backlog is empty and the caller
+// has room; otherwise the record waits on disk, and Load reads it back, in
+// order, when the caller has room again. So the caller's memory stays
+// bounded whatever the backlog on disk.
+//
+// Every exported name is supported API of this package, for the analytics
+// package, which spools its events here.
+package spool
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"time"
+)
+
+// Version is the format version this package writes and reads. Open
+// refuses a directory holding a segment of any other version.
+const Version = 1
+
+// ErrFull is returned by Append when the record would take the spool's
+// files over Options.MaxBytes.
+var ErrFull = errors.New("spool: full")
+
+// ErrClosed is returned by Append and AppendWait after Seal or Close.
+var ErrClosed = errors.New("spool: closed")
+
+// ID names one record: the number of its segment, and its ordinal there
+// (0 for the segment's first record).
+type ID struct {
+	Seg uint64
+	N   uint32
+}
+
+// Options configure Open.
+type Options struct {
+	// MaxBytes bounds the total size of the spool's files: Append refuses
+	// a record that would take them over it. Space comes back when a
+	// segment whose records are all done is removed.
+	MaxBytes int64
+	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
+	// syncs written data at most d after it was written, from a goroutine
+	// the spool owns until Close.
+	Sync time.Duration
+	// SegmentBytes is the size at which a segment is closed and the next
+	// one begins; 0 picks one from MaxBytes.
+	SegmentBytes int64
+	// FS is the file system the spool uses; nil is the operating
+	// system's. Tests inject faults through it.
+	FS FS
+	// Logger gets a warning for each damaged record or file skipped; nil
+	// logs nothing.
+	Logger *slog.Logger
+}
+
+// FS is the file system under the spool: the operating system's, or a
+// test's that injects faults.
+type FS interface {
+	MkdirAll(path string, perm fs.FileMode) error
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+	Remove(name string) error
+	Rename(oldpath, newpath string) error
+	// Lock takes an exclusive lock on the directory dir for this process,
+	// refused at once if another holder (in this process or another) has
+	// it; unlock gives it back.
+	Lock(dir string) (unlock func() error, err error)
+}
+
+// File is an open file of an FS.
+type File interface {
+	io.Writer
+	io.ReaderAt
+	io.Closer
+	Sync() error
+	Truncate(size int64) error
+	Stat() (fs.FileInfo, error)
+}
+
+// Stats are a spool's counts now.
+type Stats struct {
+	Bytes     int64 // size of the spool's files
+	Records   int64 // records not done (acknowledged) yet
+	Backlog   int64 // of them, records not handed to the caller yet
+	Recovered int64 // records found at Open that were not done
+	Corrupt   int64 // damaged records (or unreadable stretches) skipped since Open
+}
+
+// Spool is an open spool directory. It is safe for concurrent use.
+type Spool struct{}
+
+// Open locks dir (creating it, mode 0700, if needed), reads what it holds,
+// and returns the spool. Records found there that are not done form the
+// backlog, ahead of anything appended later. A record cut short at the end
+// of a segment (a crash mid-write) is truncated away; a record whose
+// checksum fails is skipped, counted and logged. Open fails, with an error
+// naming dir, when another Spool holds the lock (in this process or
+// another), when a segment is of another format Version, or when dir
+// cannot be created or read. New files are mode 0600.
+func Open(dir string, o Options) (*Spool, error) { panic("not implemented") }
+
+// Append writes data as a record, to the operating system before it
+// returns (to the disk too when Options.Sync is 0). Then, if the backlog
+// is empty, it calls direct with the record's ID: direct returns true if
+// the caller took the record into memory; when it returns false, or the
+// backlog was not empty, the record joins the end of the backlog. Append
+// and Load calls are serialized, and direct runs with the spool's lock
+// held: it must not call the spool.
+//
+// It returns ErrFull when the record would take the files over MaxBytes,
+// ErrClosed after Seal or Close, or an error wrapping the file system's
+// (no space, an I/O error). Nothing already written is lost by a failed
+// Append, and a later one succeeds once the file system does.
+func (s *Spool) Append(data []byte, direct func(ID) bool) (ID, error) {
+	panic("not implemented")
+}
+
+// AppendWait is Append that, when the record would take the files over
+// MaxBytes, waits for room (a segment removed) until ctx ends, in line
+// with other waiting calls, first come first served. When ctx ends first
+// it returns an error matching both ErrFull and ctx.Err(). Seal and Close
+// end every wait with ErrClosed.
+func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
+	panic("not implemented")
+}
+
+// Load hands backlog records to fn, oldest first, until fn returns false
+// (that record stays first in the backlog) or the backlog is empty.
+// recovered is true for a record found at Open. data is valid only during
+// the call. Records that are done, or whose checksum fails (skipped,
+// counted and logged), are not handed. It returns the number of records
+// fn took, and an error wrapping the file system's when a read failed (the
+// record stays in the backlog, to be read again).
+func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool) (int, error) {
+	panic("not implemented")
+}
+
+// Backlog returns the number of records not handed to the caller yet.
+func (s *Spool) Backlog() int { panic("not implemented") }
+
+// Handed returns the number of records handed to the caller (by Append's
+// direct or by Load) since Open, plus the backlog: the records the caller
+// has taken or will take, in order. It counts a record that a later Load
+// finds damaged only until then.
+func (s *Spool) Handed() uint64 { panic("not implemented") }
+
+// Ack records that the records ids are done. They are not handed again,
+// after a restart either, and a segment whose records are all done is
+// removed, unless it is the one being written. ids may be in any order and
+// from any segments. The error wraps the file system's; the records are
+// then done for this process, and may be handed again after a restart.
+func (s *Spool) Ack(ids []ID) error { panic("not implemented") }
+
+// Stats returns the spool's counts now.
+func (s *Spool) Stats() Stats { panic("not implemented") }
+
+// Seal makes every later Append and AppendWait return ErrClosed, and ends
+// the waiting ones. Load and Ack go on working.
+func (s *Spool) Seal() { panic("not implemented") }
+
+// Close seals the spool, syncs and closes its files, removes the segments
+// whose records are all done, stops its goroutine and gives the lock back.
+// Records not done stay for the next Open. It is safe to call twice.
+func (s *Spool) Close() error { panic("not implemented") }
