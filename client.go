@@ -12,6 +12,7 @@ import (
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
+	"github.com/dualpath/analytics-go/spool"
 )
 
 // Client records events and uploads them in batches in the background. All
@@ -21,7 +22,8 @@ import (
 type Client struct {
 	cfg      config
 	up       *consumer.Uploader
-	queue    *queue.Queue[Message]
+	queue    *queue.Queue[held]
+	spool    *spool.Spool // nil unless WithSpool
 	ownHTTP  *http.Client // the SDK's own client, whose idle connections Close closes
 	log      *slog.Logger // recovered panics
 	failLog  *slog.Logger // events that failed for good, throttled
@@ -29,6 +31,7 @@ type Client struct {
 	stats    counters
 
 	wake     chan struct{} // a push reached FlushAt
+	room     chan struct{} // events ended while the spool has a backlog on disk
 	flushReq chan uint64   // Flush: send everything numbered below this
 	closing  chan struct{} // closed when shutdown begins
 	batches  chan struct{} // a token per batch cut and not yet finished
@@ -69,10 +72,11 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		cfg:      cfg,
-		queue:    queue.New[Message](cfg.maxQueueSize, cfg.maxQueueBytes),
+		queue:    queue.New[held](cfg.maxQueueSize, cfg.maxQueueBytes),
 		log:      newLogger(cfg.logger),
 		callback: cfg.callback,
 		wake:     make(chan struct{}, 1),
+		room:     make(chan struct{}, 1),
 		flushReq: make(chan uint64),
 		closing:  make(chan struct{}),
 		batches:  make(chan struct{}, batchesInFlight*cfg.maxConcurrentRequests),
@@ -102,6 +106,11 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		AdaptiveSendRate:      cfg.adaptiveSendRate,
 		Logger:                throttled(c.log), // a warning per failed attempt
 	})
+	if cfg.spoolDir != "" {
+		if err := c.openSpool(); err != nil {
+			return nil, err
+		}
+	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.run()
 	return c, nil
@@ -153,7 +162,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		c.stats.rejInvalid.Add(1)
 		return err
 	}
-	if !wait {
+	if !wait && c.spool == nil {
 		// Refuse before encoding what the queue would refuse anyway. A
 		// waiting call is refused only when closed, which PushWait sees:
 		// it saves the lock this look takes.
@@ -186,17 +195,25 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		kept = keptBytes(value, e.buf)
 	}
 
-	// The queue's own lock orders this push against shutdown's Close of
-	// the queue: an event is either accepted before it, or refused.
-	var res queue.Admission
+	// The queue's own lock (the spool's, with a spool) orders this push
+	// against shutdown's Close of the queue: an event is either accepted
+	// before it, or refused.
 	var n int
-	if !wait {
-		res, n = c.queue.Push(e.buf, value, kept)
+	if c.spool != nil {
+		var err error
+		if n, err = c.appendToSpool(ctx, wait, e.buf, value, kept); err != nil {
+			return err
+		}
 	} else {
-		res, n = c.queue.PushWait(ctx, e.buf, value, kept)
-	}
-	if err := c.refusal(ctx, res, wait); err != nil {
-		return err
+		var res queue.Admission
+		if !wait {
+			res, n = c.queue.Push(e.buf, held{msg: value}, kept)
+		} else {
+			res, n = c.queue.PushWait(ctx, e.buf, held{msg: value}, kept)
+		}
+		if err := c.refusal(ctx, res, wait); err != nil {
+			return err
+		}
 	}
 	c.stats.enqueued.Add(1)
 	// Wake the loop when the queue reaches FlushAt. Pushes happen one at a
@@ -235,10 +252,10 @@ func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) 
 // ctx.Err(). Events still in flight when ctx ends go on as usual. After
 // Close it returns ErrClosed.
 func (c *Client) Flush(ctx context.Context) error {
-	if c.queue.IsClosed() {
+	if c.isClosed() {
 		return ErrClosed
 	}
-	target, _ := c.queue.Counts()
+	target := c.accepted()
 	w := c.addWaiter(target)
 	if w == nil {
 		return nil
@@ -307,7 +324,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 	c.beginShutdown.Do(func() {
 		first = true
-		c.queue.Close()
+		c.stopIntake()
 		close(c.closing)
 	})
 	select {
@@ -329,7 +346,9 @@ func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 // finishShutdown runs once, after the loop and every upload have ended:
 // whatever a cancelled shutdown left queued is reported as failed.
 func (c *Client) finishShutdown() {
-	if left := c.queue.Drain(); len(left.Items) > 0 {
+	if c.spool != nil {
+		c.closeSpool()
+	} else if left := c.queue.Drain(); len(left.Items) > 0 {
 		cause := context.Cause(c.ctx)
 		if cause == nil {
 			cause = shutdownCause(nil)
@@ -341,6 +360,38 @@ func (c *Client) finishShutdown() {
 	if c.ownHTTP != nil {
 		c.ownHTTP.CloseIdleConnections()
 	}
+}
+
+// stopIntake makes every later Enqueue return ErrClosed, and ends the
+// waiting EnqueueContext calls. With a spool, the queue stays open: the
+// backlog on disk still comes into it to be sent.
+func (c *Client) stopIntake() {
+	if c.spool != nil {
+		c.spool.Seal()
+		return
+	}
+	c.queue.Close()
+}
+
+// isClosed reports whether Close or Shutdown has begun.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// accepted returns the number of events taken so far, in the order the
+// queue numbers them: pushed into the queue, or waiting in the spool to
+// be.
+func (c *Client) accepted() uint64 {
+	if c.spool != nil {
+		return c.spool.Handed()
+	}
+	pushed, _ := c.queue.Counts()
+	return pushed
 }
 
 // keptBytes estimates the heap that msg, kept for the callback, holds (the
