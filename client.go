@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -47,6 +48,7 @@ type Client struct {
 	inflight []uint64 // Seq of every batch being uploaded
 	waiters  []*flushWaiter
 
+	stopped       atomic.Bool // stopIntake ran
 	beginShutdown sync.Once
 	endShutdown   sync.Once
 
@@ -127,11 +129,16 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 //     func, NaN, ±Inf, a cycle);
 //   - an error wrapping ErrMessageTooLarge when the JSON is over
 //     MaxMessageBytes;
-//   - ErrQueueFull when the queue is at MaxQueueSize or MaxQueueBytes;
+//   - ErrQueueFull when the queue is at MaxQueueSize or MaxQueueBytes (with
+//     WithSpool: when the spool is at WithSpoolMaxBytes);
+//   - with WithSpool, an error wrapping ErrSpool and the file system's
+//     error when the spool could not write the event;
 //   - ErrClosed once Close or Shutdown has begun.
 //
 // A refused message is not queued and gets no callback. An accepted one
-// gets exactly one, Success or Failure.
+// gets exactly one, Success or Failure (with WithSpool, in this process
+// or, if it ends first, in the next one on the directory). With WithSpool,
+// Enqueue returns once the event is written to the operating system.
 func (c *Client) Enqueue(msg Message) error { return c.enqueue(context.Background(), false, msg) }
 
 // EnqueueContext is Enqueue, except that when the queue is full it waits
@@ -290,6 +297,11 @@ func (c *Client) Flush(ctx context.Context) error {
 // Close, later or at the same time, or after Shutdown, waits for the same
 // end and returns ErrClosed. When it returns, every callback has returned
 // and no goroutine of the client is running.
+//
+// With WithSpool, what Close could not deliver in time stays in the spool
+// for the next New on the directory instead of failing: it gets no
+// callback, Close returns nil, and the log and Stats().Spool.Left say how
+// many events were left.
 func (c *Client) Close() error {
 	ctx := context.Background()
 	if c.cfg.closeTimeout > 0 {
@@ -301,10 +313,10 @@ func (c *Client) Close() error {
 	switch {
 	case !first:
 		return ErrClosed
-	case err != nil:
+	case err != nil && c.spool == nil:
 		return shutdownCause(err)
 	}
-	return nil
+	return nil // with a spool, what is left is kept, not failed
 }
 
 // Shutdown is Close bounded by ctx instead of the close timeout. If ctx
@@ -313,7 +325,8 @@ func (c *Client) Close() error {
 // ErrShutdown and ctx.Err(); none is dropped silently. Shutdown then
 // returns ctx.Err() once the client's goroutines have ended, and nil
 // otherwise, however many times it is called. Any caller's context ending
-// cuts the shutdown short for all.
+// cuts the shutdown short for all. With WithSpool, the events not yet
+// delivered stay in the spool instead, as with Close.
 func (c *Client) Shutdown(ctx context.Context) error {
 	_, err := c.shutdown(ctx)
 	return err
@@ -366,6 +379,7 @@ func (c *Client) finishShutdown() {
 // waiting EnqueueContext calls. With a spool, the queue stays open: the
 // backlog on disk still comes into it to be sent.
 func (c *Client) stopIntake() {
+	c.stopped.Store(true)
 	if c.spool != nil {
 		c.spool.Seal()
 		return
@@ -373,15 +387,9 @@ func (c *Client) stopIntake() {
 	c.queue.Close()
 }
 
-// isClosed reports whether Close or Shutdown has begun.
-func (c *Client) isClosed() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
-	}
-}
+// isClosed reports whether the client takes no more events: Close or
+// Shutdown has begun, or an internal error stopped it.
+func (c *Client) isClosed() bool { return c.stopped.Load() }
 
 // accepted returns the number of events taken so far, in the order the
 // queue numbers them: pushed into the queue, or waiting in the spool to
