@@ -80,7 +80,7 @@ func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) boo
 		s.backlog++
 		return
 	}
-	if direct(id) {
+	if direct != nil && direct(id) {
 		s.handed++
 		s.cur, s.curN, s.curOff = seg, id.N+1, next
 		return
