@@ -49,8 +49,9 @@ const (
 	limitWait = 7 * 24 * time.Hour
 	// limitBudget bounds a retry path's total duration.
 	limitBudget = 30 * 24 * time.Hour
-	// limitMinSpoolBytes leaves room for segments of many largest
-	// messages; limitMaxSpoolBytes is 1 TiB.
+	// limitMinSpoolBytes leaves room for 16 segments of 64 KiB (the
+	// spool's smallest), each of which holds two of the largest messages;
+	// limitMaxSpoolBytes is 1 TiB.
 	limitMinSpoolBytes = 1 << 20
 	limitMaxSpoolBytes = 1 << 40
 )
