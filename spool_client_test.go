@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -356,4 +357,31 @@ func TestSpoolOptionBounds(t *testing.T) {
 		var oe *OptionError
 		assert.True(t, errors.As(err, &oe), "the error is an *OptionError")
 	}
+}
+
+// Events waiting on disk are sent as soon as there is room, without waiting
+// for FlushAt (which the memory queue cannot reach here: its byte bound
+// holds fewer events) or for FlushInterval.
+func TestSpoolBacklogDoesNotWaitForTheTimer(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI(), WithSpool(dir), WithMaxQueueBytes(40_000), WithFlushInterval(time.Hour))
+		start := time.Now()
+		pad := strings.Repeat("p", 2000)
+		msgs := make([]Message, 100)
+		for i := range msgs {
+			msgs[i] = Track{MessageId: fmt.Sprintf("b-%d", i), UserId: "u", Event: "E", Properties: Properties{"pad": pad}}
+		}
+		e.enqueue(msgs...)
+		synctest.Wait()
+		assert.Zero(t, time.Since(start), "fake time passed")
+		st := e.client.Stats()
+		assert.Zero(t, st.Spool.OnDisk, "events still on disk")
+		// The last few stay in memory below FlushAt, as without a spool:
+		// the timer sends them.
+		assert.GreaterOrEqual(t, st.Delivered, int64(100-st.QueueDepth), "events delivered without the timer")
+		assert.Less(t, st.QueueDepth, 20, "events queued")
+		e.close()
+		e.assertDeliveredOnce(msgs)
+	})
 }

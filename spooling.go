@@ -74,6 +74,14 @@ func (c *Client) appendToSpool(ctx context.Context, wait bool, data []byte, valu
 		_, err = c.spool.Append(data, direct)
 	}
 	switch {
+	case err == nil && n == 0:
+		// The event waits on disk: the queue is as full as it gets, and
+		// the loop cuts it whatever FlushAt says (wantCut), once woken.
+		select {
+		case c.room <- struct{}{}:
+		default:
+		}
+		return 0, nil
 	case err == nil:
 		return n, nil
 	case errors.Is(err, spool.ErrClosed):
