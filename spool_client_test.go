@@ -385,3 +385,62 @@ func TestSpoolBacklogDoesNotWaitForTheTimer(t *testing.T) {
 		e.assertDeliveredOnce(msgs)
 	})
 }
+
+// segmentFiles returns the spool's segment files, oldest first.
+func segmentFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	require.NoError(t, err)
+	return files
+}
+
+// A record whose checksum fails is skipped, counted and logged; a record
+// cut short at the end is dropped; every other event is sent.
+func TestSpoolSurvivesDamage(t *testing.T) {
+	dir := t.TempDir()
+	first := newEnv(t, newAPI().Default(analyticstest.Status(503)), WithSpool(dir), WithFlushAt(50))
+	msgs := tracks("d-", 10)
+	first.enqueue(msgs...)
+	cutShort(t, first.client)
+
+	segs := segmentFiles(t, dir)
+	require.Len(t, segs, 1, "segment files")
+	data, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	const header, frame = 12, 8
+	data[header+frame+5] ^= 0xff           // a byte of the first record's event
+	data = append(data, 0x40, 0, 0, 0, 1) // a record cut short: a length, half a checksum
+	require.NoError(t, os.WriteFile(segs[0], data, 0o600))
+
+	second := newEnv(t, newAPI(), WithSpool(dir))
+	second.flush()
+	second.close()
+	st := second.client.Stats()
+	assert.Equal(t, int64(1), st.Spool.SkippedCorrupt, "Stats.Spool.SkippedCorrupt")
+	assert.Contains(t, second.logs.String(), "damaged record skipped", "the damage is logged")
+	second.assertDeliveredOnce(msgs[1:])
+	assert.Zero(t, second.api.Delivered()["d-0"], "the damaged event is not sent")
+}
+
+// A spool written by a later format version is refused by New, naming the
+// file and both versions; the files are left as they are.
+func TestSpoolRefusesAnUnknownVersion(t *testing.T) {
+	dir := t.TempDir()
+	first := newEnv(t, newAPI().Default(analyticstest.Status(503)), WithSpool(dir))
+	first.enqueue(tracks("v-", 3)...)
+	cutShort(t, first.client)
+	segs := segmentFiles(t, dir)
+	require.Len(t, segs, 1, "segment files")
+	data, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	data[8] = 9 // the version, after the 8-byte magic
+	require.NoError(t, os.WriteFile(segs[0], data, 0o600))
+
+	_, err = New(testWriteKey, WithSpool(dir), WithHTTPClient(newAPI().Client(CheckRedirect)))
+	require.Error(t, err, "New on a spool of version 9")
+	assert.Contains(t, err.Error(), filepath.Base(segs[0]), "the error names the file")
+	assert.Contains(t, err.Error(), "9", "the error gives the version found")
+	after, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	assert.Equal(t, data, after, "the file is left as it was")
+}
