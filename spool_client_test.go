@@ -286,10 +286,10 @@ func (f *faultFS) full() bool {
 }
 
 func (f *faultFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
-func (f *faultFS) ReadDir(name string) ([]fs.DirEntry, error)  { return os.ReadDir(name) }
-func (f *faultFS) Remove(name string) error                    { return os.Remove(name) }
-func (f *faultFS) Rename(oldpath, newpath string) error        { return os.Rename(oldpath, newpath) }
-func (f *faultFS) Lock(string) (func() error, error)           { return func() error { return nil }, nil }
+func (f *faultFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
+func (f *faultFS) Remove(name string) error                     { return os.Remove(name) }
+func (f *faultFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (f *faultFS) Lock(string) (func() error, error)            { return func() error { return nil }, nil }
 
 func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
 	file, err := os.OpenFile(name, flag, perm)
@@ -408,7 +408,7 @@ func TestSpoolSurvivesDamage(t *testing.T) {
 	data, err := os.ReadFile(segs[0])
 	require.NoError(t, err)
 	const header, frame = 12, 8
-	data[header+frame+5] ^= 0xff           // a byte of the first record's event
+	data[header+frame+5] ^= 0xff          // a byte of the first record's event
 	data = append(data, 0x40, 0, 0, 0, 1) // a record cut short: a length, half a checksum
 	require.NoError(t, os.WriteFile(segs[0], data, 0o600))
 
