@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
+	"github.com/dualpath/analytics-go/spool"
 )
 
 // Client records events and uploads them in batches in the background. All
@@ -21,7 +23,8 @@ import (
 type Client struct {
 	cfg      config
 	up       *consumer.Uploader
-	queue    *queue.Queue[Message]
+	queue    *queue.Queue[held]
+	spool    *spool.Spool // nil unless WithSpool
 	ownHTTP  *http.Client // the SDK's own client, whose idle connections Close closes
 	log      *slog.Logger // recovered panics
 	failLog  *slog.Logger // events that failed for good, throttled
@@ -29,6 +32,7 @@ type Client struct {
 	stats    counters
 
 	wake     chan struct{} // a push reached FlushAt
+	room     chan struct{} // events ended while the spool has a backlog on disk
 	flushReq chan uint64   // Flush: send everything numbered below this
 	closing  chan struct{} // closed when shutdown begins
 	batches  chan struct{} // a token per batch cut and not yet finished
@@ -44,6 +48,7 @@ type Client struct {
 	inflight []uint64 // Seq of every batch being uploaded
 	waiters  []*flushWaiter
 
+	stopped       atomic.Bool // stopIntake ran
 	beginShutdown sync.Once
 	endShutdown   sync.Once
 
@@ -69,10 +74,11 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		cfg:      cfg,
-		queue:    queue.New[Message](cfg.maxQueueSize, cfg.maxQueueBytes),
+		queue:    queue.New[held](cfg.maxQueueSize, cfg.maxQueueBytes),
 		log:      newLogger(cfg.logger),
 		callback: cfg.callback,
 		wake:     make(chan struct{}, 1),
+		room:     make(chan struct{}, 1),
 		flushReq: make(chan uint64),
 		closing:  make(chan struct{}),
 		batches:  make(chan struct{}, batchesInFlight*cfg.maxConcurrentRequests),
@@ -102,6 +108,11 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		AdaptiveSendRate:      cfg.adaptiveSendRate,
 		Logger:                throttled(c.log), // a warning per failed attempt
 	})
+	if cfg.spoolDir != "" {
+		if err := c.openSpool(); err != nil {
+			return nil, err
+		}
+	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.run()
 	return c, nil
@@ -118,11 +129,16 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 //     func, NaN, ±Inf, a cycle);
 //   - an error wrapping ErrMessageTooLarge when the JSON is over
 //     MaxMessageBytes;
-//   - ErrQueueFull when the queue is at MaxQueueSize or MaxQueueBytes;
+//   - ErrQueueFull when the queue is at MaxQueueSize or MaxQueueBytes (with
+//     WithSpool: when the spool is at WithSpoolMaxBytes);
+//   - with WithSpool, an error wrapping ErrSpool and the file system's
+//     error when the spool could not write the event;
 //   - ErrClosed once Close or Shutdown has begun.
 //
 // A refused message is not queued and gets no callback. An accepted one
-// gets exactly one, Success or Failure.
+// gets exactly one, Success or Failure (with WithSpool, in this process
+// or, if it ends first, in the next one on the directory). With WithSpool,
+// Enqueue returns once the event is written to the operating system.
 func (c *Client) Enqueue(msg Message) error { return c.enqueue(context.Background(), false, msg) }
 
 // EnqueueContext is Enqueue, except that when the queue is full it waits
@@ -153,7 +169,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		c.stats.rejInvalid.Add(1)
 		return err
 	}
-	if !wait {
+	if !wait && c.spool == nil {
 		// Refuse before encoding what the queue would refuse anyway. A
 		// waiting call is refused only when closed, which PushWait sees:
 		// it saves the lock this look takes.
@@ -186,17 +202,25 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		kept = keptBytes(value, e.buf)
 	}
 
-	// The queue's own lock orders this push against shutdown's Close of
-	// the queue: an event is either accepted before it, or refused.
-	var res queue.Admission
+	// The queue's own lock (the spool's, with a spool) orders this push
+	// against shutdown's Close of the queue: an event is either accepted
+	// before it, or refused.
 	var n int
-	if !wait {
-		res, n = c.queue.Push(e.buf, value, kept)
+	if c.spool != nil {
+		var err error
+		if n, err = c.appendToSpool(ctx, wait, e.buf, value, kept); err != nil {
+			return err
+		}
 	} else {
-		res, n = c.queue.PushWait(ctx, e.buf, value, kept)
-	}
-	if err := c.refusal(ctx, res, wait); err != nil {
-		return err
+		var res queue.Admission
+		if !wait {
+			res, n = c.queue.Push(e.buf, held{msg: value}, kept)
+		} else {
+			res, n = c.queue.PushWait(ctx, e.buf, held{msg: value}, kept)
+		}
+		if err := c.refusal(ctx, res, wait); err != nil {
+			return err
+		}
 	}
 	c.stats.enqueued.Add(1)
 	// Wake the loop when the queue reaches FlushAt. Pushes happen one at a
@@ -235,10 +259,10 @@ func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) 
 // ctx.Err(). Events still in flight when ctx ends go on as usual. After
 // Close it returns ErrClosed.
 func (c *Client) Flush(ctx context.Context) error {
-	if c.queue.IsClosed() {
+	if c.isClosed() {
 		return ErrClosed
 	}
-	target, _ := c.queue.Counts()
+	target := c.accepted()
 	w := c.addWaiter(target)
 	if w == nil {
 		return nil
@@ -273,6 +297,11 @@ func (c *Client) Flush(ctx context.Context) error {
 // Close, later or at the same time, or after Shutdown, waits for the same
 // end and returns ErrClosed. When it returns, every callback has returned
 // and no goroutine of the client is running.
+//
+// With WithSpool, what Close could not deliver in time stays in the spool
+// for the next New on the directory instead of failing: it gets no
+// callback, Close returns nil, and the log and Stats().Spool.Left say how
+// many events were left.
 func (c *Client) Close() error {
 	ctx := context.Background()
 	if c.cfg.closeTimeout > 0 {
@@ -284,10 +313,10 @@ func (c *Client) Close() error {
 	switch {
 	case !first:
 		return ErrClosed
-	case err != nil:
+	case err != nil && c.spool == nil:
 		return shutdownCause(err)
 	}
-	return nil
+	return nil // with a spool, what is left is kept, not failed
 }
 
 // Shutdown is Close bounded by ctx instead of the close timeout. If ctx
@@ -296,7 +325,8 @@ func (c *Client) Close() error {
 // ErrShutdown and ctx.Err(); none is dropped silently. Shutdown then
 // returns ctx.Err() once the client's goroutines have ended, and nil
 // otherwise, however many times it is called. Any caller's context ending
-// cuts the shutdown short for all.
+// cuts the shutdown short for all. With WithSpool, the events not yet
+// delivered stay in the spool instead, as with Close.
 func (c *Client) Shutdown(ctx context.Context) error {
 	_, err := c.shutdown(ctx)
 	return err
@@ -307,7 +337,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 	c.beginShutdown.Do(func() {
 		first = true
-		c.queue.Close()
+		c.stopIntake()
 		close(c.closing)
 	})
 	select {
@@ -329,7 +359,9 @@ func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 // finishShutdown runs once, after the loop and every upload have ended:
 // whatever a cancelled shutdown left queued is reported as failed.
 func (c *Client) finishShutdown() {
-	if left := c.queue.Drain(); len(left.Items) > 0 {
+	if c.spool != nil {
+		c.closeSpool()
+	} else if left := c.queue.Drain(); len(left.Items) > 0 {
 		cause := context.Cause(c.ctx)
 		if cause == nil {
 			cause = shutdownCause(nil)
@@ -341,6 +373,33 @@ func (c *Client) finishShutdown() {
 	if c.ownHTTP != nil {
 		c.ownHTTP.CloseIdleConnections()
 	}
+}
+
+// stopIntake makes every later Enqueue return ErrClosed, and ends the
+// waiting EnqueueContext calls. With a spool, the queue stays open: the
+// backlog on disk still comes into it to be sent.
+func (c *Client) stopIntake() {
+	c.stopped.Store(true)
+	if c.spool != nil {
+		c.spool.Seal()
+		return
+	}
+	c.queue.Close()
+}
+
+// isClosed reports whether the client takes no more events: Close or
+// Shutdown has begun, or an internal error stopped it.
+func (c *Client) isClosed() bool { return c.stopped.Load() }
+
+// accepted returns the number of events taken so far, in the order the
+// queue numbers them: pushed into the queue, or waiting in the spool to
+// be.
+func (c *Client) accepted() uint64 {
+	if c.spool != nil {
+		return c.spool.Handed()
+	}
+	pushed, _ := c.queue.Counts()
+	return pushed
 }
 
 // keptBytes estimates the heap that msg, kept for the callback, holds (the

@@ -36,7 +36,7 @@ func (c *Client) run() {
 			// A bug of ours must not take the application down, nor lose
 			// events silently: stop taking events and fail what is queued.
 			// Logged last, so that nothing depends on the log call.
-			c.queue.Close()
+			c.stopIntake()
 			c.cancel(fmt.Errorf("analytics: internal error: %v", p))
 			c.log.Error("analytics: internal error; the client stops", slog.Any("panic", p))
 		}
@@ -50,10 +50,11 @@ func (c *Client) loop() {
 	var flushTo uint64 // events numbered below this are sent without waiting for FlushAt
 	closing := c.closing
 	for {
+		backlog := c.refill()
 		var slots chan struct{}
-		if c.wantCut(flushTo) {
+		if c.wantCut(flushTo, backlog) {
 			slots = c.batches
-		} else if closing == nil {
+		} else if closing == nil && !backlog {
 			return // shutting down and everything has been cut
 		}
 		select {
@@ -68,8 +69,9 @@ func (c *Client) loop() {
 			c.cut(slot)
 			timer.Reset(c.cfg.flushInterval)
 		case <-c.wake:
+		case <-c.room:
 		case <-timer.C:
-			flushTo, _ = c.queue.Counts()
+			flushTo = c.accepted()
 			timer.Reset(c.cfg.flushInterval)
 		case t := <-c.flushReq:
 			flushTo = max(flushTo, t)
@@ -82,10 +84,11 @@ func (c *Client) loop() {
 }
 
 // wantCut reports whether a batch is due: FlushAt events are queued, or
-// events are queued that a flush asked for.
-func (c *Client) wantCut(flushTo uint64) bool {
+// events are queued that a flush asked for, or the queue is as full as it
+// gets while more wait in the spool (backlog).
+func (c *Client) wantCut(flushTo uint64, backlog bool) bool {
 	n := c.queue.Len()
-	if n >= c.cfg.flushAt {
+	if n >= c.cfg.flushAt || backlog && n > 0 {
 		return true
 	}
 	_, taken := c.queue.Counts()
@@ -114,7 +117,7 @@ func (c *Client) cut(slot *consumer.Slot) {
 
 // send uploads one batch, its first attempt on slot, and reports every
 // event of it exactly once.
-func (c *Client) send(b queue.Batch[Message], slot *consumer.Slot) {
+func (c *Client) send(b queue.Batch[held], slot *consumer.Slot) {
 	r := &report{items: b.Items}
 	defer slot.Release() // Deliver releases it; this covers a panic before Deliver runs
 	defer func() {
@@ -172,10 +175,11 @@ func eventsFor(n int) [][]byte {
 // settle goes on from the marks. Only the goroutine reporting the batch
 // uses it.
 type report struct {
-	items  []queue.Item[Message]
+	items  []queue.Item[held]
 	ended  int   // events [0, ended) have their outcome: released and counted
 	err    error // the outcome of events [called, ended)
 	called int   // events [0, called) have had their callback
+	acked  int   // events [0, acked) are marked done in the spool (if any)
 }
 
 // end records that the events up to hi ended with err (nil: delivered):
@@ -189,10 +193,19 @@ func (c *Client) end(r *report, hi int, err error) {
 		size += it.Size()
 	}
 	c.queue.Release(len(run), size)
+	if c.spool != nil && c.spool.Backlog() > 0 {
+		select {
+		case c.room <- struct{}{}:
+		default:
+		}
+	}
 	n := int64(len(run))
-	if err == nil {
+	switch {
+	case err == nil:
 		c.stats.delivered.Add(n)
-	} else {
+	case c.leaves(err):
+		// Left in the spool for the next start: not an outcome.
+	default:
 		c.stats.failed(err, n)
 		msg := "analytics: events not delivered"
 		var he *HTTPError
@@ -206,17 +219,23 @@ func (c *Client) end(r *report, hi int, err error) {
 }
 
 // callBack calls the callback for each event that has its outcome and has
-// not been called back.
+// not been called back, then, with a spool, marks their records done.
+// Events a shutdown leaves in the spool get no callback: they have no
+// outcome yet.
 func (c *Client) callBack(r *report) {
-	if c.callback == nil {
+	if c.callback == nil || c.leaves(r.err) {
 		r.called = r.ended
-		return
 	}
 	for r.called < r.ended {
-		msg := r.items[r.called].Value
+		it := &r.items[r.called]
 		r.called++
+		msg := it.Value.msg
+		if msg == nil {
+			msg = spooledMessage(it.Data, it.Value.from == fromEarlier)
+		}
 		c.callOne(msg, r.err)
 	}
+	c.ack(r)
 }
 
 // settle reports every event of r not reported yet: the rest of the run

@@ -35,6 +35,9 @@ import (
 //	ANALYTICS_MAX_QUEUE_BYTES             bytes
 //	ANALYTICS_ADAPTIVE_SEND_RATE          true or false
 //	ANALYTICS_PROBE_INTERVAL              seconds
+//	ANALYTICS_SPOOL_DIR                   directory (WithSpool; unset: no spool)
+//	ANALYTICS_SPOOL_MAX_BYTES             bytes
+//	ANALYTICS_SPOOL_SYNC                  seconds (0: fsync before Enqueue returns)
 //
 // Seconds are a decimal number, read exactly: 5, 0.5 or 1e-3 (a digit
 // before any point, an optional sign, no unit). Counts are whole numbers.
@@ -127,6 +130,9 @@ var envVars = []envVar{
 	{"ANALYTICS_MAX_QUEUE_BYTES", envCount(WithMaxQueueBytes, "bytes", "33554432")},
 	{"ANALYTICS_ADAPTIVE_SEND_RATE", envBool(WithAdaptiveSendRate)},
 	{"ANALYTICS_PROBE_INTERVAL", envSeconds(WithProbeInterval)},
+	{"ANALYTICS_SPOOL_DIR", func(v string) (Option, error) { return WithSpool(v), nil }},
+	{"ANALYTICS_SPOOL_MAX_BYTES", envCount(func(n int) Option { return WithSpoolMaxBytes(int64(n)) }, "bytes", "1073741824")},
+	{"ANALYTICS_SPOOL_SYNC", envSeconds(WithSpoolSync)},
 }
 
 // envReading is what the environment says: the options of the variables

@@ -80,6 +80,9 @@ func TestEnvEveryVariable(t *testing.T) {
 		{"ANALYTICS_MAX_QUEUE_BYTES", "1000000", func(c config) any { return c.maxQueueBytes }, 1_000_000},
 		{"ANALYTICS_ADAPTIVE_SEND_RATE", "false", func(c config) any { return c.adaptiveSendRate }, false},
 		{"ANALYTICS_PROBE_INTERVAL", "1.5", func(c config) any { return c.policy.ProbeInterval }, 1500 * time.Millisecond},
+		{"ANALYTICS_SPOOL_DIR", "/var/spool/analytics", func(c config) any { return c.spoolDir }, "/var/spool/analytics"},
+		{"ANALYTICS_SPOOL_MAX_BYTES", "268435456", func(c config) any { return c.spoolMaxBytes }, int64(256 << 20)},
+		{"ANALYTICS_SPOOL_SYNC", "0", func(c config) any { return c.spoolSync }, time.Duration(0)},
 	}
 	tested := map[string]bool{envWriteKey: true} // NewFromEnv's tests
 	for _, tt := range tests {

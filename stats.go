@@ -3,6 +3,8 @@ package analytics
 import (
 	"errors"
 	"sync/atomic"
+
+	"github.com/dualpath/analytics-go/spool"
 )
 
 // Stats is a snapshot of a client's counters since New. Each counter is
@@ -143,6 +145,8 @@ type counters struct {
 	batches                                      atomic.Int64
 	failExhausted, failBackoff, failRateLimit    atomic.Int64
 	failFatal, failRedirect, failShutdown, other atomic.Int64
+	left                                         atomic.Int64                // events Close left in the spool
+	spoolFinal                                   atomic.Pointer[spool.Stats] // the spool's counts once closed
 }
 
 // failed counts n events failed with err under the reason it wraps.
@@ -173,7 +177,7 @@ func (c *Client) Stats() Stats {
 	u := c.up.Counters()
 	sr := c.up.SendRate()
 	// In flight is what the queue's bounds still hold but no longer queue.
-	queued, queuedBytes, held := c.queue.Sizes()
+	queued, queuedBytes, holding := c.queue.Sizes()
 	return Stats{
 		Enqueued: c.stats.enqueued.Load(),
 		Rejected: RejectedStats{
@@ -205,6 +209,26 @@ func (c *Client) Stats() Stats {
 		SendRate:         SendRateStats{Limit: sr.Limit, Probing: sr.Probing, Held: sr.Held, Waiting: sr.Waiting},
 		QueueDepth:       queued,
 		QueueBytes:       queuedBytes,
-		InFlight:         int64(held - queued),
+		InFlight:         int64(holding - queued),
+		Spool:            c.spoolStats(),
+	}
+}
+
+// spoolStats is Stats.Spool: the spool's counts, and what Close left.
+func (c *Client) spoolStats() SpoolStats {
+	if c.spool == nil {
+		return SpoolStats{}
+	}
+	s := c.spool.Stats()
+	if final := c.stats.spoolFinal.Load(); final != nil {
+		s = *final
+	}
+	return SpoolStats{
+		Bytes:          s.Bytes,
+		Records:        s.Records,
+		OnDisk:         s.Backlog,
+		Recovered:      s.Recovered,
+		SkippedCorrupt: s.Corrupt,
+		Left:           c.stats.left.Load(),
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -102,7 +103,48 @@ type Stats struct {
 }
 
 // Spool is an open spool directory. It is safe for concurrent use.
-type Spool struct{}
+type Spool struct {
+	dir       string
+	fs        FS
+	log       *slog.Logger
+	maxBytes  int64         // Options.MaxBytes; 0 for no bound
+	segBytes  int64         // Options.SegmentBytes, or its default
+	syncEvery time.Duration // Options.Sync
+	unlock    func() error  // gives the directory lock back
+
+	mu sync.Mutex
+	// cond is signalled, with mu, when a sync ends or a record is
+	// decided: what Appends waiting on a group commit, and Close, wait
+	// for (commit.go).
+	cond   sync.Cond
+	sealed bool
+	closed bool
+
+	segs    []*segment // every segment, by number, oldest first
+	active  *segment   // the one appended to; nil until the next Append creates one
+	rotate  bool       // the next Append starts a new segment: a write or sync failed
+	nextNum uint64     // the number of the next segment created
+
+	bytes   int64  // Stats.Bytes
+	live    int64  // Stats.Records
+	backlog int64  // Stats.Backlog
+	handed  uint64 // records handed since Open
+	stats   Stats  // Recovered and Corrupt
+
+	// The backlog is every record from the cursor on: cur (nil when no
+	// segment holds one yet), at ordinal curN, curOff bytes into it.
+	// Records before it were handed, or are done.
+	cur    *segment
+	curN   uint32
+	curOff int64
+
+	wbuf []byte   // a record as written, reused by every Append
+	rd   reader   // Load's read-ahead
+	acks ackFiles // the open acknowledgement files, and Ack's buffers
+
+	commitState
+	first, last *waiter // AppendWait calls waiting for room, oldest first
+}
 
 // Open locks dir (creating it, mode 0700, if needed), reads what it holds,
 // and returns the spool. Records found there that are not done form the
@@ -112,7 +154,7 @@ type Spool struct{}
 // naming dir, when another Spool holds the lock (in this process or
 // another), when a segment is of another format Version, or when dir
 // cannot be created or read. New files are mode 0600.
-func Open(dir string, o Options) (*Spool, error) { panic("not implemented") }
+func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 
 // Append writes data as a record, to the operating system before it
 // returns (to the disk too when Options.Sync is 0). Then, if the backlog
@@ -127,7 +169,12 @@ func Open(dir string, o Options) (*Spool, error) { panic("not implemented") }
 // (no space, an I/O error). Nothing already written is lost by a failed
 // Append, and a later one succeeds once the file system does.
 func (s *Spool) Append(data []byte, direct func(ID) bool) (ID, error) {
-	panic("not implemented")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sealed {
+		return ID{}, ErrClosed
+	}
+	return s.appendLocked(data, direct)
 }
 
 // AppendWait is Append that, when the record would take the files over
@@ -136,7 +183,7 @@ func (s *Spool) Append(data []byte, direct func(ID) bool) (ID, error) {
 // it returns an error matching both ErrFull and ctx.Err(). Seal and Close
 // end every wait with ErrClosed.
 func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
-	panic("not implemented")
+	return s.appendWait(ctx, data, direct)
 }
 
 // Load hands backlog records to fn, oldest first, until fn returns false
@@ -147,33 +194,67 @@ func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) boo
 // fn took, and an error wrapping the file system's when a read failed (the
 // record stays in the backlog, to be read again).
 func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool) (int, error) {
-	panic("not implemented")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	return s.load(fn)
 }
 
 // Backlog returns the number of records not handed to the caller yet.
-func (s *Spool) Backlog() int { panic("not implemented") }
+func (s *Spool) Backlog() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(s.backlog)
+}
 
 // Handed returns the number of records handed to the caller (by Append's
 // direct or by Load) since Open, plus the backlog: the records the caller
 // has taken or will take, in order. It counts a record that a later Load
 // finds damaged only until then.
-func (s *Spool) Handed() uint64 { panic("not implemented") }
+func (s *Spool) Handed() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handed + uint64(s.backlog)
+}
 
 // Ack records that the records ids are done. They are not handed again,
 // after a restart either, and a segment whose records are all done is
 // removed, unless it is the one being written. ids may be in any order and
 // from any segments. The error wraps the file system's; the records are
 // then done for this process, and may be handed again after a restart.
-func (s *Spool) Ack(ids []ID) error { panic("not implemented") }
+func (s *Spool) Ack(ids []ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.ack(ids)
+}
 
 // Stats returns the spool's counts now.
-func (s *Spool) Stats() Stats { panic("not implemented") }
+func (s *Spool) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{
+		Bytes:     s.bytes,
+		Records:   s.live,
+		Backlog:   s.backlog,
+		Recovered: s.stats.Recovered,
+		Corrupt:   s.stats.Corrupt,
+	}
+}
 
 // Seal makes every later Append and AppendWait return ErrClosed, and ends
 // the waiting ones. Load and Ack go on working.
-func (s *Spool) Seal() { panic("not implemented") }
+func (s *Spool) Seal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seal()
+}
 
 // Close seals the spool, syncs and closes its files, removes the segments
 // whose records are all done, stops its goroutine and gives the lock back.
 // Records not done stay for the next Open. It is safe to call twice.
-func (s *Spool) Close() error { panic("not implemented") }
+func (s *Spool) Close() error { return s.close() }

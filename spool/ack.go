@@ -1,0 +1,245 @@
+package spool
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"os"
+	"slices"
+)
+
+// ackFiles keeps the acknowledgement files open that Ack wrote last, and
+// Ack's buffers. Batches end near the front of the log, so a few files
+// serve nearly every Ack; one evicted is closed without a sync (Close
+// syncs the open ones): a machine crash may lose its last acks, and those
+// records are sent again, never lost.
+type ackFiles struct {
+	open [4]openAck
+	next int    // the slot to evict next
+	ids  []ID   // Ack's ids, sorted
+	buf  []byte // the ack records of one segment, as written
+}
+
+type openAck struct {
+	seg *segment
+	f   File
+}
+
+// ack is Ack: ids sorted by segment and ordinal, so that each segment
+// touched gets one write of its runs.
+func (s *Spool) ack(ids []ID) error {
+	a := &s.acks
+	a.ids = append(a.ids[:0], ids...)
+	slices.SortFunc(a.ids, func(x, y ID) int {
+		return cmp.Or(cmp.Compare(x.Seg, y.Seg), cmp.Compare(x.N, y.N))
+	})
+	var first error
+	for rest := a.ids; len(rest) > 0; {
+		n := 1
+		for n < len(rest) && rest[n].Seg == rest[0].Seg {
+			n++
+		}
+		if seg := s.find(rest[0].Seg); seg != nil { // unknown: ignored
+			if err := s.ackRuns(seg, rest[:n], s.handedBelow(seg)); err != nil && first == nil {
+				first = err
+			}
+		}
+		rest = rest[n:]
+	}
+	return first
+}
+
+// handedBelow returns the ordinal below which seg's records were handed
+// (or are done). An id at or above it was never handed: nobody can ack it,
+// and Ack ignores it, so that a stray id cannot take a record out of the
+// backlog. s.mu is held.
+func (s *Spool) handedBelow(seg *segment) uint32 {
+	switch {
+	case s.cur == nil || seg.num < s.cur.num:
+		return seg.records
+	case seg == s.cur:
+		return s.curN
+	}
+	return 0
+}
+
+// ackRuns marks done the records of seg among ids (sorted, all of seg)
+// below limit that were not done, then removes seg if it is finished, or
+// writes their runs to its ack file. s.mu is held.
+func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) error {
+	w := ackWriter{buf: s.acks.buf[:0]}
+	if seg.ackSize == 0 {
+		w.buf = appendHeader(w.buf, ackMagic)
+	}
+	w.begin()
+	var lo, hi uint32
+	inRun := false
+	for k, id := range ids {
+		n := id.N
+		if n >= limit || k > 0 && ids[k-1].N == n || seg.done.has(n) {
+			continue // never handed, a duplicate, or done already
+		}
+		if inRun && n == hi {
+			hi++
+			continue
+		}
+		if inRun {
+			s.markDone(seg, lo, hi)
+			w.run(lo, hi)
+		}
+		lo, hi, inRun = n, n+1, true
+	}
+	if !inRun {
+		return nil
+	}
+	s.markDone(seg, lo, hi)
+	w.run(lo, hi)
+	w.end()
+	s.acks.buf = w.buf
+	if seg.live == 0 && seg != s.active && s.reclaim(seg) == nil {
+		return nil // its files are gone: no ack to write
+	}
+	return s.writeAck(seg, w.buf)
+}
+
+// ackWriter builds ack records: uvarint pairs (first ordinal, count), a
+// record cut every maxAckPayload bytes.
+type ackWriter struct {
+	buf   []byte
+	start int // where the record being built begins
+}
+
+func (w *ackWriter) begin() {
+	w.start = len(w.buf)
+	w.buf = append(w.buf, 0, 0, 0, 0, 0, 0, 0, 0) // its frame, filled by end
+}
+
+func (w *ackWriter) run(lo, hi uint32) {
+	if len(w.buf)-w.start-frameSize >= maxAckPayload {
+		w.end()
+		w.begin()
+	}
+	w.buf = binary.AppendUvarint(w.buf, uint64(lo))
+	w.buf = binary.AppendUvarint(w.buf, uint64(hi-lo))
+}
+
+func (w *ackWriter) end() {
+	p := w.buf[w.start+frameSize:]
+	binary.LittleEndian.PutUint32(w.buf[w.start:], uint32(len(p)))
+	binary.LittleEndian.PutUint32(w.buf[w.start+4:], crc32.Checksum(p, castagnoli))
+}
+
+// writeAck appends buf, ack records (after the header for a new file), to
+// seg's ack file, in one write. A failed write is cut off again; if that
+// fails too, the file is rewritten whole at the next ack, so that a torn
+// record never sits ahead of later ones. s.mu is held.
+func (s *Spool) writeAck(seg *segment, buf []byte) error {
+	if seg.ackBroken {
+		return s.rewriteAck(seg)
+	}
+	path := s.ackPath(seg.num)
+	f, err := s.acks.file(s, seg, path)
+	if err != nil {
+		return ioErr("open", path, err)
+	}
+	n, err := f.Write(buf)
+	if err == nil && n < len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		seg.ackSize += int64(n)
+		s.bytes += int64(n)
+		return nil
+	}
+	if n > 0 {
+		if terr := f.Truncate(seg.ackSize); terr != nil {
+			seg.ackBroken = true
+			seg.ackSize += int64(n)
+			s.bytes += int64(n)
+		}
+	}
+	return ioErr("write", path, err)
+}
+
+// rewriteAck writes seg's ack file anew from the done set, into a
+// temporary file renamed over it. s.mu is held.
+func (s *Spool) rewriteAck(seg *segment) error {
+	w := ackWriter{buf: appendHeader(s.acks.buf[:0], ackMagic)}
+	w.begin()
+	for _, sp := range seg.done {
+		w.run(sp.lo, sp.hi)
+	}
+	w.end()
+	s.acks.buf = w.buf
+	s.acks.close(seg)
+	path := s.ackPath(seg.num)
+	tmp := path + ".tmp"
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return ioErr("create", tmp, err)
+	}
+	n, err := f.Write(w.buf)
+	if err == nil && n < len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = s.fs.Rename(tmp, path)
+	}
+	if err != nil {
+		s.fs.Remove(tmp)
+		return ioErr("rewrite", path, err)
+	}
+	s.bytes += int64(len(w.buf)) - seg.ackSize
+	seg.ackSize, seg.ackBroken = int64(len(w.buf)), false
+	return nil
+}
+
+// file returns seg's ack file open for appending, created (empty) if seg
+// has none.
+func (a *ackFiles) file(s *Spool, seg *segment, path string) (File, error) {
+	for _, o := range a.open {
+		if o.seg == seg {
+			return o.f, nil
+		}
+	}
+	flag := os.O_WRONLY | os.O_APPEND
+	if seg.ackSize == 0 {
+		flag |= os.O_CREATE | os.O_TRUNC
+	}
+	f, err := s.fs.OpenFile(path, flag, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	slot := &a.open[a.next]
+	a.next = (a.next + 1) % len(a.open)
+	if slot.f != nil {
+		slot.f.Close()
+	}
+	*slot = openAck{seg, f}
+	return f, nil
+}
+
+// close closes seg's ack file if it is open.
+func (a *ackFiles) close(seg *segment) {
+	for i := range a.open {
+		if a.open[i].seg == seg {
+			a.open[i].f.Close()
+			a.open[i] = openAck{}
+		}
+	}
+}
+
+// closeAll syncs and closes every open ack file (at Close).
+func (a *ackFiles) closeAll() error {
+	var errs []error
+	for i := range a.open {
+		if f := a.open[i].f; f != nil {
+			errs = append(errs, f.Sync(), f.Close())
+		}
+		a.open[i] = openAck{}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,283 @@
+package spool
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// errEmpty and errTooLarge refuse records the format cannot hold.
+var (
+	errEmpty    = fmt.Errorf("spool: a record of no bytes")
+	errTooLarge = fmt.Errorf("spool: a record over %d bytes", maxRecord)
+)
+
+// appendLocked is Append once the spool is known not sealed: one write of
+// the framed record to the active segment (a new one if needed), the
+// group commit when Sync is 0, then the record handed or put in the
+// backlog. s.mu is held (and released during a group commit's fsync).
+func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
+	switch {
+	case len(data) == 0:
+		return ID{}, errEmpty
+	case len(data) > maxRecord:
+		return ID{}, errTooLarge
+	}
+	frame := int64(frameSize + len(data))
+	if !s.makeRoom(frame) {
+		return ID{}, ErrFull
+	}
+	if s.mustRotate(frame) {
+		if err := s.rotateSegment(); err != nil {
+			return ID{}, err
+		}
+	}
+	seg := s.active
+	off := seg.size
+	// One buffer, one write: a record never reaches the file in pieces
+	// that another write could come between.
+	s.wbuf = appendFrame(s.wbuf[:0], data)
+	n, err := seg.f.Write(s.wbuf)
+	if err == nil && n < len(s.wbuf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return ID{}, s.writeFailed(seg, off, n, err)
+	}
+	id := ID{Seg: seg.num, N: seg.records}
+	seg.size += frame
+	seg.end = seg.size
+	seg.records++
+	seg.live++
+	s.bytes += frame
+	s.live++
+	s.written++
+	seq := s.written
+	if s.syncEvery > 0 {
+		s.markDirty()
+	} else if err := s.commit(seq); err != nil {
+		// The record is in the file, but not known to be on the disk:
+		// it is not accepted. It is done rather than handed, and
+		// acknowledged, so that a restart does not send it either.
+		s.decided = seq
+		s.cond.Broadcast()
+		if aerr := s.ackRuns(seg, []ID{id}, seg.records); aerr != nil {
+			s.warn("spool: acknowledge a record whose sync failed", "err", aerr)
+		}
+		return ID{}, err
+	}
+	s.decided = seq
+	s.cond.Broadcast() // the next record's Append may decide
+	s.decide(seg, id, off, direct)
+	return id, nil
+}
+
+// decide hands the record id, framed at off in seg, to direct if the
+// backlog is empty and direct takes it; otherwise it joins the backlog.
+// s.mu is held.
+func (s *Spool) decide(seg *segment, id ID, off int64, direct func(ID) bool) {
+	if s.backlog > 0 {
+		s.backlog++
+		return
+	}
+	if direct(id) {
+		s.handed++
+		s.cur, s.curN, s.curOff = seg, id.N+1, seg.end
+		return
+	}
+	s.backlog = 1
+	s.cur, s.curN, s.curOff = seg, id.N, off
+}
+
+// writeFailed cleans up after a failed write of a record at off in seg,
+// of which n bytes reached the file, and returns the error. The bytes are
+// cut off again; and appends go on in a new segment, so that bytes that
+// could not be cut off never sit ahead of a record (the next Open sees
+// them as a torn tail). s.mu is held.
+func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
+	s.rotate = true
+	path := s.segPath(seg.num)
+	if n > 0 {
+		if terr := seg.f.Truncate(off); terr != nil {
+			seg.size = off + int64(n) // on disk, counted; not framed: end stays
+			s.bytes += int64(n)
+			s.warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
+		}
+	}
+	return ioErr("write", path, err)
+}
+
+// rotateSegment starts a new active segment and retires the old one.
+// If the new one cannot be created, the old one stays active (and
+// s.rotate set, so that the next Append tries again). s.mu is held.
+func (s *Spool) rotateSegment() error {
+	num := s.nextNum
+	s.nextNum++ // a number that failed once is not tried again
+	f, err := s.createSegment(num)
+	if err != nil {
+		s.rotate = true
+		return err
+	}
+	seg := &segment{num: num, f: f, size: int64(headerSize), end: int64(headerSize)}
+	s.segs = append(s.segs, seg)
+	s.bytes += int64(headerSize)
+	old := s.active
+	s.active, s.rotate = seg, false
+	if old != nil {
+		s.retire(old)
+	}
+	return nil
+}
+
+// makeRoom reports whether a record of frame bytes fits under MaxBytes.
+// An active segment whose records are all done holds room that no Ack
+// will give back, so it is retired (and removed) to make room. s.mu is
+// held.
+func (s *Spool) makeRoom(frame int64) bool {
+	if s.fits(frame) {
+		return true
+	}
+	if a := s.active; a != nil && a.live == 0 && (a.records > 0 || a.ackSize > 0) {
+		s.active = nil
+		s.retire(a)
+		return s.fits(frame)
+	}
+	return false
+}
+
+// fits reports whether a record of frame bytes, and the header of a new
+// segment if it needs one, fit under MaxBytes now. s.mu is held.
+func (s *Spool) fits(frame int64) bool {
+	if s.maxBytes <= 0 {
+		return true
+	}
+	need := frame
+	if s.mustRotate(frame) {
+		need += int64(headerSize)
+	}
+	return s.bytes+need <= s.maxBytes
+}
+
+// neverFits reports whether a record of frame bytes exceeds MaxBytes even
+// in an empty spool, so that waiting for room is pointless.
+func (s *Spool) neverFits(frame int64) bool {
+	return s.maxBytes > 0 && frame+int64(headerSize) > s.maxBytes
+}
+
+// waiter is an AppendWait waiting for room for a record of frame bytes.
+type waiter struct {
+	frame int64
+	// ready gets a token when the waiter should look again: it is first
+	// in line and its record fits, or the spool was sealed. It holds one
+	// token, so wake-ups before the waiter looks add up to one.
+	ready      chan struct{}
+	prev, next *waiter
+	inLine     bool
+}
+
+// appendWait is AppendWait: the same line as queue.PushWait's.
+func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
+	frame := int64(frameSize + len(data))
+	s.mu.Lock()
+	switch {
+	case s.sealed:
+		s.mu.Unlock()
+		return ID{}, ErrClosed
+	case s.first == nil || s.neverFits(frame):
+		id, err := s.appendLocked(data, direct)
+		if err != ErrFull || s.neverFits(frame) {
+			s.mu.Unlock()
+			return id, err
+		}
+	}
+	if ctx.Err() != nil {
+		s.mu.Unlock()
+		return ID{}, fullError(ctx.Err())
+	}
+	w := &waiter{frame: frame, ready: make(chan struct{}, 1)}
+	s.join(w)
+	s.mu.Unlock()
+	for {
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.leave(w)
+			if s.sealed {
+				return ID{}, ErrClosed
+			}
+			return ID{}, fullError(ctx.Err())
+		}
+		s.mu.Lock()
+		switch {
+		case s.sealed:
+			s.leave(w)
+			s.mu.Unlock()
+			return ID{}, ErrClosed
+		case s.first == w && s.makeRoom(frame):
+			id, err := s.appendLocked(data, direct)
+			if err != ErrFull { // ErrFull: an Append took the room first
+				s.leave(w) // wakes the next in line if its record fits too
+				s.mu.Unlock()
+				return id, err
+			}
+		}
+		s.mu.Unlock() // not its turn yet, or no room: keep the place
+	}
+}
+
+// fullError is AppendWait's error when ctx ended first: it matches
+// ErrFull and ctx's error.
+func fullError(ctxErr error) error {
+	return fmt.Errorf("%w: %w", ErrFull, ctxErr)
+}
+
+// join puts w at the end of the line. s.mu is held.
+func (s *Spool) join(w *waiter) {
+	w.prev, w.inLine = s.last, true
+	if s.last == nil {
+		s.first = w
+	} else {
+		s.last.next = w
+	}
+	s.last = w
+}
+
+// leave takes w out of the line, wherever it is; if it was first, the new
+// first is woken when its record fits. s.mu is held.
+func (s *Spool) leave(w *waiter) {
+	if !w.inLine {
+		return
+	}
+	wasFirst := s.first == w
+	if w.prev == nil {
+		s.first = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		s.last = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next, w.inLine = nil, nil, false
+	if wasFirst {
+		s.wakeFirst()
+	}
+}
+
+// wakeFirst wakes the first waiter in line if its record fits now (after
+// the room made by retiring a done active segment). s.mu is held.
+func (s *Spool) wakeFirst() {
+	if w := s.first; w != nil && s.makeRoom(w.frame) {
+		wake(w)
+	}
+}
+
+func wake(w *waiter) {
+	select {
+	case w.ready <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}

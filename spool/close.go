@@ -1,0 +1,64 @@
+package spool
+
+import "errors"
+
+// seal is Seal. s.mu is held.
+func (s *Spool) seal() {
+	s.sealed = true
+	for w := s.first; w != nil; w = w.next {
+		wake(w)
+	}
+}
+
+// close is Close: after the seal, the syncer stopped and every Append in
+// flight returned, the active file is synced and every file closed; the
+// finished segments go, the active one too once all of it is done. So a
+// spool closed with everything delivered leaves only its LOCK file.
+func (s *Spool) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.seal()
+	if s.stop != nil {
+		close(s.stop)
+		s.mu.Unlock() // the syncer may be waiting for the lock
+		<-s.syncDone
+		s.mu.Lock()
+	}
+	for s.decided < s.written || s.syncFile != nil { // Appends in a group commit
+		s.cond.Wait()
+	}
+	defer s.mu.Unlock()
+	var errs []error
+	if a := s.active; a != nil {
+		if s.synced < s.written {
+			if err := a.f.Sync(); err != nil {
+				errs = append(errs, ioErr("sync", s.segPath(a.num), err))
+			}
+			s.synced = s.written
+		}
+		if err := a.f.Close(); err != nil {
+			errs = append(errs, ioErr("close", s.segPath(a.num), err))
+		}
+		a.f = nil
+		s.active = nil
+	}
+	if err := s.acks.closeAll(); err != nil {
+		errs = append(errs, err)
+	}
+	s.rd.drop()
+	for _, seg := range append([]*segment(nil), s.segs...) {
+		if seg.live == 0 {
+			if err := s.reclaim(seg); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := s.unlock(); err != nil {
+		errs = append(errs, ioErr("unlock directory", s.dir, err))
+	}
+	return errors.Join(errs...)
+}

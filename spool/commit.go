@@ -1,0 +1,170 @@
+package spool
+
+import (
+	"time"
+)
+
+// commitState is how written records reach the disk: by a group commit
+// in Append when Options.Sync is 0, by the syncer goroutine every
+// Options.Sync otherwise. Records are numbered in the order they are
+// written (their sequence number, from 1 at Open). Its fields are guarded
+// by Spool.mu.
+//
+// Records not yet synced are always in the active segment's file: a
+// segment is synced when it stops being the active one (retire), so one
+// fsync of the active file covers everything written.
+type commitState struct {
+	written uint64 // the sequence number of the last record written
+	synced  uint64 // records up to it are synced (or their sync failed)
+	// decided: records up to it were handed or joined the backlog. Records
+	// are decided in sequence order, so that the backlog stays the tail of
+	// the log when group commits finish out of order.
+	decided uint64
+
+	syncFile       File // the file being synced outside the lock, or nil
+	closeAfterSync File // retired during that sync: the sync closes it
+
+	// failed lists syncs that failed while Appends (Sync 0) wait on
+	// them, until those Appends have returned the error.
+	failed []failedSync
+
+	// The syncer (Sync > 0): dirty is set by a write after the syncer last
+	// looked, which kicks it; it then syncs Sync later. stop ends it, and it
+	// closes syncDone as it exits.
+	dirty    bool
+	kick     chan struct{}
+	stop     chan struct{}
+	syncDone chan struct{}
+}
+
+// failedSync is a failed sync of the records from+1 to to.
+type failedSync struct {
+	from, to uint64
+	err      error
+}
+
+// commit waits until record seq is synced and every record before it is
+// decided, so that the caller decides it next (Sync 0). The first Append
+// to find its record unsynced with no sync running syncs the active file
+// for every record written so far, and those Appends share it: one fsync
+// for a group. It returns the error of a failed sync covering seq. s.mu is
+// held, and released while waiting.
+func (s *Spool) commit(seq uint64) error {
+	for s.synced < seq || s.decided != seq-1 {
+		if s.synced < seq && s.syncFile == nil {
+			s.syncActive()
+			continue
+		}
+		s.cond.Wait()
+	}
+	return s.syncFailure(seq)
+}
+
+// syncActive syncs the active file for the records written so far,
+// releasing s.mu during the fsync. s.mu is held.
+func (s *Spool) syncActive() {
+	a := s.active
+	if a == nil { // retired, and synced then
+		s.synced = s.written
+		return
+	}
+	f, num, from, to := a.f, a.num, s.synced, s.written
+	s.syncFile = f
+	s.mu.Unlock()
+	err := f.Sync()
+	s.mu.Lock()
+	s.syncFile = nil
+	if s.closeAfterSync == f {
+		s.closeAfterSync = nil
+		f.Close()
+	}
+	s.synced = max(s.synced, to)
+	if err != nil {
+		s.syncFailed(num, from, to, err)
+	}
+	s.cond.Broadcast()
+}
+
+// syncRetired syncs seg, the active segment until now, for the records
+// written to it and not synced yet. It keeps s.mu: an Append that rotates
+// waits for the fsync, once a segment. s.mu is held.
+func (s *Spool) syncRetired(seg *segment) {
+	from, to := s.synced, s.written
+	err := seg.f.Sync()
+	s.synced = to
+	if err != nil {
+		s.syncFailed(seg.num, from, to, err)
+	}
+	s.cond.Broadcast()
+}
+
+// syncFailed deals with a failed sync of segment num covering the records
+// from+1 to to. The file's pages may be lost, so appends go on in a new
+// segment. With Sync 0 the Appends waiting on the sync return the error;
+// with Sync > 0 nobody waits, and it is logged. s.mu is held.
+func (s *Spool) syncFailed(num, from, to uint64, err error) {
+	s.rotate = true
+	err = ioErr("sync", s.segPath(num), err)
+	s.warn("spool: sync failed", "err", err)
+	if s.syncEvery == 0 {
+		s.failed = append(s.failed, failedSync{from, to, err})
+	}
+}
+
+// syncFailure returns the error of a failed sync covering seq, and forgets
+// the failures of records before it, all decided. s.mu is held.
+func (s *Spool) syncFailure(seq uint64) error {
+	var err error
+	keep := s.failed[:0]
+	for _, f := range s.failed {
+		if f.to < seq {
+			continue
+		}
+		keep = append(keep, f)
+		if f.from < seq {
+			err = f.err
+		}
+	}
+	clear(s.failed[len(keep):])
+	s.failed = keep
+	return err
+}
+
+// markDirty wakes the syncer after a write, unless it knows already.
+// s.mu is held.
+func (s *Spool) markDirty() {
+	if !s.dirty {
+		s.dirty = true
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// syncLoop is the syncer (Sync > 0): it sleeps until a write, syncs
+// Options.Sync after it, and so syncs nothing while the spool is idle.
+// Close stops it.
+func (s *Spool) syncLoop() {
+	defer close(s.syncDone)
+	for {
+		select {
+		case <-s.kick:
+		case <-s.stop:
+			return
+		}
+		t := time.NewTimer(s.syncEvery)
+		select {
+		case <-t.C:
+		case <-s.stop:
+			t.Stop()
+			return
+		}
+		s.mu.Lock()
+		s.dirty = false // a write from now on kicks again
+		if s.synced < s.written && s.syncFile == nil {
+			s.syncActive()
+		}
+		s.mu.Unlock()
+	}
+}

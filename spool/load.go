@@ -1,0 +1,163 @@
+package spool
+
+import (
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// readAhead is how much Load reads from a segment at a time: a backlog of
+// ~300-byte records costs one read per ~800 records, not one each.
+const readAhead = 256 << 10
+
+// load is Load: the backlog from the cursor, a frame at a time, each
+// checked before it is handed. s.mu is held.
+func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool) (int, error) {
+	taken := 0
+	for s.backlog > 0 {
+		seg := s.cur
+		if seg == nil {
+			// Cannot be while records wait: a backlog not on disk.
+			s.warn("spool: backlog without records", "backlog", s.backlog)
+			s.backlog = 0
+			break
+		}
+		if s.curN >= seg.records || s.curOff >= seg.end {
+			s.next()
+			continue
+		}
+		head, err := s.rd.get(s, seg, s.curOff, frameSize)
+		if err != nil {
+			return taken, err
+		}
+		length, sum := frameHead(head)
+		if !framable(length) || s.curOff+frameSize+int64(length) > seg.end {
+			// Damage since Open, or since the write: the rest of the
+			// segment cannot be framed.
+			s.skipDamaged(seg, s.curN, seg.records, "length", length)
+			seg.damaged = true
+			if seg == s.active {
+				s.rotate = true
+			}
+			s.next()
+			continue
+		}
+		n, next := s.curN, s.curOff+frameSize+int64(length)
+		if seg.done.has(n) {
+			s.curN, s.curOff = n+1, next
+			continue
+		}
+		rec, err := s.rd.get(s, seg, s.curOff, frameSize+int(length))
+		if err != nil {
+			return taken, err
+		}
+		data := rec[frameSize:]
+		if crc32.Checksum(data, castagnoli) != sum {
+			s.skipDamaged(seg, n, n+1, "checksum", sum)
+			s.curN, s.curOff = n+1, next
+			s.reclaimIfDone(seg)
+			continue
+		}
+		if !fn(ID{Seg: seg.num, N: n}, data, seg.recovered) {
+			break
+		}
+		taken++
+		s.handed++
+		s.backlog--
+		s.curN, s.curOff = n+1, next
+	}
+	return taken, nil
+}
+
+// next moves the cursor to the start of the segment after its own, and
+// removes the one it leaves if that is finished. s.mu is held.
+func (s *Spool) next() {
+	seg := s.cur
+	if i := s.index(seg) + 1; i > 0 && i < len(s.segs) {
+		s.cur, s.curN, s.curOff = s.segs[i], 0, int64(headerSize)
+	} else { // the last segment: the next record appended starts the backlog
+		s.cur, s.curN, s.curOff = nil, 0, 0
+	}
+	if s.rd.seg == seg {
+		s.rd.drop()
+	}
+	s.reclaimIfDone(seg)
+}
+
+// damaged marks seg's records lo to hi-1, found damaged by Load, done: they
+// leave the backlog without being handed. It counts and logs one damage.
+// s.mu is held.
+func (s *Spool) skipDamaged(seg *segment, lo, hi uint32, what string, value uint32) {
+	s.stats.Corrupt++
+	s.warn("spool: damaged record skipped", "file", s.segPath(seg.num), "ordinal", lo, "bad", what, "value", value)
+	s.backlog -= int64(s.markDone(seg, lo, hi))
+	if s.backlog < 0 {
+		s.backlog = 0
+	}
+}
+
+// reclaimIfDone removes seg if all its records are done and it is not
+// the active segment. s.mu is held.
+func (s *Spool) reclaimIfDone(seg *segment) {
+	if seg.live == 0 && seg != s.active {
+		_ = s.reclaim(seg) // logged; tried again at Close
+	}
+}
+
+// reader is Load's read-ahead: a stretch of one segment, read at once.
+// Segments are append-only, so bytes once read stay right.
+type reader struct {
+	seg *segment
+	f   File // its own read-only file, for a segment not active
+	buf []byte
+	off int64 // the file offset of buf[0]
+	n   int   // bytes of buf read
+}
+
+// get returns n bytes of seg at off, which the caller checked lie before
+// seg.end; they are valid until the next get.
+func (r *reader) get(s *Spool, seg *segment, off int64, n int) ([]byte, error) {
+	if r.seg == seg && off >= r.off && off+int64(n) <= r.off+int64(r.n) {
+		i := int(off - r.off)
+		return r.buf[i : i+n], nil
+	}
+	if r.seg != seg {
+		r.drop()
+		r.seg = seg
+	}
+	f := seg.f
+	if f == nil {
+		if r.f == nil {
+			path := s.segPath(seg.num)
+			rf, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+			if err != nil {
+				r.seg = nil
+				return nil, ioErr("open", path, err)
+			}
+			r.f = rf
+		}
+		f = r.f
+	}
+	want := int(min(int64(max(n, readAhead)), seg.end-off))
+	if cap(r.buf) < want {
+		r.buf = make([]byte, max(want, readAhead))
+	}
+	got, err := f.ReadAt(r.buf[:want], off)
+	if got < n {
+		r.n = 0
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF // the file is shorter than the spool wrote it
+		}
+		return nil, ioErr("read", s.segPath(seg.num), err)
+	}
+	r.off, r.n = off, got
+	return r.buf[:n], nil
+}
+
+// drop forgets what was read, and closes the segment's file.
+func (r *reader) drop() {
+	if r.f != nil {
+		r.f.Close()
+	}
+	r.seg, r.f, r.n = nil, nil, 0
+}

@@ -1,0 +1,74 @@
+package spool
+
+// ranges is a set of a segment's ordinals, kept as sorted, disjoint spans
+// that do not touch: batches end mostly as consecutive runs, so a segment
+// of tens of thousands of done records is a span or a few, not a record
+// each.
+type ranges []span
+
+// span is the ordinals lo to hi-1.
+type span struct{ lo, hi uint32 }
+
+// first returns the index of the first span whose hi is at least n: the
+// span holding n, the one n touches from below, or the one after n.
+func (r ranges) first(n uint32) int {
+	i, j := 0, len(r)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if r[m].hi < n {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	return i
+}
+
+// has reports whether n is in the set.
+func (r ranges) has(n uint32) bool {
+	i := r.first(n)
+	// r[i].hi == n touches n without holding it; the next span starts
+	// after n, since spans do not touch.
+	if i < len(r) && r[i].hi == n {
+		i++
+	}
+	return i < len(r) && r[i].lo <= n
+}
+
+// add puts lo to hi-1 in the set and returns how many of them were not in
+// it before.
+func (r *ranges) add(lo, hi uint32) uint32 {
+	if lo >= hi {
+		return 0
+	}
+	s := *r
+	i := r.first(lo)
+	j := i // spans i to j-1 overlap or touch [lo, hi)
+	for j < len(s) && s[j].lo <= hi {
+		j++
+	}
+	if i == j {
+		s = append(s, span{})
+		copy(s[i+1:], s[i:])
+		s[i] = span{lo, hi}
+		*r = s
+		return hi - lo
+	}
+	merged := span{min(lo, s[i].lo), max(hi, s[j-1].hi)}
+	covered := uint32(0)
+	for _, sp := range s[i:j] {
+		covered += sp.hi - sp.lo
+	}
+	s[i] = merged
+	*r = append(s[:i+1], s[j:]...)
+	return merged.hi - merged.lo - covered
+}
+
+// count returns the number of ordinals in the set.
+func (r ranges) count() uint64 {
+	n := uint64(0)
+	for _, sp := range r {
+		n += uint64(sp.hi - sp.lo)
+	}
+	return n
+}

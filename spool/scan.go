@@ -1,0 +1,307 @@
+package spool
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// scanBuffer is the buffer Open reads each file through, sequentially.
+const scanBuffer = 256 << 10
+
+// scanner is Open's state while it reads the directory: one buffer for
+// every file, nothing kept of the records but counts.
+type scanner struct {
+	s       *Spool
+	br      *bufio.Reader
+	payload []byte
+}
+
+// recover reads the directory at Open: every segment and its ack file, in
+// order. The backlog it leaves is every valid record not done, oldest
+// first. A file whose version this package cannot read ends it with an
+// error.
+func (s *Spool) recover() error {
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return ioErr("read directory", s.dir, err)
+	}
+	var segs, acks []uint64
+	for _, e := range entries {
+		num, ext, ok := parseName(e.Name())
+		if !ok {
+			continue
+		}
+		s.nextNum = max(s.nextNum, num+1) // never reuse a number, even of a file set aside
+		switch ext {
+		case segExt:
+			segs = append(segs, num)
+		case ackExt:
+			acks = append(acks, num)
+		case ackExt + ".tmp": // a rewrite cut short; the .ack it was to replace stands
+			s.removeStray(filepath.Join(s.dir, e.Name()))
+		}
+	}
+	slices.Sort(segs)
+	sc := &scanner{s: s, br: bufio.NewReaderSize(nil, scanBuffer)}
+	for _, num := range segs {
+		seg, err := sc.segment(num)
+		if err != nil {
+			return err
+		}
+		if seg != nil {
+			s.segs = append(s.segs, seg)
+		}
+	}
+	for _, num := range acks {
+		seg := s.find(num)
+		if seg == nil { // its segment was removed, or set aside
+			s.removeStray(s.ackPath(num))
+			continue
+		}
+		if err := sc.ack(seg); err != nil {
+			return err
+		}
+	}
+	for _, seg := range s.segs {
+		seg.live = seg.records - uint32(seg.done.count())
+		s.bytes += seg.size + seg.ackSize
+	}
+	for _, seg := range slices.Clone(s.segs) {
+		if seg.live == 0 {
+			_ = s.reclaim(seg) // finished before the crash; logged if it stays
+			continue
+		}
+		s.live += int64(seg.live)
+		if s.cur == nil {
+			s.cur, s.curOff = seg, int64(headerSize)
+		}
+	}
+	s.backlog = s.live
+	s.stats.Recovered = s.live
+	return nil
+}
+
+// removeStray removes a file the spool no longer needs.
+func (s *Spool) removeStray(path string) {
+	if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.warn("spool: remove a stray file", "file", path, "err", err)
+	}
+}
+
+// segment reads segment num: its header, then each record's frame and
+// checksum. It returns nil for a file removed (shorter than a header) or
+// set aside (another magic), and an error for another version.
+func (sc *scanner) segment(num uint64) (*segment, error) {
+	s := sc.s
+	path := s.segPath(num)
+	f, size, err := sc.open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size < int64(headerSize) {
+		s.info("spool: removing a segment cut short at its creation", "file", path, "size", size)
+		f.Close()
+		s.removeStray(path)
+		return nil, nil
+	}
+	if ok, err := sc.header(f, path, segMagic); err != nil || !ok {
+		if err == nil {
+			f.Close()
+			s.setAside(path, filepath.Join(s.dir, fileName(num, corruptExt)))
+		}
+		return nil, err
+	}
+	seg := &segment{num: num, recovered: true}
+	end, damaged, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
+		if !ok {
+			s.stats.Corrupt++
+			s.warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
+			seg.done.add(seg.records, seg.records+1)
+		}
+		seg.records++
+		return seg.records < 1<<32-1 // ordinals are uint32
+	})
+	if err != nil {
+		return nil, err
+	}
+	seg.end, seg.size, seg.damaged = end, size, damaged
+	if !damaged && end < size {
+		seg.size = sc.truncate(f, path, end, size)
+	}
+	return seg, nil
+}
+
+// ack reads seg's ack file and adds the runs it holds to seg.done.
+func (sc *scanner) ack(seg *segment) error {
+	s := sc.s
+	path := s.ackPath(seg.num)
+	f, size, err := sc.open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if size < int64(headerSize) {
+		f.Close()
+		s.removeStray(path) // cut short at its creation: no acks yet
+		return nil
+	}
+	if ok, err := sc.header(f, path, ackMagic); err != nil || !ok {
+		if err == nil {
+			f.Close()
+			s.setAside(path, path+corruptExt)
+		}
+		return err
+	}
+	end, _, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
+		if ok && !seg.addRuns(sc.payload) {
+			ok = false
+		}
+		if !ok {
+			s.stats.Corrupt++
+			s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	seg.ackSize = size
+	if end < size {
+		// Later acks are appended at the end: nothing unframed may stay
+		// ahead of them. What is cut holds no record of an event.
+		seg.ackSize = sc.truncate(f, path, end, size)
+		if seg.ackSize != end {
+			seg.ackBroken = true // rewritten whole at the next ack
+		}
+	}
+	return nil
+}
+
+// addRuns adds the runs of an ack record's payload to seg.done, ordinals
+// beyond the segment's records ignored. It reports false for a payload
+// that does not decode.
+func (seg *segment) addRuns(p []byte) bool {
+	for len(p) > 0 {
+		lo, n := binary.Uvarint(p)
+		if n <= 0 {
+			return false
+		}
+		p = p[n:]
+		count, n := binary.Uvarint(p)
+		if n <= 0 {
+			return false
+		}
+		p = p[n:]
+		if lo >= uint64(seg.records) {
+			continue
+		}
+		hi := uint64(seg.records)
+		if count < hi-lo {
+			hi = lo + count
+		}
+		seg.done.add(uint32(lo), uint32(hi))
+	}
+	return true
+}
+
+// open opens a file of the spool for reading and cutting, and its size.
+func (sc *scanner) open(path string) (File, int64, error) {
+	f, err := sc.s.fs.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, 0, ioErr("open", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, ioErr("stat", path, err)
+	}
+	return f, st.Size(), nil
+}
+
+// header checks a file's header: false for another magic (counted and
+// logged), an error for another version.
+func (sc *scanner) header(f File, path, magic string) (bool, error) {
+	var b [headerSize]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return false, ioErr("read", path, err)
+	}
+	badMagic, version := checkHeader(b[:], magic)
+	switch {
+	case badMagic:
+		sc.s.stats.Corrupt++
+		sc.s.warn("spool: file of another kind set aside", "file", path)
+		return false, nil
+	case version != Version:
+		return false, fmt.Errorf("spool: %s is of format version %d; this package reads version %d", path, version, Version)
+	}
+	return true, nil
+}
+
+// frames reads the records of a file of size bytes after its header, and
+// calls record for each whole one (ok: its checksum holds), with its
+// payload in sc.payload, until record returns false. It returns where the
+// framed records end, and damaged when what follows cannot be framed (a
+// length of 0 or over maxRecord: counted and logged). Otherwise any bytes
+// after end are a record cut short by a crash.
+func (sc *scanner) frames(f File, path string, size int64, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
+	sc.br.Reset(io.NewSectionReader(f, int64(headerSize), size-int64(headerSize)))
+	var head [frameSize]byte
+	off := int64(headerSize)
+	for size-off >= frameSize {
+		if _, err := io.ReadFull(sc.br, head[:]); err != nil {
+			return 0, false, ioErr("read", path, err)
+		}
+		length, sum := frameHead(head[:])
+		if !framable(length) {
+			sc.s.stats.Corrupt++
+			sc.s.warn("spool: unframable stretch skipped", "file", path, "offset", off, "length", length)
+			return off, true, nil
+		}
+		if size-off-frameSize < int64(length) {
+			break // cut short
+		}
+		if cap(sc.payload) < int(length) {
+			sc.payload = make([]byte, length)
+		}
+		sc.payload = sc.payload[:length]
+		if _, err := io.ReadFull(sc.br, sc.payload); err != nil {
+			return 0, false, ioErr("read", path, err)
+		}
+		ok := crc32.Checksum(sc.payload, castagnoli) == sum
+		recordOff := off
+		off += frameSize + int64(length)
+		if !record(recordOff, ok) {
+			return off, off < size, nil
+		}
+	}
+	return off, false, nil
+}
+
+// truncate cuts a record cut short by a crash off the end of a file and
+// returns the file's size after. A file that cannot be cut (a read-only
+// file system, say) keeps its tail, never read.
+func (sc *scanner) truncate(f File, path string, end, size int64) int64 {
+	if err := f.Truncate(end); err != nil {
+		sc.s.warn("spool: cannot cut off a torn record", "file", path, "offset", end, "err", err)
+		return size
+	}
+	sc.s.info("spool: torn record cut off", "file", path, "offset", end, "bytes", size-end)
+	return end
+}
+
+// setAside renames a damaged file out of the spool's way, for whoever
+// looks into it; if it cannot, the file stays and Open goes on without it.
+func (s *Spool) setAside(path, aside string) {
+	if err := s.fs.Rename(path, aside); err != nil {
+		s.warn("spool: cannot set a damaged file aside", "file", path, "err", err)
+	}
+}

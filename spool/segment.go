@@ -1,0 +1,178 @@
+package spool
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// segment is what the spool keeps in memory of one segment file: counts
+// and the set of done ordinals, never anything per record, so a backlog of
+// millions of records on disk costs a few words per segment.
+type segment struct {
+	num uint64
+	f   File // the active segment's file, read-write; nil for every other
+
+	size    int64  // bytes in the file
+	end     int64  // where its framed records end: size, or where damage begins
+	records uint32 // records framed in it, done or not
+	live    uint32 // of them, not done
+	// done holds the ordinals acknowledged, found damaged, or whose sync
+	// failed: none of them is handed (again).
+	done ranges
+
+	recovered bool  // found at Open: only read, never written
+	damaged   bool  // holds a stretch that cannot be framed: kept aside, not removed
+	ackSize   int64 // bytes in its .ack file; 0 when it has none
+	ackBroken bool  // a failed ack write left its .ack torn: rewrite it whole
+}
+
+// full reports whether an Append of a frame of frame bytes must start a
+// new segment rather than go to the active one. A record larger than a
+// segment gets one of its own rather than being refused.
+func (s *Spool) mustRotate(frame int64) bool {
+	a := s.active
+	return a == nil || s.rotate || a.records == math.MaxUint32 ||
+		a.records > 0 && a.size+frame > s.segBytes
+}
+
+// find returns the segment numbered num, or nil.
+func (s *Spool) find(num uint64) *segment {
+	i, j := 0, len(s.segs)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if s.segs[m].num < num {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	if i < len(s.segs) && s.segs[i].num == num {
+		return s.segs[i]
+	}
+	return nil
+}
+
+// retire ends seg's time as the active segment: its records are synced
+// (none may be left unsynced in a file the syncer no longer looks at), its
+// file closed, and it is removed if all its records are done. s.mu is
+// held; seg is no longer s.active.
+func (s *Spool) retire(seg *segment) {
+	if s.synced < s.written {
+		s.syncRetired(seg)
+	}
+	if s.syncFile == seg.f {
+		s.closeAfterSync = seg.f // the sync running outside the lock closes it
+	} else if err := seg.f.Close(); err != nil {
+		s.warn("spool: close segment", "file", s.segPath(seg.num), "err", err)
+	}
+	seg.f = nil
+	if seg.live == 0 {
+		_ = s.reclaim(seg) // logged; it is tried again at Close
+	}
+}
+
+// reclaim removes seg, whose records are all done and which is not the
+// active segment: its files go, and their bytes come back to the bound,
+// which may let a waiting AppendWait in. A segment with damage is renamed
+// aside instead, for whoever looks into it. s.mu is held.
+func (s *Spool) reclaim(seg *segment) error {
+	i := s.index(seg)
+	if i < 0 {
+		return nil // removed already
+	}
+	s.acks.close(seg)
+	if s.rd.seg == seg {
+		s.rd.drop()
+	}
+	path := s.segPath(seg.num)
+	var err error
+	if seg.damaged {
+		err = s.fs.Rename(path, filepath.Join(s.dir, fileName(seg.num, corruptExt)))
+	} else {
+		err = s.fs.Remove(path)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.warn("spool: remove a finished segment", "file", path, "err", err)
+		return ioErr("remove", path, err)
+	}
+	s.bytes -= seg.size
+	if seg.ackSize > 0 {
+		ack := s.ackPath(seg.num)
+		if err := s.fs.Remove(ack); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// Its bytes stay counted, as they stay on disk; the next Open
+			// removes an .ack without its segment.
+			s.warn("spool: remove a finished segment's acknowledgements", "file", ack, "err", err)
+		} else {
+			s.bytes -= seg.ackSize
+		}
+	}
+	s.segs = slices.Delete(s.segs, i, i+1)
+	if s.cur == seg {
+		// Every record left in seg is done: the backlog goes on in the
+		// next segment.
+		s.cur, s.curN, s.curOff = nil, 0, 0
+		if i < len(s.segs) {
+			s.cur, s.curOff = s.segs[i], int64(headerSize)
+		}
+	}
+	s.wakeFirst()
+	return nil
+}
+
+// index returns seg's index in s.segs, or -1 once it is removed.
+func (s *Spool) index(seg *segment) int {
+	for i, x := range s.segs { // mostly one of the first few
+		if x == seg {
+			return i
+		}
+	}
+	return -1
+}
+
+// markDone marks seg's ordinals lo to hi-1 done and returns how many were
+// not done before; the counts of live records follow. s.mu is held.
+func (s *Spool) markDone(seg *segment, lo, hi uint32) uint32 {
+	added := seg.done.add(lo, min(hi, seg.records))
+	seg.live -= added
+	s.live -= int64(added)
+	return added
+}
+
+// createSegment creates segment num, header written, as the new active
+// segment's file. A file left half-made is removed again.
+func (s *Spool) createSegment(num uint64) (File, error) {
+	path := s.segPath(num)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, ioErr("create", path, err)
+	}
+	hdr := appendHeader(s.wbuf[:0], segMagic)
+	n, err := f.Write(hdr)
+	if err == nil && n < len(hdr) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		f.Close()
+		s.fs.Remove(path) // shorter than a header: the next Open removes it too
+		return nil, ioErr("write", path, err)
+	}
+	s.syncDir()
+	return f, nil
+}
+
+// syncDir makes the directory's entries durable, so that a segment created
+// and synced is found after a power loss. Best effort: some systems cannot
+// open or sync a directory.
+func (s *Spool) syncDir() {
+	d, err := s.fs.OpenFile(s.dir, os.O_RDONLY, 0)
+	if err != nil {
+		return
+	}
+	d.Sync()
+	d.Close()
+}

@@ -1,0 +1,359 @@
+package analytics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/analyticstest"
+	"github.com/dualpath/analytics-go/spool"
+)
+
+// cutShort shuts c down at once, as a deploy that gives no grace does:
+// whatever is not delivered stays in the spool.
+func cutShort(t *testing.T, c *Client) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, c.Shutdown(ctx), context.Canceled, "Shutdown with an ended context")
+}
+
+// batchEvents returns the events of every request api recorded, raw, by
+// messageId.
+func batchEvents(t *testing.T, api *analyticstest.Server) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, r := range api.Requests() {
+		var body struct{ Batch []json.RawMessage }
+		require.NoError(t, json.Unmarshal(r.Body, &body), "request body")
+		for _, raw := range body.Batch {
+			var head struct{ MessageId string }
+			require.NoError(t, json.Unmarshal(raw, &head), "event")
+			out[head.MessageId] = string(raw)
+		}
+	}
+	return out
+}
+
+// A shutdown that ends before delivery leaves the events in the spool, with
+// no callback; the next client on the directory sends them first, with the
+// same messageIds, timestamps and bytes, and calls back each once with a
+// Spooled message.
+func TestSpoolRecoversWhatShutdownLeft(t *testing.T) {
+	dir := t.TempDir()
+	down := newAPI().Default(analyticstest.Status(503))
+	first := newEnv(t, down, WithSpool(dir), WithFlushAt(5), withExactBackoff())
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123_000_000, time.UTC) // sent with milliseconds
+	msgs := make([]Message, 12)
+	for i := range msgs {
+		msgs[i] = Track{MessageId: fmt.Sprintf("left-%d", i), UserId: "u", Event: "E", Timestamp: at.Add(time.Duration(i) * time.Second)}
+	}
+	first.enqueue(msgs...)
+	cutShort(t, first.client)
+
+	ok, failed := first.out.counts()
+	assert.Zero(t, ok, "Success callbacks in the client that was cut short")
+	assert.Zero(t, failed, "Failure callbacks in the client that was cut short: the events stay in the spool")
+	st := first.client.Stats()
+	assert.Equal(t, int64(12), st.Spool.Left, "Stats.Spool.Left")
+	assert.Zero(t, st.Failed.Total(), "Stats.Failed")
+	assert.Contains(t, first.logs.String(), "stay in the spool for the next start", "the log says where the events went")
+	sent := batchEvents(t, down) // the bytes of the attempts the API refused
+
+	up := newAPI()
+	second := newEnv(t, up, WithSpool(dir), WithFlushAt(5))
+	assert.Equal(t, int64(12), second.client.Stats().Spool.Recovered, "Stats.Spool.Recovered")
+	second.flush()
+	second.close()
+
+	second.assertDeliveredOnce(msgs)
+	got := batchEvents(t, up)
+	for i, m := range msgs {
+		id := MessageID(m)
+		var ev struct{ Timestamp time.Time }
+		require.NoError(t, json.Unmarshal([]byte(got[id]), &ev), "event %s", id)
+		assert.True(t, ev.Timestamp.Equal(at.Add(time.Duration(i)*time.Second)), "timestamp of %s: %v", id, ev.Timestamp)
+		if before, tried := sent[id]; tried {
+			assert.Equal(t, before, got[id], "the bytes of %s, before and after the restart", id)
+		}
+	}
+	second.out.mu.Lock()
+	defer second.out.mu.Unlock()
+	require.Len(t, second.out.successes, 12, "Success callbacks after recovery")
+	for _, m := range second.out.successes {
+		sp, isSpooled := m.(Spooled)
+		require.True(t, isSpooled, "a recovered event's callback gets a Spooled, got %T", m)
+		assert.True(t, sp.Recovered, "Spooled.Recovered of %s", sp.MessageId)
+		assert.Equal(t, "track", sp.Type, "Spooled.Type of %s", sp.MessageId)
+		assert.Equal(t, got[sp.MessageId], string(sp.JSON), "Spooled.JSON of %s is the bytes sent", sp.MessageId)
+	}
+	st = second.client.Stats()
+	assert.Zero(t, st.Spool.Records, "records left after delivering everything")
+	assert.Zero(t, st.Spool.Left, "events left by the second Close")
+	assert.Equal(t, st.Enqueued+st.Spool.Recovered, st.Delivered+st.Failed.Total()+st.Spool.Left, "every event accounted for")
+}
+
+// gate is a tracking API that holds every request until opened.
+type gate struct {
+	open chan struct{}
+	once sync.Once
+}
+
+func newGate(api *analyticstest.Server) *gate {
+	g := &gate{open: make(chan struct{})}
+	api.Rule(func(analyticstest.Request) analyticstest.Answer {
+		<-g.open
+		return analyticstest.Answer{Default: true}
+	})
+	return g
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+// Beyond the memory queue's bounds, events wait on disk: the queue never
+// holds more than MaxQueueSize, every Enqueue succeeds, and once the API
+// answers every event is delivered once, the ones that waited on disk
+// called back with a Spooled message.
+func TestSpoolKeepsMemoryBounded(t *testing.T) {
+	api := newAPI()
+	g := newGate(api)
+	defer g.release()
+	const queueSize, total = 40, 3_000
+	e := newEnv(t, api, WithSpool(t.TempDir()), WithMaxQueueSize(queueSize), WithFlushAt(10), WithMaxConcurrentRequests(2))
+	msgs := tracks("m-", total)
+	e.enqueue(msgs...)
+
+	st := e.client.Stats()
+	assert.LessOrEqual(t, int64(st.QueueDepth)+st.InFlight, int64(queueSize), "events in memory")
+	assert.GreaterOrEqual(t, st.Spool.OnDisk, int64(total-queueSize), "events waiting on disk only")
+	assert.Equal(t, int64(total), st.Spool.Records, "records in the spool")
+
+	g.release()
+	e.flush()
+	e.close()
+	e.assertDeliveredOnce(msgs)
+	e.out.mu.Lock()
+	defer e.out.mu.Unlock()
+	spooled := 0
+	for _, m := range e.out.successes {
+		if sp, ok := m.(Spooled); ok {
+			spooled++
+			assert.False(t, sp.Recovered, "an event this client spooled is not Recovered")
+		}
+	}
+	assert.GreaterOrEqual(t, spooled, total-queueSize, "callbacks with a Spooled message")
+	assert.Zero(t, e.client.Stats().Spool.Records, "records after delivering everything")
+}
+
+// Events that fail for good get their Failure, and are then removed from
+// the spool: the next client on the directory recovers nothing.
+func TestSpoolRemovesEventsFailedForGood(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, newAPI().Default(analyticstest.Status(400)), WithSpool(dir), WithFlushAt(5))
+	e.enqueue(tracks("bad-", 10)...)
+	e.flush()
+	e.close()
+	_, failed := e.out.counts()
+	assert.Equal(t, 10, failed, "Failure callbacks")
+	st := e.client.Stats()
+	assert.Zero(t, st.Spool.Records, "records after the failures")
+	assert.Zero(t, st.Spool.Left, "events left")
+
+	again := newEnv(t, newAPI(), WithSpool(dir))
+	assert.Zero(t, again.client.Stats().Spool.Recovered, "events recovered after they failed for good")
+	again.close()
+}
+
+// At WithSpoolMaxBytes, Enqueue returns ErrQueueFull and EnqueueContext
+// waits: until its context ends, or until batches end and give room back.
+func TestSpoolFullRefusesThenWaits(t *testing.T) {
+	api := newAPI()
+	g := newGate(api)
+	defer g.release()
+	e := newEnv(t, api, WithSpool(t.TempDir()), WithSpoolMaxBytes(1<<20), WithMaxQueueSize(100), WithFlushAt(50))
+	big := strings.Repeat("x", 2000)
+	accepted := 0
+	var err error
+	for i := 0; i < 5_000; i++ {
+		err = e.client.Enqueue(Track{MessageId: fmt.Sprintf("f-%d", i), UserId: "u", Event: "E", Properties: Properties{"pad": big}})
+		if err != nil {
+			break
+		}
+		accepted++
+	}
+	require.ErrorIs(t, err, ErrQueueFull, "Enqueue at the spool's bound")
+	assert.Less(t, accepted, 5_000, "events accepted before the bound")
+	assert.LessOrEqual(t, e.client.Stats().Spool.Bytes, int64(1<<20), "the spool's files stay within the bound")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err = e.client.EnqueueContext(ctx, Track{MessageId: "late", UserId: "u", Event: "E", Properties: Properties{"pad": big}})
+	require.ErrorIs(t, err, ErrQueueFull, "EnqueueContext when its context ends first")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "EnqueueContext when its context ends first")
+
+	waited := make(chan error, 1)
+	go func() {
+		waited <- e.client.EnqueueContext(context.Background(), Track{MessageId: "waited", UserId: "u", Event: "E", Properties: Properties{"pad": big}})
+	}()
+	g.release()
+	require.NoError(t, <-waited, "EnqueueContext once batches end and give room back")
+	e.flush()
+	e.close()
+	got := api.Delivered()
+	assert.Equal(t, 1, got["waited"], "the event that waited is delivered")
+	assert.Equal(t, accepted+1, len(got), "events delivered")
+}
+
+// One client per directory: a second New on it fails and names it, until
+// the first client is closed.
+func TestSpoolDirectoryIsLocked(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	first := newEnv(t, newAPI(), WithSpool(dir))
+	_, err := New(testWriteKey, WithSpool(dir), WithHTTPClient(newAPI().Client(CheckRedirect)))
+	require.Error(t, err, "a second New on a directory in use")
+	assert.Contains(t, err.Error(), dir, "the error names the directory")
+	assert.NotContains(t, err.Error(), testWriteKey, "the error shows no write key")
+	first.close()
+
+	second := newEnv(t, newAPI(), WithSpool(dir))
+	second.close()
+}
+
+// The directory is 0700 and its files 0600, and no file ever holds the
+// write key, while the client runs nor after it.
+func TestSpoolFilesArePrivateAndKeyless(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	api := newAPI()
+	g := newGate(api)
+	e := newEnv(t, api, WithSpool(dir), WithFlushAt(5))
+	e.enqueue(tracks("p-", 20)...)
+	check := func(when string) {
+		info, err := os.Stat(dir)
+		require.NoError(t, err)
+		assert.Equal(t, fs.FileMode(0o700), info.Mode().Perm(), "the directory's mode %s", when)
+		files := 0
+		require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			files++
+			info, err := d.Info()
+			require.NoError(t, err)
+			assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm(), "mode of %s %s", d.Name(), when)
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.NotContains(t, string(data), testWriteKey, "%s %s holds the write key", d.Name(), when)
+			return nil
+		}))
+		assert.Positive(t, files, "files in the spool %s", when)
+	}
+	check("while the client runs")
+	g.release()
+	e.flush()
+	e.close()
+}
+
+// faultFS is the operating system's file system, with a switch that makes
+// every write fail with ENOSPC.
+type faultFS struct {
+	mu      sync.Mutex
+	noSpace bool
+}
+
+func (f *faultFS) set(noSpace bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noSpace = noSpace
+}
+
+func (f *faultFS) full() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.noSpace
+}
+
+func (f *faultFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
+func (f *faultFS) ReadDir(name string) ([]fs.DirEntry, error)  { return os.ReadDir(name) }
+func (f *faultFS) Remove(name string) error                    { return os.Remove(name) }
+func (f *faultFS) Rename(oldpath, newpath string) error        { return os.Rename(oldpath, newpath) }
+func (f *faultFS) Lock(string) (func() error, error)           { return func() error { return nil }, nil }
+
+func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
+	file, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f}, nil
+}
+
+type faultFile struct {
+	*os.File
+	fs *faultFS
+}
+
+func (f *faultFile) Write(p []byte) (int, error) {
+	if f.fs.full() {
+		return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	return f.File.Write(p)
+}
+
+// A disk that is full makes Enqueue fail with an error that wraps the
+// cause; what was accepted before is delivered, and Enqueue works again
+// once the disk does.
+func TestSpoolDiskErrors(t *testing.T) {
+	faults := &faultFS{}
+	withFS := func(c *config) { c.spoolFS = faults }
+	e := newEnv(t, newAPI(), WithSpool(t.TempDir()), withFS, WithFlushAt(5))
+	before := tracks("before-", 7)
+	e.enqueue(before...)
+
+	faults.set(true)
+	err := e.client.Enqueue(Track{MessageId: "refused", UserId: "u", Event: "E"})
+	require.ErrorIs(t, err, ErrSpool, "Enqueue on a full disk")
+	require.ErrorIs(t, err, syscall.ENOSPC, "Enqueue on a full disk wraps the cause")
+	assert.NotContains(t, err.Error(), testWriteKey, "the error shows no write key")
+	assert.Equal(t, int64(1), e.client.Stats().Rejected.Spool, "Stats.Rejected.Spool")
+
+	faults.set(false)
+	after := tracks("after-", 7)
+	e.enqueue(after...)
+	e.flush()
+	e.close()
+	e.assertDeliveredOnce(append(before, after...))
+	assert.Zero(t, e.api.Delivered()["refused"], "the refused event was not sent")
+}
+
+// The spool's options are checked by New.
+func TestSpoolOptionBounds(t *testing.T) {
+	for _, tt := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithSpoolMaxBytes(1<<20 - 1), "invalid option SpoolMaxBytes: must be at least 1048576"},
+		{WithSpoolMaxBytes(1<<40 + 1), "invalid option SpoolMaxBytes: must be at most 1099511627776"},
+		{WithSpoolSync(-time.Second), "invalid option SpoolSync: must not be negative"},
+		{WithSpoolSync(7*24*time.Hour + 1), "invalid option SpoolSync: must be at most 168h0m0s"},
+	} {
+		c, err := newOrPanic(WithSpool(t.TempDir()), tt.opt)
+		if !assert.Error(t, err, tt.want) {
+			closeAccepted(c)
+			continue
+		}
+		assert.ErrorContains(t, err, tt.want)
+		var oe *OptionError
+		assert.True(t, errors.As(err, &oe), "the error is an *OptionError")
+	}
+}
