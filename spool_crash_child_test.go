@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -32,6 +33,9 @@ type crashChildConfig struct {
 	Prefix   string `json:"prefix"` // messageIds are Prefix + number
 	First    int    `json:"first"`  // the number of the first event
 	Count    int    `json:"count"`
+	// WriteKey tells the API which child sent a request (the mock takes
+	// any); "" is testWriteKey.
+	WriteKey string `json:"writeKey,omitempty"`
 }
 
 // crashTimestamp is the Timestamp of event n in the "down" mode: a whole
@@ -103,7 +107,7 @@ func TestSpoolCrashChild(t *testing.T) {
 			mu.Unlock()
 		})))
 	}
-	c, err := New(testWriteKey, opts...)
+	c, err := New(cmp.Or(cfg.WriteKey, testWriteKey), opts...)
 	if err != nil {
 		say("fail New: %v", err)
 		t.Fatalf("New: %v", err)

@@ -3,6 +3,7 @@ package analytics
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -184,13 +185,14 @@ func TestSpoolCrash(t *testing.T) {
 		unreported []string            // ids a killed child may have accepted without saying so
 		recovered  []int64             // Stats().Spool.Recovered of each child at start
 		delays     []time.Duration
-		next       int // the number of the next child's first event
+		lives      []crashLife // each child's, in order
+		next       int         // the number of the next child's first event
 		final      Stats
 		gotStats   bool
 	)
 	// read takes a child's lines until they end; it kills the child after
 	// delay from its "ready" (delay 0: never).
-	read := func(ch *crashChild, name string, delay time.Duration) {
+	read := func(ch *crashChild, name string, delay time.Duration, life crashLife) {
 		last := next - 1
 		var killAt <-chan time.Time
 		for lines := ch.lines; lines != nil; {
@@ -222,11 +224,14 @@ func TestSpoolCrash(t *testing.T) {
 					t.Errorf("%s: %s", name, arg)
 				}
 			case <-killAt:
+				life.kill = time.Now()
 				ch.kill()
 				killAt = nil
 			}
 		}
 		err := ch.wait()
+		life.end = time.Now()
+		lives = append(lives, life)
 		ch.checkStderr(t, name)
 		if delay > 0 {
 			require.True(t, ch.killed(), "%s ended before its kill (%v); stderr:\n%s", name, err, ch.stderr)
@@ -243,11 +248,15 @@ func TestSpoolCrash(t *testing.T) {
 	for k := range kills {
 		delay := time.Duration(50+rng.IntN(351)) * time.Millisecond
 		delays = append(delays, delay)
-		ch := startCrashChild(t, ctx, crashChildConfig{Mode: "run", Endpoint: ln.URL, Dir: dir, Prefix: "e-", First: next})
-		read(ch, fmt.Sprintf("child %d (killed after %v)", k+1, delay), delay)
+		life := crashLife{start: time.Now()}
+		ch := startCrashChild(t, ctx, crashChildConfig{Mode: "run", Endpoint: ln.URL, Dir: dir, Prefix: "e-", First: next,
+			WriteKey: crashWriteKey(len(lives))})
+		read(ch, fmt.Sprintf("child %d (killed after %v)", k+1, delay), delay, life)
 	}
-	ch := startCrashChild(t, ctx, crashChildConfig{Mode: "final", Endpoint: ln.URL, Dir: dir, Prefix: "e-", First: next, Count: finalCount})
-	read(ch, "final child", 0)
+	life := crashLife{start: time.Now()}
+	ch := startCrashChild(t, ctx, crashChildConfig{Mode: "final", Endpoint: ln.URL, Dir: dir, Prefix: "e-", First: next,
+		Count: finalCount, WriteKey: crashWriteKey(len(lives))})
+	read(ch, "final child", 0, life)
 	require.True(t, gotStats, "the final child printed no stats")
 
 	delivered := api.Delivered()
@@ -281,6 +290,9 @@ func TestSpoolCrash(t *testing.T) {
 	}
 	t.Logf("%d kills after %v; %d events accepted; %d delivered (%d of %d unreported ones too); %d delivered more than once (%d extra copies); recovered at each start %v; mock answered %s",
 		kills, delays, len(accepted), len(delivered), unreportedSent, len(unreported), dups, extra, recovered, answers(api))
+	again := redeliveries(api, lives)
+	t.Logf("of the ids delivered more than once, %d were delivered twice by one child; the others' first 2xx request arrived %s before the kill of the child that sent it",
+		len(again.sameChild), again.lags())
 	t.Logf("final child's Stats: enqueued %d, delivered %d, failed %d; Spool %+v; test took %v",
 		final.Enqueued, final.Delivered, final.Failed.Total(), final.Spool, time.Since(start).Round(time.Millisecond))
 
@@ -288,10 +300,115 @@ func TestSpoolCrash(t *testing.T) {
 		t.Errorf("seed %d: %d of %d accepted events never delivered (2xx): %v", seed, len(missing), len(accepted), head(missing, 50))
 	}
 	assert.Empty(t, strangers, "delivered ids no child enqueued")
+	// A child that had its 2xx and lived on marked the events done: it
+	// must not send them again itself.
+	assert.Empty(t, again.sameChild, "ids one child delivered twice: %s", again.sameDetail)
 	assert.Positive(t, sum, "events recovered over all restarts")
 	assert.Zero(t, final.Failed.Total(), "the final child's failed events")
 	assert.Zero(t, final.Spool.Left, "events the final Close left in the spool")
 	assert.Zero(t, final.Spool.Records, "events in the spool after the final Close")
+}
+
+// crashLife is when a child was started, killed (zero: not killed) and
+// seen dead.
+type crashLife struct{ start, kill, end time.Time }
+
+// crashWriteKey is the write key of child i (from 0), by which the mock's
+// record tells which child sent a request: a request sent just before a
+// kill may be read after the next child started.
+func crashWriteKey(i int) string { return fmt.Sprintf("crash-child-%d", i) }
+
+// writeKeyOf returns the write key of a recorded request: the user name of
+// its Basic credentials.
+func writeKeyOf(r analyticstest.Request) string {
+	b64, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Basic ")
+	if !ok {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return ""
+	}
+	user, _, _ := strings.Cut(string(raw), ":")
+	return user
+}
+
+// crashRedeliveries describes the ids delivered (2xx) more than once.
+type crashRedeliveries struct {
+	// sameChild are ids one child delivered twice or more; sameDetail
+	// says when and in which requests, one line per set of requests.
+	sameChild  []string
+	sameDetail []string
+	// lag is, for each other id, how long before the kill of the child
+	// that first delivered it that request arrived at the mock: short,
+	// when only events whose outcome was unknown at the kill come again.
+	lag []time.Duration
+}
+
+func redeliveries(api *analyticstest.Server, lives []crashLife) crashRedeliveries {
+	type delivery struct {
+		child, req int
+		at         time.Time
+	}
+	byID := map[string][]delivery{}
+	reqs := api.Requests()
+	for k, r := range reqs {
+		if r.Status < 200 || r.Status > 299 {
+			continue
+		}
+		child := -1
+		for i := range lives {
+			if writeKeyOf(r) == crashWriteKey(i) {
+				child = i
+			}
+		}
+		for _, id := range r.MessageIDs() {
+			byID[id] = append(byID[id], delivery{child, k, r.At})
+		}
+	}
+	var out crashRedeliveries
+	details := map[string]bool{}
+	for id, ds := range byID {
+		if len(ds) < 2 {
+			continue
+		}
+		seen := map[int]bool{}
+		for _, d := range ds {
+			if seen[d.child] {
+				out.sameChild = append(out.sameChild, id)
+				var b strings.Builder
+				for _, d := range ds {
+					r := reqs[d.req]
+					ids := r.MessageIDs()
+					fmt.Fprintf(&b, "[request %d, child %d, at +%v, %d events %s..%s, %d] ", d.req, d.child+1,
+						d.at.Sub(lives[max(d.child, 0)].start).Round(time.Millisecond), len(ids), ids[0], ids[len(ids)-1], r.Status)
+				}
+				details[b.String()] = true
+				break
+			}
+			seen[d.child] = true
+		}
+		first := ds[0]
+		if first.child >= 0 && !lives[first.child].kill.IsZero() {
+			out.lag = append(out.lag, lives[first.child].kill.Sub(first.at))
+		}
+	}
+	for d := range details {
+		out.sameDetail = append(out.sameDetail, d)
+	}
+	slices.Sort(out.sameChild)
+	slices.Sort(out.sameDetail)
+	slices.Sort(out.lag)
+	return out
+}
+
+// lags summarizes the lags: "12ms median, 40ms max (213 ids)".
+func (r crashRedeliveries) lags() string {
+	if len(r.lag) == 0 {
+		return "– (none)"
+	}
+	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+	return fmt.Sprintf("%s median, %s at most (%d ids)", ms(r.lag[len(r.lag)/2]), ms(r.lag[len(r.lag)-1]), len(r.lag))
 }
 
 // head returns the first n of s.
