@@ -12,8 +12,8 @@
 // Each case runs in a process of its own, so that its peak RSS (VmHWM) is
 // its own. Then it calls Shutdown with a 2 s context: the memory client
 // fails what it holds, the spool client leaves it in the directory, which
-// the program then removes. The spool needs about 350 bytes of disk per
-// event (350 MB for a million) in -dir, by default the system's temporary
+// the program then removes. The spool needs about 320 bytes of disk per
+// event (320 MB for a million) in -dir, by default the system's temporary
 // directory.
 //
 //	go run ./cmd/spoolrss
