@@ -48,3 +48,5 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzEncodeProperties$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzInput$$' -fuzztime=$(FUZZTIME) ./e2e/cli
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/decimal
+	$(GO) test -run='^$$' -fuzz='^FuzzOpenSegment$$' -fuzztime=$(FUZZTIME) ./spool
+	$(GO) test -run='^$$' -fuzz='^FuzzOpenAck$$' -fuzztime=$(FUZZTIME) ./spool

@@ -68,21 +68,21 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 	}
 	s.decided = seq
 	s.cond.Broadcast() // the next record's Append may decide
-	s.decide(seg, id, off, direct)
+	s.decide(seg, id, off, off+frame, direct)
 	return id, nil
 }
 
-// decide hands the record id, framed at off in seg, to direct if the
-// backlog is empty and direct takes it; otherwise it joins the backlog.
-// s.mu is held.
-func (s *Spool) decide(seg *segment, id ID, off int64, direct func(ID) bool) {
+// decide hands the record id, framed from off to next in seg, to direct if
+// the backlog is empty and direct takes it; otherwise it joins the
+// backlog. s.mu is held.
+func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) bool) {
 	if s.backlog > 0 {
 		s.backlog++
 		return
 	}
-	if direct(id) {
+	if direct != nil && direct(id) {
 		s.handed++
-		s.cur, s.curN, s.curOff = seg, id.N+1, seg.end
+		s.cur, s.curN, s.curOff = seg, id.N+1, next
 		return
 	}
 	s.backlog = 1
@@ -183,8 +183,8 @@ func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) boo
 	case s.sealed:
 		s.mu.Unlock()
 		return ID{}, ErrClosed
-	case s.first == nil || s.neverFits(frame):
-		id, err := s.appendLocked(data, direct)
+	case s.first == nil || s.neverFits(frame) || len(data) == 0 || len(data) > maxRecord:
+		id, err := s.appendLocked(data, direct) // refused at once if it can never fit
 		if err != ErrFull || s.neverFits(frame) {
 			s.mu.Unlock()
 			return id, err

@@ -18,7 +18,7 @@ func TestSecondOpenInProcessRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Open(dir, Options{})
 	require.Error(t, err)
-	assert.ErrorContains(t, err, `spool: directory "`+dir+`" is in use by another client`)
+	assert.EqualError(t, err, `spool: directory "`+dir+`" is in use by another client`)
 	require.NoError(t, s.Close())
 	s, err = Open(dir, Options{})
 	require.NoError(t, err, "after Close")
@@ -62,7 +62,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 
 	_, err = Open(dir, Options{})
 	require.Error(t, err)
-	assert.ErrorContains(t, err, `spool: directory "`+dir+`" is in use by another client`)
+	assert.EqualError(t, err, `spool: directory "`+dir+`" is in use by another client`)
 
 	require.NoError(t, stdin.Close())
 	io.Copy(io.Discard, stdout) // the rest of the child's output, to its exit

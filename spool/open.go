@@ -41,7 +41,7 @@ func open(dir string, o Options) (*Spool, error) {
 	}
 	unlock, err := s.fs.Lock(dir)
 	if errors.Is(err, errInUse) {
-		return nil, fmt.Errorf("spool: directory %q is in use by another client: %w", dir, errInUse)
+		return nil, fmt.Errorf("spool: directory %q is %w", dir, errInUse)
 	}
 	if err != nil {
 		return nil, ioErr("lock directory", dir, err)

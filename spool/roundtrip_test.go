@@ -1,8 +1,11 @@
 package spool
 
 import (
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -187,4 +190,60 @@ func TestAppendRefusesEmptyAndHugeRecords(t *testing.T) {
 	assert.Error(t, err)
 	_, err = s.Append(make([]byte, maxRecord), take)
 	assert.NoError(t, err, "the largest record")
+}
+
+// Load reads the active segment while Appends write it, from another
+// goroutine: every record once, in order.
+func TestLoadWhileAppending(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{Sync: 1e9, SegmentBytes: 16 << 10})
+	const n = 3000
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range n {
+			_, err := s.Append(event(i), leave)
+			assert.NoError(t, err)
+		}
+	})
+	var got []string
+	for len(got) < n {
+		_, err := s.Load(func(_ ID, d []byte, _ bool) bool {
+			got = append(got, string(d))
+			return true
+		})
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	assert.Equal(t, events(0, n), got)
+}
+
+// What Open keeps of a backlog does not grow with its records: counts
+// and spans per segment, no offsets.
+func TestRecoveredBacklogMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 30 MB")
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, Options{Sync: time.Hour, MaxBytes: 1 << 30})
+	require.NoError(t, err)
+	const n = 100_000
+	rec := []byte(strings.Repeat("r", 300))
+	for range n {
+		_, err := s.Append(rec, leave)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err = Open(dir, Options{MaxBytes: 1 << 30})
+	require.NoError(t, err)
+	defer s.Close()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	assert.EqualValues(t, n, s.Backlog())
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	assert.Less(t, grew, int64(256<<10), "%d bytes kept for %d records", grew, n)
+	t.Logf("%d bytes kept for %d records", grew, n)
+	runtime.KeepAlive(s)
 }

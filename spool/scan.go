@@ -96,94 +96,116 @@ func (s *Spool) removeStray(path string) {
 	}
 }
 
+// fate is what Open does with a file it read: keep it, remove it (cut
+// short at its creation), or set it aside (not one of ours, or damaged
+// beyond reading).
+type fate int
+
+const (
+	keep fate = iota
+	remove
+	setAside
+)
+
 // segment reads segment num: its header, then each record's frame and
 // checksum. It returns nil for a file removed (shorter than a header) or
 // set aside (another magic), and an error for another version.
 func (sc *scanner) segment(num uint64) (*segment, error) {
-	s := sc.s
-	path := s.segPath(num)
-	f, size, err := sc.open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if size < int64(headerSize) {
-		s.info("spool: removing a segment cut short at its creation", "file", path, "size", size)
-		f.Close()
-		s.removeStray(path)
-		return nil, nil
-	}
-	if ok, err := sc.header(f, path, segMagic); err != nil || !ok {
-		if err == nil {
-			f.Close()
-			s.setAside(path, filepath.Join(s.dir, fileName(num, corruptExt)))
-		}
-		return nil, err
-	}
+	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
-	end, damaged, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
-		if !ok {
-			s.stats.Corrupt++
-			s.warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
-			seg.done.add(seg.records, seg.records+1)
+	what, err := sc.file(path, segMagic, func(f File, size int64) error {
+		end, damaged, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
+			if !ok {
+				sc.s.stats.Corrupt++
+				sc.s.warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
+				seg.done.add(seg.records, seg.records+1)
+			}
+			seg.records++
+			return seg.records < 1<<32-1 // ordinals are uint32
+		})
+		if err != nil {
+			return err
 		}
-		seg.records++
-		return seg.records < 1<<32-1 // ordinals are uint32
+		seg.end, seg.size, seg.damaged = end, size, damaged
+		if !damaged && end < size {
+			seg.size = sc.truncate(f, path, end, size)
+		}
+		return nil
 	})
-	if err != nil {
+	if err != nil || what != keep {
+		sc.s.dispose(what, path, filepath.Join(sc.s.dir, fileName(num, corruptExt)))
 		return nil, err
-	}
-	seg.end, seg.size, seg.damaged = end, size, damaged
-	if !damaged && end < size {
-		seg.size = sc.truncate(f, path, end, size)
 	}
 	return seg, nil
 }
 
 // ack reads seg's ack file and adds the runs it holds to seg.done.
 func (sc *scanner) ack(seg *segment) error {
-	s := sc.s
-	path := s.ackPath(seg.num)
-	f, size, err := sc.open(path)
+	path := sc.s.ackPath(seg.num)
+	what, err := sc.file(path, ackMagic, func(f File, size int64) error {
+		end, _, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
+			if ok && !seg.addRuns(sc.payload) {
+				ok = false
+			}
+			if !ok {
+				sc.s.stats.Corrupt++
+				sc.s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		seg.ackSize = size
+		if end < size {
+			// Later acks are appended at the end: nothing unframed may
+			// stay ahead of them. What is cut holds no record of an event.
+			seg.ackSize = sc.truncate(f, path, end, size)
+			if seg.ackSize != end {
+				seg.ackBroken = true // rewritten whole at the next ack
+			}
+		}
+		return nil
+	})
+	sc.s.dispose(what, path, path+corruptExt)
+	return err
+}
+
+// file opens a file of the spool, checks its header, and hands it to read
+// when it is one of ours; the file is closed before it is removed or set
+// aside (some systems refuse either on an open file).
+func (sc *scanner) file(path, magic string, read func(f File, size int64) error) (fate, error) {
+	f, err := sc.s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return keep, ioErr("open", path, err)
 	}
 	defer f.Close()
-	if size < int64(headerSize) {
-		f.Close()
-		s.removeStray(path) // cut short at its creation: no acks yet
-		return nil
-	}
-	if ok, err := sc.header(f, path, ackMagic); err != nil || !ok {
-		if err == nil {
-			f.Close()
-			s.setAside(path, path+corruptExt)
-		}
-		return err
-	}
-	end, _, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
-		if ok && !seg.addRuns(sc.payload) {
-			ok = false
-		}
-		if !ok {
-			s.stats.Corrupt++
-			s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
-		}
-		return true
-	})
+	st, err := f.Stat()
 	if err != nil {
-		return err
+		return keep, ioErr("stat", path, err)
 	}
-	seg.ackSize = size
-	if end < size {
-		// Later acks are appended at the end: nothing unframed may stay
-		// ahead of them. What is cut holds no record of an event.
-		seg.ackSize = sc.truncate(f, path, end, size)
-		if seg.ackSize != end {
-			seg.ackBroken = true // rewritten whole at the next ack
-		}
+	if st.Size() < int64(headerSize) {
+		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", st.Size())
+		return remove, nil
 	}
-	return nil
+	ok, err := sc.header(f, path, magic)
+	if err != nil {
+		return keep, err
+	}
+	if !ok {
+		return setAside, nil // closed by the defer before the rename
+	}
+	return keep, read(f, st.Size())
+}
+
+// dispose removes or sets aside a file as Open decided.
+func (s *Spool) dispose(what fate, path, aside string) {
+	switch what {
+	case remove:
+		s.removeStray(path)
+	case setAside:
+		s.setAside(path, aside)
+	}
 }
 
 // addRuns adds the runs of an ack record's payload to seg.done, ordinals
@@ -211,20 +233,6 @@ func (seg *segment) addRuns(p []byte) bool {
 		seg.done.add(uint32(lo), uint32(hi))
 	}
 	return true
-}
-
-// open opens a file of the spool for reading and cutting, and its size.
-func (sc *scanner) open(path string) (File, int64, error) {
-	f, err := sc.s.fs.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, 0, ioErr("open", path, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, ioErr("stat", path, err)
-	}
-	return f, st.Size(), nil
 }
 
 // header checks a file's header: false for another magic (counted and

@@ -31,7 +31,7 @@ type segment struct {
 	ackBroken bool  // a failed ack write left its .ack torn: rewrite it whole
 }
 
-// full reports whether an Append of a frame of frame bytes must start a
+// mustRotate reports whether an Append of a frame of frame bytes must start a
 // new segment rather than go to the active one. A record larger than a
 // segment gets one of its own rather than being refused.
 func (s *Spool) mustRotate(frame int64) bool {

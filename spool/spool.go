@@ -52,7 +52,8 @@ type ID struct {
 type Options struct {
 	// MaxBytes bounds the total size of the spool's files: Append refuses
 	// a record that would take them over it. Space comes back when a
-	// segment whose records are all done is removed.
+	// segment whose records are all done is removed. 0 (or less) sets no
+	// bound.
 	MaxBytes int64
 	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
 	// syncs written data at most d after it was written, from a goroutine
@@ -167,7 +168,8 @@ func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 // It returns ErrFull when the record would take the files over MaxBytes,
 // ErrClosed after Seal or Close, or an error wrapping the file system's
 // (no space, an I/O error). Nothing already written is lost by a failed
-// Append, and a later one succeeds once the file system does.
+// Append, and a later one succeeds once the file system does. A record of
+// no bytes, or of more than 1 MiB, is refused with an error.
 func (s *Spool) Append(data []byte, direct func(ID) bool) (ID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
