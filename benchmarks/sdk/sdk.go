@@ -9,8 +9,10 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 
 	ours "github.com/dualpath/analytics-go"
 	posthog "github.com/posthog/posthog-go"
@@ -20,6 +22,11 @@ import (
 
 // Names lists the SDKs in the order the tables show them.
 var Names = []string{"ours", "segmentio", "posthog", "rudder"}
+
+// Variants are configurations of ours that New also builds, run only when
+// asked for by name: "ours-spool" is ours with WithSpool in a temporary
+// directory of its own (removed by Close) and the default WithSpoolSync.
+var Variants = []string{"ours-spool"}
 
 // Event is the name of every event sent.
 const Event = "Order Completed"
@@ -61,7 +68,9 @@ type Refuser interface {
 func New(name, endpoint string, transport http.RoundTripper) (Client, error) {
 	switch name {
 	case "ours":
-		return newOurs(endpoint, transport)
+		return newOurs(endpoint, transport, false)
+	case "ours-spool":
+		return newOurs(endpoint, transport, true)
 	case "segmentio":
 		p := segment.NewProperties()
 		for _, kv := range props {
@@ -84,28 +93,40 @@ func New(name, endpoint string, transport http.RoundTripper) (Client, error) {
 		c, err := rudder.NewWithConfig("wk", rudder.Config{DataPlaneUrl: endpoint, Transport: transport})
 		return &rudderClient{c: c, props: p}, err
 	}
-	return nil, fmt.Errorf("unknown SDK %q (want one of %v)", name, Names)
+	return nil, fmt.Errorf("unknown SDK %q (want one of %v or %v)", name, Names, Variants)
 }
 
 type oursClient struct {
 	c     *ours.Client
 	props ours.Properties
+	dir   string // the spool's temporary directory; "" without a spool
 }
 
-func newOurs(endpoint string, transport http.RoundTripper) (*oursClient, error) {
+func newOurs(endpoint string, transport http.RoundTripper, spool bool) (*oursClient, error) {
 	opts := []ours.Option{ours.WithEndpoint(endpoint)}
 	if transport != nil {
 		opts = append(opts, ours.WithHTTPClient(&http.Client{Transport: transport}))
 	}
+	dir := ""
+	if spool {
+		var err error
+		if dir, err = os.MkdirTemp("", "analytics-spool-bench-*"); err != nil {
+			return nil, err
+		}
+		opts = append(opts, ours.WithSpool(dir))
+	}
 	c, err := ours.New("wk", opts...)
 	if err != nil {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 		return nil, err
 	}
 	p := ours.NewProperties()
 	for _, kv := range props {
 		p.Set(kv[0], kv[1])
 	}
-	return &oursClient{c: c, props: p}, nil
+	return &oursClient{c: c, props: p, dir: dir}, nil
 }
 
 // Track implements Client. When the queue is full it waits for room, as the
@@ -120,8 +141,14 @@ func (o *oursClient) TrackOrRefuse(id, userID string) error {
 	return o.c.Enqueue(ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: o.props})
 }
 
-// Close implements Client.
-func (o *oursClient) Close() error { return o.c.Close() }
+// Close implements Client; with a spool, it then removes its directory.
+func (o *oursClient) Close() error {
+	err := o.c.Close()
+	if o.dir != "" {
+		err = errors.Join(err, os.RemoveAll(o.dir))
+	}
+	return err
+}
 
 // Counters returns the SDK's own counters, where it keeps any.
 func (o *oursClient) Counters() map[string]int64 {
@@ -132,6 +159,7 @@ func (o *oursClient) Counters() map[string]int64 {
 			s.Failed.RateLimitBudgetExceeded + s.Failed.FatalStatus + s.Failed.Redirect + s.Failed.Shutdown + s.Failed.Other,
 		"batches": s.Batches, "attempts": s.Attempts, "retries_backoff": s.Retries.Backoff,
 		"retries_rate_limit": s.Retries.RateLimit, "bytes_sent": s.BytesSent,
+		"spool_bytes": s.Spool.Bytes, "spool_records": s.Spool.Records, "spool_left": s.Spool.Left,
 	}
 }
 

@@ -12,6 +12,7 @@
 //	go run ./cmd/compare -events 20000        # a quick run
 //	go run ./cmd/compare -repeat 3 -out RESULTS.md
 //	go run ./cmd/compare -stalled             # ours against a tracking API that never answers
+//	go run ./cmd/compare -sdks ours,ours-spool -scenarios clean -repeat 5   # ours with and without the spool
 //	go run ./cmd/compare -sdks ours -scenarios clean -profile /tmp/prof   # CPU and alloc profiles
 package main
 
@@ -33,7 +34,7 @@ func main() {
 	var (
 		role      = flag.String("role", "", "internal: sink, driver or stalled-driver (the orchestrator starts these)")
 		events    = flag.Int("events", 200_000, "events per run")
-		sdks      = flag.String("sdks", strings.Join(sdk.Names, ","), "SDKs to run, comma-separated")
+		sdks      = flag.String("sdks", strings.Join(sdk.Names, ","), "SDKs to run, comma-separated; also "+strings.Join(sdk.Variants, ", ")+" (ours with WithSpool in a temporary directory)")
 		scens     = flag.String("scenarios", strings.Join(scenarios, ","), "fault scenarios to run, comma-separated")
 		timeout   = flag.Duration("timeout", 120*time.Second, "limit for one driver run; a run that takes longer is reported as a timeout")
 		repeat    = flag.Int("repeat", 1, "runs per row; the table shows the median (lost and duplicates: the worst run)")
@@ -72,7 +73,7 @@ func main() {
 		if *stalled {
 			err = o.runStalled(ctx, *stalledN, *shutdownT)
 		} else {
-			err = o.runTable(ctx, split(*sdks, sdk.Names), split(*scens, scenarios))
+			err = o.runTable(ctx, split(*sdks, append(slices.Clone(sdk.Names), sdk.Variants...)), split(*scens, scenarios))
 		}
 	default:
 		err = fmt.Errorf("unknown -role %q", *role)

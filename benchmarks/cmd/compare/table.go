@@ -164,12 +164,16 @@ func writeTargets(w io.Writer, rows []row) {
 	var bad []string
 	seen := false
 	for _, rw := range rows {
-		if rw.sdk != "ours" {
+		if rw.sdk != "ours" && rw.sdk != "ours-spool" {
 			continue
 		}
 		seen = true
 		if m := rw.figures(events); m.lost != 0 || m.dups != 0 || !m.ok {
-			bad = append(bad, rw.scenario)
+			name := rw.scenario
+			if rw.sdk != "ours" {
+				name = rw.sdk + " " + rw.scenario
+			}
+			bad = append(bad, name)
 		}
 	}
 	if seen {
