@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if raw := os.Getenv(crashChildEnv); raw != "" {
+		os.Exit(runCrashChild(raw)) // a child of the spool crash tests
+	}
 	goleak.VerifyTestMain(m)
 }
 

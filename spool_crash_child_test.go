@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -53,23 +52,20 @@ type crashCallback struct {
 	Err       string          `json:"err,omitempty"`
 }
 
-// TestSpoolCrashChild is the child process; without crashChildEnv it is
-// skipped. It writes one line per fact to stdout, each in one write (so a
+// runCrashChild is the child process: TestMain runs it, instead of the
+// tests, when crashChildEnv is set, and exits with what it returns. It
+// writes one line per fact to stdout, each in one write (so a
 // kill never leaves half a line): "ready <recovered>" once the client is
 // built, "id <messageId>" after each Enqueue that returned nil, then, by
 // mode, "done", "cb <json>" and "stats <json>". The SDK logs to stderr.
-func TestSpoolCrashChild(t *testing.T) {
-	raw := os.Getenv(crashChildEnv)
-	if raw == "" {
-		t.Skip("the child of the spool crash tests; runs only when they start it")
-	}
+func runCrashChild(raw string) int {
 	var cfg crashChildConfig
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatalf("%s: %v", crashChildEnv, err)
+		return crashFail("%s: %v", crashChildEnv, err)
 	}
 	say := func(format string, args ...any) {
 		if _, err := os.Stdout.Write(fmt.Appendf(nil, format+"\n", args...)); err != nil {
-			t.Fatalf("stdout: %v", err)
+			os.Exit(crashFail("stdout: %v", err))
 		}
 	}
 
@@ -110,7 +106,7 @@ func TestSpoolCrashChild(t *testing.T) {
 	c, err := New(cmp.Or(cfg.WriteKey, testWriteKey), opts...)
 	if err != nil {
 		say("fail New: %v", err)
-		t.Fatalf("New: %v", err)
+		return crashFail("New: %v", err)
 	}
 	say("ready %d", c.Stats().Spool.Recovered)
 
@@ -120,7 +116,7 @@ func TestSpoolCrashChild(t *testing.T) {
 			Properties: Properties{"n": n}})
 		if err != nil {
 			say("fail Enqueue %s: %v", id, err)
-			t.Fatalf("Enqueue %s: %v", id, err)
+			os.Exit(crashFail("Enqueue %s: %v", id, err))
 		}
 		say("id %s", id)
 	}
@@ -146,18 +142,18 @@ func TestSpoolCrashChild(t *testing.T) {
 		// Wait for the kill: the parent never writes to stdin, and a read
 		// of it blocks without keeping a CPU busy.
 		_, _ = os.Stdin.Read(make([]byte, 1))
-		t.Fatal("stdin closed: the parent went away before killing the child")
+		return crashFail("stdin closed: the parent went away before killing the child")
 	case "final":
 		for n := cfg.First; n < cfg.First+cfg.Count; n++ {
 			enqueue(n, time.Time{})
 		}
 	case "recover":
 	default:
-		t.Fatalf("unknown mode %q", cfg.Mode)
+		return crashFail("unknown mode %q", cfg.Mode)
 	}
 	if err := c.Close(); err != nil {
 		say("fail Close: %v", err)
-		t.Fatalf("Close: %v", err)
+		return crashFail("Close: %v", err)
 	}
 	mu.Lock()
 	for _, cb := range cbs {
@@ -167,4 +163,12 @@ func TestSpoolCrashChild(t *testing.T) {
 	mu.Unlock()
 	stats, _ := json.Marshal(c.Stats())
 	say("stats %s", stats)
+	return 0
+}
+
+// crashFail reports why a child gave up, on stderr, which the parent
+// shows, and returns the child's exit code.
+func crashFail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "crash child: "+format+"\n", args...)
+	return 1
 }

@@ -27,7 +27,7 @@ import (
 // and a client started again on the same directory sends it. Only an event
 // whose outcome was unknown at the kill may arrive twice, with the same
 // messageId. Each test runs this test binary again as children
-// (TestSpoolCrashChild, in spool_crash_child_test.go) and kills them.
+// (runCrashChild, in spool_crash_child_test.go, which TestMain runs) and kills them.
 
 // crashSeedEnv sets the seed of TestSpoolCrash, to rerun a failure with
 // the same kill delays and the same sequence of mock answers (which
@@ -49,7 +49,7 @@ func startCrashChild(t *testing.T, ctx context.Context, cfg crashChildConfig) *c
 	t.Helper()
 	raw, err := json.Marshal(cfg)
 	require.NoError(t, err)
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSpoolCrashChild$", "-test.count=1", "-test.timeout=2m")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$", "-test.count=1", "-test.timeout=2m")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+string(raw))
 	cmd.WaitDelay = 5 * time.Second
 	ch := &crashChild{cmd: cmd, lines: make(chan string, 256), stderr: &logBuffer{}}
