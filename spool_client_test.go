@@ -444,3 +444,35 @@ func TestSpoolRefusesAnUnknownVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, data, after, "the file is left as it was")
 }
+
+// Many goroutines enqueueing at once, with the memory queue small enough
+// that events go back and forth between handed at once and waiting on disk:
+// each event is delivered once, with either fsync cadence.
+func TestSpoolConcurrentEnqueue(t *testing.T) {
+	for _, every := range []time.Duration{0, DefaultSpoolSync} {
+		t.Run(fmt.Sprintf("sync=%v", every), func(t *testing.T) {
+			e := newEnv(t, newAPI(), WithSpool(t.TempDir()), WithSpoolSync(every),
+				WithMaxQueueSize(100), WithFlushAt(25))
+			const producers, each = 8, 400
+			var wg sync.WaitGroup
+			all := make([][]Message, producers)
+			for p := range producers {
+				all[p] = tracks(fmt.Sprintf("c%d-", p), each)
+				wg.Go(func() {
+					for _, m := range all[p] {
+						assert.NoError(t, e.client.Enqueue(m), "Enqueue %s", MessageID(m))
+					}
+				})
+			}
+			wg.Wait()
+			e.flush()
+			e.close()
+			for _, msgs := range all {
+				e.assertDeliveredOnce(msgs)
+			}
+			st := e.client.Stats()
+			assert.Zero(t, st.Spool.Records, "records after delivering everything")
+			assert.Equal(t, int64(producers*each), st.Delivered, "Stats.Delivered")
+		})
+	}
+}
