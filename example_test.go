@@ -242,3 +242,56 @@ func ExampleOptionsFromEnv() {
 	// 2 <nil>
 	// analytics: environment variable ANALYTICS_FLUSH_AT: "fifty" is not a whole number of events; write e.g. 100
 }
+
+// A client with a durable spool: a process that dies before delivering
+// leaves its events on disk, and the next client on the directory sends
+// them first, calling each back once with a Spooled message.
+func ExampleWithSpool() {
+	dir, err := os.MkdirTemp("", "analytics-spool-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	// The first process: the API is down, and the process is cut short
+	// before it can deliver (here, a Shutdown whose context has ended).
+	_, down, stopDown := localAPI()
+	stopDown() // nothing listens there now
+	first, err := analytics.New("YOUR_WRITE_KEY", analytics.WithEndpoint(down), analytics.WithSpool(dir))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := first.Enqueue(analytics.Track{MessageId: "order-1", UserId: "user-42", Event: "Order Completed"}); err != nil {
+		log.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = first.Shutdown(ended)
+	fmt.Println("left in the spool:", first.Stats().Spool.Left)
+
+	// The next process, on the same directory, with the API up.
+	api, endpoint, stop := localAPI()
+	defer stop()
+	next, err := analytics.New("YOUR_WRITE_KEY",
+		analytics.WithEndpoint(endpoint),
+		analytics.WithSpool(dir), // one client per directory: New fails if another has it
+		analytics.WithCallback(analytics.CallbackFunc(func(m analytics.Message, err error) {
+			if s, ok := m.(analytics.Spooled); ok {
+				fmt.Println("delivered", s.Type, s.MessageId, "recovered:", s.Recovered, "error:", err)
+			}
+		})),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("recovered:", next.Stats().Spool.Recovered)
+	if err := next.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("received:", api.Delivered()["order-1"])
+	// Output:
+	// left in the spool: 1
+	// recovered: 1
+	// delivered track order-1 recovered: true error: <nil>
+	// received: 1
+}
