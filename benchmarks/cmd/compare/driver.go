@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 	"github.com/dualpath/analytics-go/benchmarks/sdk"
 )
 
@@ -114,7 +115,7 @@ func runDriver(cfg driverConfig) error {
 	res.TotalAlloc = after.TotalAlloc - before.TotalAlloc
 	res.Mallocs = after.Mallocs - before.Mallocs
 	res.NumGC = after.NumGC - before.NumGC
-	res.PeakRSSKiB = procStatusKiB("VmHWM")
+	res.PeakRSSKiB = figures.ProcStatusKiB("VmHWM")
 	if cc, ok := c.(sdk.Counters); ok {
 		res.Counters = cc.Counters()
 	}

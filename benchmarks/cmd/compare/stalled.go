@@ -18,6 +18,7 @@ import (
 	"time"
 
 	ours "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 )
 
 // The stalled scenario: our SDK against a tracking API that accepts
@@ -204,7 +205,7 @@ func heapAfterGC() uint64 {
 func runStalledDriver(variant, endpoint string, events int, shutdownTimeout time.Duration) error {
 	res := stalledResult{Variant: variant, Events: events, NoiseGaps: hiccups(time.Second)}
 	res.BaselineHeap = heapAfterGC()
-	res.BaselineRSSKiB = procStatusKiB("VmRSS")
+	res.BaselineRSSKiB = figures.ProcStatusKiB("VmRSS")
 
 	opts := []ours.Option{ours.WithEndpoint(endpoint)}
 	var cb *outcomes
@@ -241,7 +242,7 @@ func runStalledDriver(variant, endpoint string, events int, shutdownTimeout time
 			case <-stop:
 				return
 			case <-t.C:
-				res.RSSTimeline = append(res.RSSTimeline, procStatusKiB("VmRSS"))
+				res.RSSTimeline = append(res.RSSTimeline, figures.ProcStatusKiB("VmRSS"))
 			}
 		}
 	})
@@ -301,7 +302,7 @@ func runStalledDriver(variant, endpoint string, events int, shutdownTimeout time
 	if cb != nil {
 		res.CallbackFailed, res.CallbackCtxErr, res.CallbackSuccess = cb.failed.Load(), cb.ctxErr.Load(), cb.success.Load()
 	}
-	res.PeakRSSKiB = procStatusKiB("VmHWM")
+	res.PeakRSSKiB = figures.ProcStatusKiB("VmHWM")
 	time.Sleep(50 * time.Millisecond) // let exited goroutines be reaped from the count
 	res.Goroutines = runtime.NumGoroutine()
 	return json.NewEncoder(os.Stdout).Encode(res)

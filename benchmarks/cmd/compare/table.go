@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
+
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 )
 
 // maxConcurrentRequests is our SDK's documented default of
@@ -185,20 +188,5 @@ func writeTargets(w io.Writer, rows []row) {
 	}
 }
 
-// thousands formats x rounded, with thin separators: 1,234,567.
-func thousands(x float64) string {
-	s := fmt.Sprintf("%.0f", x)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// thousands formats x rounded, with comma separators: 1,234,567.
+func thousands(x float64) string { return figures.Thousands(int64(math.Round(x))) }

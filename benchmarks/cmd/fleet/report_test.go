@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 )
 
 func TestBusiestWindow(t *testing.T) {
@@ -55,8 +57,8 @@ func TestNominalHealthy(t *testing.T) {
 
 func TestCommas(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 132000: "132,000", -1234567: "-1,234,567"} {
-		if got := commas(n); got != want {
-			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		if got := figures.Thousands(n); got != want {
+			t.Errorf("figures.Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 )
 
 // The issue's targets for the SDK after the fleet-safe retry change.
@@ -16,24 +18,6 @@ const (
 	targetBacklogSec   = 15   // every pre-recovery event delivered within this of recovery
 	burstWindowSeconds = 10
 )
-
-// commas formats n with thousands separators.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
 
 func ratio(x float64) string { return fmt.Sprintf("%.2f×", x) }
 
@@ -48,7 +32,7 @@ func orDefault(n int) string {
 	if n == 0 {
 		return "SDK default"
 	}
-	return commas(int64(n))
+	return figures.Thousands(int64(n))
 }
 
 // faultName names a run's fault the way the issue does.
@@ -83,20 +67,20 @@ func writeRun(w io.Writer, r *result) {
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|")
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "| %s | %.1f–%.1f | %s | %s | %.1f | %s |\n", p.Name, p.FromSec, p.ToSec,
-			commas(int64(p.Requests)), commas(int64(p.OK)), p.PerSec, ratio(p.VsHealthy))
+			figures.Thousands(int64(p.Requests)), figures.Thousands(int64(p.OK)), p.PerSec, ratio(p.VsHealthy))
 	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "| after recovery | value | vs healthy |")
 	fmt.Fprintln(w, "|---|--:|--:|")
-	fmt.Fprintf(w, "| requests in the first second | %s | %s |\n", commas(int64(r.FirstSecond.Requests)), ratio(r.FirstSecond.VsHealthy))
+	fmt.Fprintf(w, "| requests in the first second | %s | %s |\n", figures.Thousands(int64(r.FirstSecond.Requests)), ratio(r.FirstSecond.VsHealthy))
 	fmt.Fprintf(w, "| requests in the busiest whole second of the first %d (second %d) | %s | %s |\n", burstWindowSeconds,
-		int(r.BusiestSecond.StartsSec)+1, commas(int64(r.BusiestSecond.Requests)), ratio(r.BusiestSecond.VsHealthy))
+		int(r.BusiestSecond.StartsSec)+1, figures.Thousands(int64(r.BusiestSecond.Requests)), ratio(r.BusiestSecond.VsHealthy))
 	fmt.Fprintf(w, "| requests in the busiest 1 s window of the first %d s (from %+.1f s) | %s | %s |\n", burstWindowSeconds,
-		r.Busiest.StartsSec, commas(int64(r.Busiest.Requests)), ratio(r.Busiest.VsHealthy))
+		r.Busiest.StartsSec, figures.Thousands(int64(r.Busiest.Requests)), ratio(r.Busiest.VsHealthy))
 	last := secs(r.LastPreRecoverySec)
 	if r.PreRecoveryUndelivered > 0 {
-		last += fmt.Sprintf(" (%s of %s never delivered)", commas(r.PreRecoveryUndelivered), commas(r.PreRecoveryAccepted))
+		last += fmt.Sprintf(" (%s of %s never delivered)", figures.Thousands(r.PreRecoveryUndelivered), figures.Thousands(r.PreRecoveryAccepted))
 	}
 	fmt.Fprintf(w, "| last event enqueued before recovery delivered | %s | |\n", last)
 	fmt.Fprintf(w, "| events enqueued during the outage: half, 99%% delivered by | %s, %s | |\n",
@@ -106,21 +90,21 @@ func writeRun(w io.Writer, r *result) {
 	e := r.Events
 	fmt.Fprintln(w, "| events | count |")
 	fmt.Fprintln(w, "|---|--:|")
-	fmt.Fprintf(w, "| accepted by Enqueue | %s |\n", commas(e.Accepted))
+	fmt.Fprintf(w, "| accepted by Enqueue | %s |\n", figures.Thousands(e.Accepted))
 	fmt.Fprintf(w, "| refused by Enqueue | %s |\n", withReasons(e.Refused))
-	fmt.Fprintf(w, "| delivered (answered 2xx) | %s |\n", commas(e.Delivered))
+	fmt.Fprintf(w, "| delivered (answered 2xx) | %s |\n", figures.Thousands(e.Delivered))
 	fmt.Fprintf(w, "| failed (Callback) | %s |\n", withReasons(e.Failed))
-	fmt.Fprintf(w, "| lost (accepted, neither delivered nor failed) | %s |\n", commas(e.Lost))
-	fmt.Fprintf(w, "| duplicated (2xx deliveries beyond the first) | %s |\n", commas(e.Duplicated))
+	fmt.Fprintf(w, "| lost (accepted, neither delivered nor failed) | %s |\n", figures.Thousands(e.Lost))
+	fmt.Fprintf(w, "| duplicated (2xx deliveries beyond the first) | %s |\n", figures.Thousands(e.Duplicated))
 	if e.FailedDelivered > 0 || e.Unknown > 0 || e.Mismatched > 0 {
 		fmt.Fprintf(w, "| reported failed but delivered / unknown ids delivered / delivered with another enqueue time | %s / %s / %s |\n",
-			commas(e.FailedDelivered), commas(e.Unknown), commas(e.Mismatched))
+			figures.Thousands(e.FailedDelivered), figures.Thousands(e.Unknown), figures.Thousands(e.Mismatched))
 	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "requests %s (SDK attempts %s: %s backoff retries, %s rate-limit retries, %s attempts held by a Retry-After pause, %s transport errors); TCP connections %s",
-		commas(int64(r.Requests)), commas(r.Attempts), commas(r.BackoffRetries), commas(r.RateLimitRetry),
-		commas(r.RateLimitWaits), commas(r.TransportErrs), commas(int64(r.Conns)))
+		figures.Thousands(int64(r.Requests)), figures.Thousands(r.Attempts), figures.Thousands(r.BackoffRetries), figures.Thousands(r.RateLimitRetry),
+		figures.Thousands(r.RateLimitWaits), figures.Thousands(r.TransportErrs), figures.Thousands(int64(r.Conns)))
 	if r.DecodeErrors > 0 {
 		fmt.Fprintf(w, "; %d undecodable bodies", r.DecodeErrors)
 	}
@@ -148,12 +132,12 @@ func withReasons(m map[string]int64) string {
 	var parts []string
 	for _, k := range sortedKeys(m) {
 		total += m[k]
-		parts = append(parts, fmt.Sprintf("%s %s", k, commas(m[k])))
+		parts = append(parts, fmt.Sprintf("%s %s", k, figures.Thousands(m[k])))
 	}
 	if total == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("%s (%s)", commas(total), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%s)", figures.Thousands(total), strings.Join(parts, ", "))
 }
 
 func verdict(pass bool) string {
@@ -177,9 +161,9 @@ func targets(r *result) []target {
 		{"requests/s during the outage (busier half) vs healthy", ratio(outage), fmt.Sprintf("≤ %.2f×", targetOutageRatio), outage <= targetOutageRatio},
 		{fmt.Sprintf("busiest 1 s window in the %d s after recovery vs healthy", burstWindowSeconds), ratio(r.Busiest.VsHealthy), fmt.Sprintf("≤ %d×", targetBurstRatio), r.Busiest.VsHealthy <= targetBurstRatio},
 		{"every event enqueued before recovery delivered, the last after recovery", secs(r.LastPreRecoverySec), fmt.Sprintf("≤ %d s", targetBacklogSec), backlogOK},
-		{"lost", commas(e.Lost), "0", e.Lost == 0},
-		{"duplicated", commas(e.Duplicated), "0", e.Duplicated == 0},
-		{"failed", commas(e.FailedN), "0", e.FailedN == 0},
+		{"lost", figures.Thousands(e.Lost), "0", e.Lost == 0},
+		{"duplicated", figures.Thousands(e.Duplicated), "0", e.Duplicated == 0},
+		{"failed", figures.Thousands(e.FailedN), "0", e.FailedN == 0},
 	}
 }
 
@@ -207,20 +191,20 @@ func writeSummary(w io.Writer, rs []*result) {
 	})
 	row(fmt.Sprintf("busiest second in the %d s after recovery, vs healthy (whole seconds from recovery)", burstWindowSeconds), func(r *result) string {
 		return fmt.Sprintf("%s (%s requests); any 1 s window: %s", ratio(r.BusiestSecond.VsHealthy),
-			commas(int64(r.BusiestSecond.Requests)), ratio(r.Busiest.VsHealthy))
+			figures.Thousands(int64(r.BusiestSecond.Requests)), ratio(r.Busiest.VsHealthy))
 	})
 	row("last event enqueued before recovery delivered", func(r *result) string {
 		s := secs(r.LastPreRecoverySec) + " after recovery"
 		if r.PreRecoveryUndelivered > 0 {
-			s += fmt.Sprintf(" (%s never delivered)", commas(r.PreRecoveryUndelivered))
+			s += fmt.Sprintf(" (%s never delivered)", figures.Thousands(r.PreRecoveryUndelivered))
 		}
 		return s
 	})
 	row("accepted / delivered", func(r *result) string {
-		return commas(r.Events.Accepted) + " / " + commas(r.Events.Delivered)
+		return figures.Thousands(r.Events.Accepted) + " / " + figures.Thousands(r.Events.Delivered)
 	})
 	row("failed", func(r *result) string { return withReasons(r.Events.Failed) })
-	row("lost", func(r *result) string { return commas(r.Events.Lost) })
-	row("duplicated", func(r *result) string { return commas(r.Events.Duplicated) })
+	row("lost", func(r *result) string { return figures.Thousands(r.Events.Lost) })
+	row("duplicated", func(r *result) string { return figures.Thousands(r.Events.Duplicated) })
 	fmt.Fprintln(w)
 }

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	ours "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 )
 
 // cases are the configurations, in the table's order.
@@ -194,7 +195,7 @@ func runCase(kase, endpoint string, events int, maxBytes int64, parent string, v
 	}
 	r := result{Case: kase, Offered: events}
 	runtime.GC()
-	r.RSSBeforeKiB = procStatusKiB("VmRSS")
+	r.RSSBeforeKiB = figures.ProcStatusKiB("VmRSS")
 	c, err := ours.New("wk", opts...)
 	if err != nil {
 		return err
@@ -220,7 +221,7 @@ func runCase(kase, endpoint string, events int, maxBytes int64, parent string, v
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	r.HeapInuse, r.HeapAlloc = ms.HeapInuse, ms.HeapAlloc
-	r.RSSKiB, r.PeakRSSKiB = procStatusKiB("VmRSS"), procStatusKiB("VmHWM")
+	r.RSSKiB, r.PeakRSSKiB = figures.ProcStatusKiB("VmRSS"), figures.ProcStatusKiB("VmHWM")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -248,29 +249,6 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
-// procStatusKiB reads one "Name:   1234 kB" field of /proc/self/status
-// (VmRSS, VmHWM), in KiB; -1 where there is no /proc.
-func procStatusKiB(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != field {
-			continue
-		}
-		v, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return -1
-		}
-		return v
-	}
-	return -1
-}
-
 func printTable(w io.Writer, events int, rs []result, reqs []int64) {
 	fmt.Fprintf(w, "Tracking API down (503 to every request); %d events offered to Enqueue as fast as possible; one process per case; %s %s/%s, %d CPUs\n\n",
 		events, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
@@ -291,9 +269,9 @@ func printTable(w io.Writer, events int, rs []result, reqs []int64) {
 		fmt.Fprintln(w)
 	}
 	mib := func(b float64) string { return fmt.Sprintf("%.1f", b/(1<<20)) }
-	line("events accepted", func(r result) string { return thousands(r.Accepted) })
+	line("events accepted", func(r result) string { return figures.Thousands(r.Accepted) })
 	line("ErrQueueFull / other errors", func(r result) string {
-		s := thousands(r.QueueFull) + " / " + thousands(r.OtherErrors)
+		s := figures.Thousands(r.QueueFull) + " / " + figures.Thousands(r.OtherErrors)
 		if r.FirstError != "" {
 			s += " (" + r.FirstError + ")"
 		}
@@ -303,7 +281,7 @@ func printTable(w io.Writer, events int, rs []result, reqs []int64) {
 		return fmt.Sprintf("%.2f s (%.2f µs each)", float64(r.EnqueueNs)/1e9, float64(r.EnqueueNs)/1e3/float64(r.Offered))
 	})
 	line("in memory: queued + in flight", func(r result) string {
-		return thousands(int64(r.Stats.QueueDepth) + r.Stats.InFlight)
+		return figures.Thousands(int64(r.Stats.QueueDepth) + r.Stats.InFlight)
 	})
 	line("on disk: spool bytes, MiB", func(r result) string { return mib(float64(r.Stats.Spool.Bytes)) })
 	line("peak RSS (VmHWM), MiB", func(r result) string { return mib(float64(r.PeakRSSKiB) * 1024) })
@@ -314,35 +292,17 @@ func printTable(w io.Writer, events int, rs []result, reqs []int64) {
 	line("Stats().Spool when filled", func(r result) string { return spoolStats(r.Stats.Spool) })
 	line("Shutdown (2 s context) took", func(r result) string { return fmt.Sprintf("%.2f s", float64(r.Shutdown)/1e9) })
 	line("after Shutdown: failed / left in the spool", func(r result) string {
-		return thousands(r.After.Failed.Total()) + " / " + thousands(r.After.Spool.Left)
+		return figures.Thousands(r.After.Failed.Total()) + " / " + figures.Thousands(r.After.Spool.Left)
 	})
 	line("after Shutdown: spool files, MiB", func(r result) string { return mib(float64(r.DirBytes)) })
 	fmt.Fprint(w, "| API requests (all 503) |")
 	for _, n := range reqs {
-		fmt.Fprintf(w, " %s |", thousands(n))
+		fmt.Fprintf(w, " %s |", figures.Thousands(n))
 	}
 	fmt.Fprintln(w)
 }
 
 func spoolStats(s ours.SpoolStats) string {
 	return fmt.Sprintf("bytes %s, records %s, on disk %s, recovered %d, skipped %d, left %d",
-		thousands(s.Bytes), thousands(s.Records), thousands(s.OnDisk), s.Recovered, s.SkippedCorrupt, s.Left)
-}
-
-// thousands formats n with comma separators: 1,234,567.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+		figures.Thousands(s.Bytes), figures.Thousands(s.Records), figures.Thousands(s.OnDisk), s.Recovered, s.SkippedCorrupt, s.Left)
 }
