@@ -10,7 +10,8 @@ import (
 // Stats is a snapshot of a client's counters since New. Each counter is
 // read on its own, so while events move a snapshot may be a few events off;
 // once Close or Shutdown has returned, Enqueued == Delivered + Failed.Total()
-// exactly.
+// exactly (with WithSpool: Enqueued + Spool.Recovered == Delivered +
+// Failed.Total() + Spool.Left).
 type Stats struct {
 	// Enqueued counts events Enqueue accepted.
 	Enqueued int64 `json:"enqueued"`
