@@ -298,7 +298,8 @@ func WithProbeInterval(d time.Duration) Option {
 // events wait on disk, not in memory, and their callbacks get a Spooled
 // message. One client per directory: New fails, naming dir, when another
 // client (in this process or another) has it open. dir is created mode
-// 0700 if needed, and files are 0600; the write key is never written.
+// 0700 if needed, and files are 0600; the write key is never written. An
+// empty dir leaves the spool off.
 func WithSpool(dir string) Option { return func(c *config) { c.spoolDir = dir } }
 
 // WithSpoolMaxBytes bounds the spool's files (default
