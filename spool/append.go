@@ -28,28 +28,37 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 		return ID{}, ErrFull
 	}
 	if s.mustRotate(frame) {
-		if err := s.rotateSegment(); err != nil {
+		if err := s.rotateSegment(frame); err != nil {
 			return ID{}, err
 		}
 	}
 	seg := s.active
-	off := seg.size
-	// One buffer, one write: a record never reaches the file in pieces
-	// that another write could come between.
-	s.wbuf = appendFrame(s.wbuf[:0], data)
-	n, err := seg.f.Write(s.wbuf)
-	if err == nil && n < len(s.wbuf) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return ID{}, s.writeFailed(seg, off, n, err)
+	off := seg.end
+	if seg.m != nil {
+		// Stored in the page cache through the mapping, straight from
+		// data: no write, and no copy into wbuf first.
+		if err := seg.m.put(off, data); err != nil {
+			s.rotate = true // the mapping may fault again: abandon it
+			return ID{}, ioErr("write", s.segPath(seg.num), err)
+		}
+	} else {
+		// One buffer, one write: a record never reaches the file in pieces
+		// that another write could come between.
+		s.wbuf = appendFrame(s.wbuf[:0], data)
+		n, err := seg.f.Write(s.wbuf)
+		if err == nil && n < len(s.wbuf) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return ID{}, s.writeFailed(seg, off, n, err)
+		}
+		seg.size += frame
+		s.bytes += frame
 	}
 	id := ID{Seg: seg.num, N: seg.records}
-	seg.size += frame
-	seg.end = seg.size
+	seg.end += frame
 	seg.records++
 	seg.live++
-	s.bytes += frame
 	s.live++
 	s.written++
 	seq := s.written
@@ -107,20 +116,24 @@ func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 	return ioErr("write", path, err)
 }
 
-// rotateSegment starts a new active segment and retires the old one.
-// If the new one cannot be created, the old one stays active (and
-// s.rotate set, so that the next Append tries again). s.mu is held.
-func (s *Spool) rotateSegment() error {
+// rotateSegment starts a new active segment, for a first record of frame
+// bytes, and retires the old one. If the new one cannot be created, the
+// old one stays active (and s.rotate set, so that the next Append tries
+// again). s.mu is held.
+func (s *Spool) rotateSegment(frame int64) error {
 	num := s.nextNum
 	s.nextNum++ // a number that failed once is not tried again
-	f, err := s.createSegment(num)
+	f, m, err := s.createSegment(num, s.reserve(frame))
 	if err != nil {
 		s.rotate = true
 		return err
 	}
-	seg := &segment{num: num, f: f, size: int64(headerSize), end: int64(headerSize)}
+	seg := &segment{num: num, f: f, m: m, size: int64(headerSize), end: int64(headerSize)}
+	if m != nil {
+		seg.size = m.size // on disk from now, zeros past the records
+	}
 	s.segs = append(s.segs, seg)
-	s.bytes += int64(headerSize)
+	s.bytes += seg.size
 	old := s.active
 	s.active, s.rotate = seg, false
 	if old != nil {
@@ -146,16 +159,32 @@ func (s *Spool) makeRoom(frame int64) bool {
 }
 
 // fits reports whether a record of frame bytes, and the header of a new
-// segment if it needs one, fit under MaxBytes now. s.mu is held.
+// segment if it needs one, fit under MaxBytes now. A mapped active
+// segment's room is counted already. s.mu is held.
 func (s *Spool) fits(frame int64) bool {
 	if s.maxBytes <= 0 {
 		return true
 	}
 	need := frame
-	if s.mustRotate(frame) {
+	switch {
+	case s.mustRotate(frame):
 		need += int64(headerSize)
+	case s.active.m != nil:
+		need = 0
 	}
 	return s.bytes+need <= s.maxBytes
+}
+
+// reserve is the size of a new segment mapped for a first record of
+// frame bytes: SegmentBytes (or the record's own, if larger), but no more
+// than MaxBytes leaves, since the whole reserve is on disk and counted;
+// fits made sure that the header and the record fit. s.mu is held.
+func (s *Spool) reserve(frame int64) int64 {
+	size := max(s.segBytes, int64(headerSize)+frame)
+	if s.maxBytes > 0 {
+		size = min(size, s.maxBytes-s.bytes)
+	}
+	return max(size, int64(headerSize)+frame)
 }
 
 // neverFits reports whether a record of frame bytes exceeds MaxBytes even

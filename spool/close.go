@@ -34,6 +34,7 @@ func (s *Spool) close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	if a := s.active; a != nil {
+		s.unmap(a)
 		if s.synced < s.written {
 			if err := a.f.Sync(); err != nil {
 				errs = append(errs, ioErr("sync", s.segPath(a.num), err))

@@ -1,10 +1,12 @@
 package spool
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,54 +27,93 @@ func seedSegments() [][]byte {
 	version := append([]byte(nil), whole...)
 	version[len(segMagic)] = 2
 	magic := append([]byte("NOTSPOOL"), whole[len(segMagic):]...)
-	return [][]byte{whole, whole[:len(whole)-7], whole[:headerSize+3], whole[:5], flipped, badLength, version, magic, appendHeader(nil, segMagic)}
+	// What a crash leaves of a mapped segment (mmap_linux.go): records,
+	// then the rest of its reserve, zeros; maybe after the head of a
+	// record and part of its payload, or after the last record's head.
+	reserve := append(bytes.Clone(whole), make([]byte, 600)...)
+	next := appendFrame(nil, event(5))
+	torn := bytes.Clone(reserve)
+	copy(torn[len(whole):], next[:len(next)/2])
+	headOnly := bytes.Clone(reserve)
+	copy(headOnly[len(whole):], next[:frameSize])
+	zerosThenBytes := bytes.Clone(reserve)
+	zerosThenBytes[len(zerosThenBytes)-3] = 7
+	return [][]byte{whole, whole[:len(whole)-7], whole[:headerSize+3], whole[:5], flipped, badLength, version, magic, appendHeader(nil, segMagic),
+		reserve, torn, headOnly, zerosThenBytes, append(appendHeader(nil, segMagic), make([]byte, 100)...)}
 }
 
 // reference frames a segment file the way the format says, simply: the
 // payloads of its whole records with a valid checksum, in order, until a
-// record cut short or a length that cannot be one; ok is false for a
-// file of another version (Open must fail).
-func reference(b []byte) (payloads []string, ok bool) {
-	if len(b) < headerSize || string(b[:len(segMagic)]) != segMagic {
-		return nil, true
+// record cut short, a length that cannot be one, or zeros to the end of
+// the file (a crash's reserve, mmap_linux.go), which may follow one record
+// whose checksum fails (torn, not damaged). It returns too the damage
+// Open counts, and the file's size once Open has cut a torn tail; ok is
+// false for a file of another version (Open must fail).
+func reference(b []byte) (payloads []string, corrupt int64, size int, ok bool) {
+	if len(b) < headerSize {
+		return nil, 0, 0, true
+	}
+	if string(b[:len(segMagic)]) != segMagic {
+		return nil, 1, len(b), true
 	}
 	if binary.LittleEndian.Uint32(b[len(segMagic):]) != Version {
-		return nil, false
+		return nil, 0, len(b), false
 	}
-	for p := b[headerSize:]; len(p) >= frameSize; {
+	zeros := func(p []byte) bool { return !slices.ContainsFunc(p, func(c byte) bool { return c != 0 }) }
+	off := headerSize
+	for len(b)-off >= frameSize {
+		p := b[off:]
 		length, sum := binary.LittleEndian.Uint32(p), binary.LittleEndian.Uint32(p[4:])
-		if length == 0 || length > maxRecord || uint64(len(p)-frameSize) < uint64(length) {
-			break
+		if length == 0 && zeros(p) {
+			return payloads, corrupt, off, true
 		}
-		payload := p[frameSize : frameSize+length]
-		if crc32.Checksum(payload, castagnoli) == sum {
+		if length == 0 || length > maxRecord {
+			return payloads, corrupt + 1, len(b), true
+		}
+		if uint64(len(p)-frameSize) < uint64(length) {
+			return payloads, corrupt, off, true
+		}
+		payload, rest := p[frameSize:frameSize+length], p[frameSize+length:]
+		switch {
+		case crc32.Checksum(payload, castagnoli) == sum:
 			payloads = append(payloads, string(payload))
+		case len(rest) > 0 && zeros(rest):
+			return payloads, corrupt, off, true
+		default:
+			corrupt++
 		}
-		p = p[frameSize+length:]
+		off += frameSize + int(length)
 	}
-	return payloads, true
+	return payloads, corrupt, off, true
 }
 
 // FuzzOpenSegment opens a directory holding one segment of any bytes:
 // Open and Load never panic, Open fails only for another version, and
 // what Load hands is exactly the whole records with a valid checksum, each
-// within bounds; a second Open (after Open cut a torn tail) hands them
-// again.
+// within bounds, with the damage counted as the reference counts it and a
+// torn tail (or a reserve's zeros) cut; a second Open hands them again.
 func FuzzOpenSegment(f *testing.F) {
 	for _, seed := range seedSegments() {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, segExt)), b, 0o600))
-		want, ok := reference(b)
-		for range 2 {
+		path := filepath.Join(dir, fileName(1, segExt))
+		require.NoError(t, os.WriteFile(path, b, 0o600))
+		want, corrupt, size, ok := reference(b)
+		for round := range 2 {
 			s, err := Open(dir, Options{MaxBytes: 1 << 30})
 			if !ok {
 				require.Error(t, err)
 				return
 			}
 			require.NoError(t, err)
+			if round == 0 {
+				assert.Equal(t, corrupt, s.Stats().Corrupt)
+				if st, err := os.Stat(path); err == nil { // not removed or set aside
+					assert.EqualValues(t, size, st.Size())
+				}
+			}
 			var handed []string
 			_, err = s.Load(func(id ID, data []byte, recovered bool) bool {
 				assert.True(t, len(data) > 0 && len(data) <= maxRecord)

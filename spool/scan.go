@@ -114,7 +114,7 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
 	what, err := sc.file(path, segMagic, func(f File, size int64) error {
-		end, damaged, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
+		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
 				sc.s.warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
@@ -143,7 +143,7 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 func (sc *scanner) ack(seg *segment) error {
 	path := sc.s.ackPath(seg.num)
 	what, err := sc.file(path, ackMagic, func(f File, size int64) error {
-		end, _, err := sc.frames(f, path, size, func(off int64, ok bool) bool {
+		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
 			if ok && !seg.addRuns(sc.payload) {
 				ok = false
 			}
@@ -259,8 +259,13 @@ func (sc *scanner) header(f File, path, magic string) (bool, error) {
 // payload in sc.payload, until record returns false. It returns where the
 // framed records end, and damaged when what follows cannot be framed (a
 // length of 0 or over maxRecord: counted and logged). Otherwise any bytes
-// after end are a record cut short by a crash.
-func (sc *scanner) frames(f File, path string, size int64, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
+// after end are a torn tail: a record cut short by a crash, or, with
+// reserved (a segment, which a crash may leave mapped, its reserve in
+// place: mmap_linux.go), zeros after the records, maybe after one more
+// record whose checksum fails: its head stored and not all its payload.
+// Zeros followed by anything else stay damage. An ack file is only ever
+// written, never reserved.
+func (sc *scanner) frames(f File, path string, size int64, reserved bool, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
 	sc.br.Reset(io.NewSectionReader(f, int64(headerSize), size-int64(headerSize)))
 	var head [frameSize]byte
 	off := int64(headerSize)
@@ -270,6 +275,12 @@ func (sc *scanner) frames(f File, path string, size int64, record func(off int64
 		}
 		length, sum := frameHead(head[:])
 		if !framable(length) {
+			if reserved && length == 0 && sum == 0 {
+				zeros, err := sc.zeros(f, path, off+frameSize, size)
+				if err != nil || zeros {
+					return off, false, err
+				}
+			}
 			sc.s.stats.Corrupt++
 			sc.s.warn("spool: unframable stretch skipped", "file", path, "offset", off, "length", length)
 			return off, true, nil
@@ -287,11 +298,41 @@ func (sc *scanner) frames(f File, path string, size int64, record func(off int64
 		ok := crc32.Checksum(sc.payload, castagnoli) == sum
 		recordOff := off
 		off += frameSize + int64(length)
+		if !ok && reserved && off < size {
+			zeros, err := sc.zeros(f, path, off, size)
+			if err != nil {
+				return 0, false, err
+			}
+			if zeros {
+				return recordOff, false, nil // torn, not damaged
+			}
+		}
 		if !record(recordOff, ok) {
 			return off, off < size, nil
 		}
 	}
 	return off, false, nil
+}
+
+// zeros reports whether the bytes of f from off to size are all zero. It
+// reads with ReadAt, leaving frames' sequential reader where it is; it
+// stops at the first byte that is not, so damage costs little to tell
+// from a reserve.
+func (sc *scanner) zeros(f File, path string, off, size int64) (bool, error) {
+	var buf [8 << 10]byte
+	for off < size {
+		n := int(min(size-off, int64(len(buf))))
+		if _, err := f.ReadAt(buf[:n], off); err != nil {
+			return false, ioErr("read", path, err)
+		}
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		off += int64(n)
+	}
+	return true, nil
 }
 
 // truncate cuts a record cut short by a crash off the end of a file and

@@ -112,6 +112,9 @@ type Spool struct {
 	segBytes  int64         // Options.SegmentBytes, or its default
 	syncEvery time.Duration // Options.Sync
 	unlock    func() error  // gives the directory lock back
+	// allocate reserves a new mapped segment's blocks (mmap_linux.go):
+	// fallocate when nil; tests inject a full disk through it.
+	allocate func(fd int, size int64) error
 
 	mu sync.Mutex
 	// cond is signalled, with mu, when a sync ends or a record is
