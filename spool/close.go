@@ -28,11 +28,20 @@ func (s *Spool) close() error {
 		<-s.syncDone
 		s.mu.Lock()
 	}
-	for s.decided < s.written || s.syncFile != nil { // Appends in a group commit
+	for s.decided < s.written || s.syncRunning { // Appends in a group commit, the syncer's last sync
 		s.cond.Wait()
 	}
 	defer s.mu.Unlock()
 	var errs []error
+	for _, r := range s.retired { // retired since the syncer's last sync
+		if err := r.f.Sync(); err != nil {
+			errs = append(errs, ioErr("sync", s.segPath(r.num), err))
+		}
+		if err := r.f.Close(); err != nil {
+			errs = append(errs, ioErr("close", s.segPath(r.num), err))
+		}
+	}
+	s.retired = nil
 	if a := s.active; a != nil {
 		s.unmap(a)
 		if s.synced < s.written {

@@ -10,9 +10,12 @@ import (
 // written (their sequence number, from 1 at Open). Its fields are guarded
 // by Spool.mu.
 //
-// Records not yet synced are always in the active segment's file: a
+// Records not yet synced are in the active segment's file, or, with
+// Sync > 0, in the retired files waiting for the syncer: with Sync 0 a
 // segment is synced when it stops being the active one (retire), so one
-// fsync of the active file covers everything written.
+// fsync of the active file covers everything written; with Sync > 0 the
+// syncer syncs the retired files with the active one, outside the lock,
+// so that no Append waits for a segment's fsync.
 type commitState struct {
 	written uint64 // the sequence number of the last record written
 	synced  uint64 // records up to it are synced (or their sync failed)
@@ -21,8 +24,12 @@ type commitState struct {
 	// the log when group commits finish out of order.
 	decided uint64
 
-	syncFile       File // the file being synced outside the lock, or nil
+	syncFile       File // the active file being synced outside the lock, or nil
 	closeAfterSync File // retired during that sync: the sync closes it
+	syncRunning    bool // a sync runs outside the lock (of syncFile, or retired files only)
+	// retired are segments that stopped being active with records not
+	// synced (Sync > 0): the syncer syncs and closes them.
+	retired []retiredFile
 
 	// failed lists syncs that failed while Appends (Sync 0) wait on
 	// them, until those Appends have returned the error.
@@ -35,6 +42,13 @@ type commitState struct {
 	kick     chan struct{}
 	stop     chan struct{}
 	syncDone chan struct{}
+}
+
+// retiredFile is a retired segment's file that the syncer must sync and
+// close.
+type retiredFile struct {
+	f   File
+	num uint64
 }
 
 // failedSync is a failed sync of the records from+1 to to.
@@ -51,7 +65,7 @@ type failedSync struct {
 // held, and released while waiting.
 func (s *Spool) commit(seq uint64) error {
 	for s.synced < seq || s.decided != seq-1 {
-		if s.synced < seq && s.syncFile == nil {
+		if s.synced < seq && !s.syncRunning {
 			s.syncActive()
 			continue
 		}
@@ -60,25 +74,51 @@ func (s *Spool) commit(seq uint64) error {
 	return s.syncFailure(seq)
 }
 
-// syncActive syncs the active file for the records written so far,
-// releasing s.mu during the fsync. s.mu is held.
+// syncActive syncs the retired files waiting for it and the active file,
+// for the records written so far, releasing s.mu during the fsyncs. s.mu
+// is held.
 func (s *Spool) syncActive() {
-	a := s.active
-	if a == nil { // retired, and synced then
+	var f File
+	var num uint64
+	if a := s.active; a != nil {
+		f, num = a.f, a.num
+	}
+	retired := s.retired
+	s.retired = nil
+	if f == nil && len(retired) == 0 { // nothing written since the last sync
 		s.synced = s.written
 		return
 	}
-	f, num, from, to := a.f, a.num, s.synced, s.written
-	s.syncFile = f
+	from, to := s.synced, s.written
+	s.syncFile, s.syncRunning = f, true
 	s.mu.Unlock()
-	err := f.Sync()
+	type failure struct {
+		num uint64
+		err error
+	}
+	var failed []failure
+	for _, r := range retired {
+		if err := r.f.Sync(); err != nil {
+			failed = append(failed, failure{r.num, err})
+		}
+		if err := r.f.Close(); err != nil {
+			failed = append(failed, failure{r.num, err})
+		}
+	}
+	var err error
+	if f != nil {
+		err = f.Sync()
+	}
 	s.mu.Lock()
-	s.syncFile = nil
-	if s.closeAfterSync == f {
+	s.syncFile, s.syncRunning = nil, false
+	if f != nil && s.closeAfterSync == f {
 		s.closeAfterSync = nil
 		f.Close()
 	}
 	s.synced = max(s.synced, to)
+	for _, x := range failed {
+		s.syncFailed(x.num, from, to, x.err)
+	}
 	if err != nil {
 		s.syncFailed(num, from, to, err)
 	}
@@ -162,7 +202,7 @@ func (s *Spool) syncLoop() {
 		}
 		s.mu.Lock()
 		s.dirty = false // a write from now on kicks again
-		if s.synced < s.written && s.syncFile == nil {
+		if s.synced < s.written && !s.syncRunning {
 			s.syncActive()
 		}
 		s.mu.Unlock()

@@ -70,13 +70,21 @@ func (s *Spool) find(num uint64) *segment {
 // are done. s.mu is held; seg is no longer s.active.
 func (s *Spool) retire(seg *segment) {
 	s.unmap(seg)
-	if s.synced < s.written {
+	switch {
+	case s.synced < s.written && s.syncEvery > 0:
+		// The syncer syncs and closes it with the active file, outside
+		// the lock: the Append that rotates does not wait for an fsync.
+		s.retired = append(s.retired, retiredFile{seg.f, seg.num})
+		s.markDirty()
+	case s.synced < s.written:
 		s.syncRetired(seg)
-	}
-	if s.syncFile == seg.f {
-		s.closeAfterSync = seg.f // the sync running outside the lock closes it
-	} else if err := seg.f.Close(); err != nil {
-		s.warn("spool: close segment", "file", s.segPath(seg.num), "err", err)
+		fallthrough
+	default:
+		if s.syncFile == seg.f {
+			s.closeAfterSync = seg.f // the sync running outside the lock closes it
+		} else if err := seg.f.Close(); err != nil {
+			s.warn("spool: close segment", "file", s.segPath(seg.num), "err", err)
+		}
 	}
 	seg.f = nil
 	if seg.live == 0 {

@@ -66,3 +66,29 @@ func TestSyncFaultInBackground(t *testing.T) {
 		assert.Equal(t, events(0, 3), datas(loadAll(t, s)))
 	})
 }
+
+// With Sync d, the Append that fills a segment and starts the next one
+// does not fsync the full one: the syncer syncs both, outside the lock,
+// within d, and Close syncs what it has not reached. Before, every
+// rotation fsynced under the lock, and Appends waited for it.
+func TestRotationLeavesTheSyncToTheSyncer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const d = time.Second
+		ffs := newFaultFS()
+		s, err := Open(t.TempDir(), Options{FS: ffs, Sync: d, SegmentBytes: 64 << 10, MaxBytes: 16 << 20})
+		require.NoError(t, err)
+		syncs := func() int { synctest.Wait(); _, n := ffs.counts(); return n }
+
+		ids := appendN(t, s, 0, 1500) // ~80 KiB: a second segment
+		require.Greater(t, ids[len(ids)-1].Seg, ids[0].Seg, "the appends filled a segment")
+		assert.Zero(t, syncs(), "fsyncs made by the Appends themselves")
+		time.Sleep(d)
+		assert.Equal(t, 2, syncs(), "the syncer synced the full segment and the active one")
+
+		more := appendN(t, s, 1500, 3000) // fills the second segment too
+		require.Greater(t, more[len(more)-1].Seg, ids[len(ids)-1].Seg, "the appends filled another segment")
+		assert.Equal(t, 2, syncs(), "fsyncs made by the Appends themselves")
+		require.NoError(t, s.Close())
+		assert.Equal(t, 4, syncs(), "Close synced the segment retired since the syncer ran, and the active one")
+	})
+}
