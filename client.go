@@ -257,7 +257,8 @@ func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) 
 // FlushInterval, and returns when each of those events has reached its
 // final outcome (delivered or failed), or when ctx ends, returning
 // ctx.Err(). Events still in flight when ctx ends go on as usual. After
-// Close it returns ErrClosed.
+// Close it returns ErrClosed; so does a Flush still waiting when a Close
+// or Shutdown ends that left some of its events in the spool (WithSpool).
 func (c *Client) Flush(ctx context.Context) error {
 	if c.isClosed() {
 		return ErrClosed
@@ -276,7 +277,7 @@ func (c *Client) Flush(ctx context.Context) error {
 	}
 	select {
 	case <-w.done:
-		return nil
+		return w.err
 	case <-ctx.Done():
 		c.dropWaiter(w)
 		return ctx.Err()
@@ -369,6 +370,7 @@ func (c *Client) finishShutdown() {
 		c.settle(&report{items: left.Items}, &BatchError{Reason: cause})
 	}
 	c.notifyWaiters()
+	c.releaseWaiters()
 	c.cancel(nil)
 	if c.ownHTTP != nil {
 		c.ownHTTP.CloseIdleConnections()

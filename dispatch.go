@@ -135,11 +135,19 @@ func (c *Client) send(b queue.Batch[held], slot *consumer.Slot) {
 			c.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
 		}
 	}()
-	events := eventsFor(len(b.Items))
-	for i, it := range b.Items {
+	skip := 0 // damaged events read back from the spool, failed at once
+	if c.spool != nil {
+		skip = c.failDamaged(r)
+	}
+	if skip == len(b.Items) {
+		return
+	}
+	events := eventsFor(len(b.Items) - skip)
+	for i, it := range b.Items[skip:] {
 		events[i] = it.Data
 	}
 	c.up.Deliver(c.ctx, slot, events, func(lo, hi int, err error) {
+		lo, hi = lo+skip, hi+skip
 		if lo != r.ended {
 			// Deliver reports runs in order; anything else is a bug of
 			// ours, which the recover above settles.
@@ -281,6 +289,7 @@ func (c *Client) callOne(msg Message, err error) {
 type flushWaiter struct {
 	target uint64
 	done   chan struct{}
+	err    error // what Flush returns once done is closed
 }
 
 // addWaiter registers a Flush, or returns nil if everything below target
@@ -325,6 +334,19 @@ func (c *Client) batchDone(seq uint64) {
 	}
 	c.mu.Unlock()
 	c.notifyWaiters()
+}
+
+// releaseWaiters ends every Flush still waiting once the client has shut
+// down, with ErrClosed: what they wait for stays in the spool (WithSpool)
+// and will not end in this client.
+func (c *Client) releaseWaiters() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.waiters {
+		w.err = ErrClosed
+		close(w.done)
+	}
+	c.waiters = nil
 }
 
 func (c *Client) notifyWaiters() {

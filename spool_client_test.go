@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -271,6 +272,9 @@ func TestSpoolFilesArePrivateAndKeyless(t *testing.T) {
 type faultFS struct {
 	mu      sync.Mutex
 	noSpace bool
+	// garble, when set, is damaged in every read that returns it: its
+	// last byte flipped, as a disk that goes bad under a record would.
+	garble []byte
 }
 
 func (f *faultFS) set(noSpace bool) {
@@ -302,6 +306,17 @@ func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File,
 type faultFile struct {
 	*os.File
 	fs *faultFS
+}
+
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	f.fs.mu.Lock()
+	garble := f.fs.garble
+	f.fs.mu.Unlock()
+	if i := bytes.Index(p[:n], garble); len(garble) > 0 && i >= 0 {
+		p[i+len(garble)-1] ^= 0x20
+	}
+	return n, err
 }
 
 func (f *faultFile) Write(p []byte) (int, error) {
@@ -475,4 +490,42 @@ func TestSpoolConcurrentEnqueue(t *testing.T) {
 			assert.Equal(t, int64(producers*each), st.Delivered, "Stats.Delivered")
 		})
 	}
+}
+
+// A record found damaged when it is read back from disk (a checksum that
+// fails) is counted and logged, and its event gets exactly one callback,
+// a Failure matching ErrSpool, with its bytes as read; the other events are
+// delivered, Flush returns, and every event is accounted for.
+func TestSpoolDamageFoundWhenReadBack(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		faults := &faultFS{garble: []byte(`"event":"Damaged`)} // "Damaged" reads "DamageD"
+		api := newAPI()
+		g := newGate(api)
+		e := newEnv(t, api, WithSpool(dir), func(c *config) { c.spoolFS = faults },
+			WithMaxQueueSize(10), WithFlushAt(5), WithMaxConcurrentRequests(1))
+		msgs := tracks("dmg-", 100)
+		msgs[90] = Track{MessageId: "dmg-90", UserId: "u", Event: "Damaged"}
+		e.enqueue(msgs...)
+		synctest.Wait()
+		require.Greater(t, e.client.Stats().Spool.OnDisk, int64(50), "events waiting on disk")
+		g.release()
+		e.flush()
+		e.close()
+
+		st := e.client.Stats()
+		assert.Equal(t, int64(1), st.Spool.SkippedCorrupt, "Stats.Spool.SkippedCorrupt")
+		assert.Contains(t, e.logs.String(), "damaged record skipped", "the damage is logged")
+		e.assertDeliveredOnce(append(append([]Message(nil), msgs[:90]...), msgs[91:]...))
+		assert.Zero(t, api.Delivered()["dmg-90"], "the damaged event is not sent")
+		fails := e.out.failed()
+		require.Len(t, fails, 1, "Failure callbacks: %v", fails)
+		assert.ErrorIs(t, fails[0].err, ErrSpool, "the damaged event's error")
+		sp, ok := fails[0].msg.(Spooled)
+		require.True(t, ok, "the damaged event's callback gets a Spooled, got %T", fails[0].msg)
+		assert.Equal(t, "dmg-90", sp.MessageId, "its messageId, as read")
+		assert.Contains(t, string(sp.JSON), `"event":"DamageD"`, "its bytes as read, damage included")
+		assert.Equal(t, st.Enqueued, st.Delivered+st.Failed.Total(), "every event accounted for")
+		assert.Zero(t, st.Spool.Records, "records left")
+	})
 }

@@ -2,11 +2,13 @@ package analytics
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/dualpath/analytics-go/queue"
@@ -21,6 +23,9 @@ type held struct {
 	msg  Message
 	rec  spool.ID // its record, with a spool
 	from origin
+	// damaged marks a record the spool found damaged when reading it
+	// back: no bytes to send; its batch reports it failed (errDamaged).
+	damaged bool
 }
 
 // origin says where an event in the queue came from.
@@ -117,11 +122,14 @@ func (c *Client) refill() (backlog bool) {
 		return false
 	}
 	_, err := c.spool.Load(func(id spool.ID, data []byte, recovered bool) bool {
-		from := fromDisk
-		if recovered {
-			from = fromEarlier
-		}
-		res, _ := c.queue.Push(data, held{rec: id, from: from}, 0)
+		res, _ := c.queue.Push(data, held{rec: id, from: originOf(recovered)}, 0)
+		return res == queue.Admitted
+	}, func(id spool.ID, data []byte, recovered bool) bool {
+		// A damaged record still takes its place in the queue, so that
+		// it is counted and called back like the others (Flush waits for
+		// it too), with its bytes as read; its batch fails it without
+		// sending it.
+		res, _ := c.queue.Push(data, held{rec: id, from: originOf(recovered), damaged: true}, 0)
 		return res == queue.Admitted
 	})
 	if err != nil {
@@ -132,6 +140,44 @@ func (c *Client) refill() (backlog bool) {
 			slog.String("error", err.Error()))
 	}
 	return c.spool.Backlog() > 0
+}
+
+func originOf(recovered bool) origin {
+	if recovered {
+		return fromEarlier
+	}
+	return fromDisk
+}
+
+// errDamaged is the failure of an event whose record the spool found
+// damaged (its checksum fails) when reading it back: it matches ErrSpool.
+var errDamaged = &spoolError{errors.New("spool: the event's record is damaged on disk (its checksum fails); it was skipped, not sent")}
+
+// failDamaged moves the damaged events of r to its front, the others
+// keeping their order, and reports them failed. It returns how many there
+// were: the batch's upload sends the events after them.
+func (c *Client) failDamaged(r *report) int {
+	k := 0
+	for _, it := range r.items {
+		if it.Value.damaged {
+			k++
+		}
+	}
+	if k > 0 {
+		slices.SortStableFunc(r.items, func(a, b queue.Item[held]) int {
+			return cmp.Compare(goodFirst(a), goodFirst(b))
+		})
+		c.end(r, k, &BatchError{Reason: errDamaged})
+	}
+	return k
+}
+
+// goodFirst is 1 for an event to send, 0 for a damaged one.
+func goodFirst(it queue.Item[held]) int {
+	if it.Value.damaged {
+		return 0
+	}
+	return 1
 }
 
 // leaves reports whether events that ended with err stay in the spool for

@@ -70,7 +70,7 @@ func BenchmarkLoad(b *testing.B) {
 			took = true
 			handed = append(handed, id)
 			return true
-		})
+		}, nil)
 		if err != nil || n != 1 {
 			b.Fatal(n, err)
 		}

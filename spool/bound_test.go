@@ -175,7 +175,7 @@ func TestSealEndsWaits(t *testing.T) {
 		assert.ErrorIs(t, err, ErrClosed)
 		// Load and Ack go on.
 		require.NoError(t, s.Ack(all))
-		_, err = s.Load(func(ID, []byte, bool) bool { return true })
+		_, err = s.Load(func(ID, []byte, bool) bool { return true }, nil)
 		assert.NoError(t, err)
 		require.NoError(t, s.Close())
 		assert.Zero(t, s.Stats().Records)

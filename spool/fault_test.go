@@ -200,7 +200,7 @@ func TestReadFault(t *testing.T) {
 	s := openT(t, dir, Options{FS: ffs, Sync: 1e9})
 	appendN(t, s, 0, 10)
 	ffs.set(func(f *faultFS) { f.failRead = syscall.EIO })
-	n, err := s.Load(func(ID, []byte, bool) bool { return true })
+	n, err := s.Load(func(ID, []byte, bool) bool { return true }, nil)
 	assert.Zero(t, n)
 	assert.ErrorIs(t, err, syscall.EIO)
 	assert.Contains(t, err.Error(), "spool: read "+dir)

@@ -120,7 +120,7 @@ func FuzzOpenSegment(f *testing.F) {
 				assert.True(t, recovered)
 				handed = append(handed, string(data))
 				return true
-			})
+			}, nil)
 			require.NoError(t, err)
 			assert.Equal(t, want, handed)
 			st := s.Stats()
@@ -167,7 +167,7 @@ func FuzzOpenAck(f *testing.F) {
 				assert.Equal(t, string(event(int(id.N))), string(data))
 				got = append(got, id)
 				return true
-			})
+			}, nil)
 			require.NoError(t, err)
 			for i := 1; i < len(got); i++ {
 				assert.Less(t, got[i-1].N, got[i].N)

@@ -49,7 +49,7 @@ func loadAll(t testing.TB, s *Spool) []got {
 	_, err := s.Load(func(id ID, data []byte, recovered bool) bool {
 		out = append(out, got{id, string(data), recovered})
 		return true
-	})
+	}, nil)
 	require.NoError(t, err)
 	return out
 }

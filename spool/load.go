@@ -11,8 +11,10 @@ import (
 const readAhead = 256 << 10
 
 // load is Load: the backlog from the cursor, a frame at a time, each
-// checked before it is handed. s.mu is held.
-func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool) (int, error) {
+// checked before it is handed. A stretch that cannot be framed (a bad
+// length) sets the cursor's offset to the segment's end with ordinals
+// left: those records are damaged, one by one. s.mu is held.
+func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool, damaged func(id ID, data []byte, recovered bool) bool) (int, error) {
 	taken := 0
 	for s.backlog > 0 {
 		seg := s.cur
@@ -22,9 +24,17 @@ func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool) (int, err
 			s.backlog = 0
 			break
 		}
-		if s.curN >= seg.records || s.curOff >= seg.end {
+		if s.curN >= seg.records {
 			s.next()
 			continue
+		}
+		n := s.curN
+		if s.curOff >= seg.end { // in a stretch that cannot be framed
+			if seg.done.has(n) || s.handDamaged(seg, n, nil, damaged) {
+				s.curN = n + 1
+				continue
+			}
+			break
 		}
 		head, err := s.rd.get(s, seg, s.curOff, frameSize)
 		if err != nil {
@@ -34,15 +44,15 @@ func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool) (int, err
 		if !framable(length) || s.curOff+frameSize+int64(length) > seg.end {
 			// Damage since Open, or since the write: the rest of the
 			// segment cannot be framed.
-			s.skipDamaged(seg, s.curN, seg.records, "length", length)
+			s.damage(seg, n, "length", length)
 			seg.damaged = true
 			if seg == s.active {
 				s.rotate = true
 			}
-			s.next()
+			s.curOff = seg.end
 			continue
 		}
-		n, next := s.curN, s.curOff+frameSize+int64(length)
+		next := s.curOff + frameSize + int64(length)
 		if seg.done.has(n) {
 			s.curN, s.curOff = n+1, next
 			continue
@@ -53,7 +63,13 @@ func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool) (int, err
 		}
 		data := rec[frameSize:]
 		if crc32.Checksum(data, castagnoli) != sum {
-			s.skipDamaged(seg, n, n+1, "checksum", sum)
+			if !seg.reported.has(n) {
+				s.damage(seg, n, "checksum", sum)
+				seg.reported.add(n, n+1)
+			}
+			if !s.handDamaged(seg, n, data, damaged) {
+				break
+			}
 			s.curN, s.curOff = n+1, next
 			s.reclaimIfDone(seg)
 			continue
@@ -84,16 +100,30 @@ func (s *Spool) next() {
 	s.reclaimIfDone(seg)
 }
 
-// damaged marks seg's records lo to hi-1, found damaged by Load, done: they
-// leave the backlog without being handed. It counts and logs one damage.
-// s.mu is held.
-func (s *Spool) skipDamaged(seg *segment, lo, hi uint32, what string, value uint32) {
+// damage counts and logs one damaged record (what is "checksum") or
+// stretch ("length"), found by Load at ordinal n of seg. s.mu is held.
+func (s *Spool) damage(seg *segment, n uint32, what string, value uint32) {
 	s.stats.Corrupt++
-	s.warn("spool: damaged record skipped", "file", s.segPath(seg.num), "ordinal", lo, "bad", what, "value", value)
-	s.backlog -= int64(s.markDone(seg, lo, hi))
-	if s.backlog < 0 {
-		s.backlog = 0
+	s.warn("spool: damaged record skipped", "file", s.segPath(seg.num), "ordinal", n, "bad", what, "value", value)
+}
+
+// handDamaged takes the damaged record n of seg out of the backlog: handed
+// to damaged with its bytes as read (nil when they cannot be framed),
+// which reports it and acknowledges it later, or, without damaged, marked
+// done at once. It returns false when damaged has no room for it now: it
+// stays first in the backlog. s.mu is held.
+func (s *Spool) handDamaged(seg *segment, n uint32, data []byte, damaged func(id ID, data []byte, recovered bool) bool) bool {
+	if damaged == nil {
+		s.backlog -= int64(s.markDone(seg, n, n+1))
+		s.backlog = max(s.backlog, 0)
+		return true
 	}
+	if !damaged(ID{Seg: seg.num, N: n}, data, seg.recovered) {
+		return false
+	}
+	s.handed++
+	s.backlog--
+	return true
 }
 
 // reclaimIfDone removes seg if all its records are done and it is not

@@ -187,7 +187,7 @@ func TestMappedFileCutShort(t *testing.T) {
 	_, err := s.Append(event(10), leave)
 	assert.ErrorIs(t, err, errFault)
 	appendN(t, s, 11, 20)
-	_, err = s.Load(func(ID, []byte, bool) bool { return true }) // the first ten are gone: damage
+	_, err = s.Load(func(ID, []byte, bool) bool { return true }, nil) // the first ten are gone: damage
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	s = openT(t, dir, Options{})

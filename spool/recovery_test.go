@@ -146,7 +146,7 @@ func TestAckIgnoresUnknownAndDuplicateIDs(t *testing.T) {
 	s := openT(t, dir, Options{Sync: 1e9})
 	all := appendN(t, s, 0, 10)
 	n := 0
-	_, err := s.Load(func(ID, []byte, bool) bool { n++; return n <= 4 })
+	_, err := s.Load(func(ID, []byte, bool) bool { n++; return n <= 4 }, nil)
 	require.NoError(t, err)
 	require.NoError(t, s.Ack([]ID{all[0], all[0], all[1], {Seg: 999, N: 1}, {Seg: all[0].Seg, N: 1 << 30}}))
 	require.NoError(t, s.Ack([]ID{all[1], all[0]}))

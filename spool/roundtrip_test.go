@@ -72,7 +72,7 @@ func TestDirectAndBacklog(t *testing.T) {
 		}
 		n++
 		return true
-	})
+	}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 2, taken)
 	assert.Equal(t, 5, s.Backlog())
@@ -123,7 +123,7 @@ func TestInterleavedAppendLoad(t *testing.T) {
 				data[id] = string(d)
 				held = append(held, string(d))
 				return true
-			})
+			}, nil)
 			require.NoError(t, err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestInterleavedAppendLoad(t *testing.T) {
 			}
 			held = append(held, string(d))
 			return true
-		})
+		}, nil)
 		require.NoError(t, err)
 	}
 	assert.Equal(t, events(0, 2000), order)
@@ -209,7 +209,7 @@ func TestLoadWhileAppending(t *testing.T) {
 		_, err := s.Load(func(_ ID, d []byte, _ bool) bool {
 			got = append(got, string(d))
 			return true
-		})
+		}, nil)
 		require.NoError(t, err)
 	}
 	wg.Wait()

@@ -25,6 +25,9 @@ type segment struct {
 	// done holds the ordinals acknowledged, found damaged, or whose sync
 	// failed: none of them is handed (again).
 	done ranges
+	// reported holds the ordinals Load found damaged and counted, so that
+	// one it hands back later (no room then) is not counted twice.
+	reported ranges
 
 	recovered bool  // found at Open: only read, never written
 	damaged   bool  // holds a stretch that cannot be framed: kept aside, not removed

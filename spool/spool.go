@@ -194,17 +194,22 @@ func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) boo
 // Load hands backlog records to fn, oldest first, until fn returns false
 // (that record stays first in the backlog) or the backlog is empty.
 // recovered is true for a record found at Open. data is valid only during
-// the call. Records that are done, or whose checksum fails (skipped,
-// counted and logged), are not handed. It returns the number of records
-// fn took, and an error wrapping the file system's when a read failed (the
-// record stays in the backlog, to be read again).
-func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool) (int, error) {
+// the call. Records that are done are not handed. A record whose checksum
+// fails, or that a stretch which cannot be framed holds, is counted and
+// logged, and handed to damaged instead, with its bytes as read (nil when
+// they cannot be framed; valid only during the call), which returns false
+// when it has no room for it (it then stays first); the caller reports and
+// acknowledges it like any other. With a nil damaged it is skipped and
+// marked done. Load returns the number of records fn took, and an error
+// wrapping the file system's when a read failed (the record stays in the
+// backlog, to be read again).
+func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged func(id ID, data []byte, recovered bool) bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return 0, ErrClosed
 	}
-	return s.load(fn)
+	return s.load(fn, damaged)
 }
 
 // Backlog returns the number of records not handed to the caller yet.

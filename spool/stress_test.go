@@ -58,7 +58,7 @@ func TestStress(t *testing.T) {
 						seen[string(data)]++
 						batch = append(batch, id)
 						return true
-					})
+					}, nil)
 					assert.NoError(t, err)
 					assert.NoError(t, s.Ack(batch))
 					select {
