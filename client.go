@@ -48,7 +48,8 @@ type Client struct {
 	inflight []uint64 // Seq of every batch being uploaded
 	waiters  []*flushWaiter
 
-	stopped       atomic.Bool // stopIntake ran
+	stopped       atomic.Bool  // stopIntake ran
+	intake        sync.RWMutex // read-held by each Enqueue from its push until its event is counted
 	beginShutdown sync.Once
 	endShutdown   sync.Once
 
@@ -202,27 +203,10 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		kept = keptBytes(value, e.buf)
 	}
 
-	// The queue's own lock (the spool's, with a spool) orders this push
-	// against shutdown's Close of the queue: an event is either accepted
-	// before it, or refused.
-	var n int
-	if c.spool != nil {
-		var err error
-		if n, err = c.appendToSpool(ctx, wait, e.buf, value, kept); err != nil {
-			return err
-		}
-	} else {
-		var res queue.Admission
-		if !wait {
-			res, n = c.queue.Push(e.buf, held{msg: value}, kept)
-		} else {
-			res, n = c.queue.PushWait(ctx, e.buf, held{msg: value}, kept)
-		}
-		if err := c.refusal(ctx, res, wait); err != nil {
-			return err
-		}
+	n, err := c.accept(ctx, wait, e.buf, value, kept)
+	if err != nil {
+		return err
 	}
-	c.stats.enqueued.Add(1)
 	// Wake the loop when the queue reaches FlushAt. Pushes happen one at a
 	// time, so exactly one of them sees n == FlushAt on the way up; above
 	// it, the loop goes on cutting until the queue is below FlushAt again.
@@ -233,6 +217,36 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		}
 	}
 	return nil
+}
+
+// accept pushes the encoded event into the queue (through the spool, with
+// one) and counts it, or returns Enqueue's refusal. The queue's own lock
+// (the spool's, with a spool) orders the push against shutdown's Close of
+// the queue: an event is either accepted before it, or refused. The intake
+// lock makes shutdown wait until every event accepted is counted too, so
+// that Stats adds up the moment Close or Shutdown returns.
+func (c *Client) accept(ctx context.Context, wait bool, data []byte, value Message, kept int) (int, error) {
+	c.intake.RLock()
+	defer c.intake.RUnlock()
+	var n int
+	if c.spool != nil {
+		var err error
+		if n, err = c.appendToSpool(ctx, wait, data, value, kept); err != nil {
+			return 0, err
+		}
+	} else {
+		var res queue.Admission
+		if !wait {
+			res, n = c.queue.Push(data, held{msg: value}, kept)
+		} else {
+			res, n = c.queue.PushWait(ctx, data, held{msg: value}, kept)
+		}
+		if err := c.refusal(ctx, res, wait); err != nil {
+			return 0, err
+		}
+	}
+	c.stats.enqueued.Add(1)
+	return n, nil
 }
 
 // refusal returns the error an enqueue returns when the queue refuses its
@@ -384,9 +398,15 @@ func (c *Client) stopIntake() {
 	c.stopped.Store(true)
 	if c.spool != nil {
 		c.spool.Seal()
-		return
+	} else {
+		c.queue.Close()
 	}
-	c.queue.Close()
+	// Every push from now on is refused, and the waiting ones have been
+	// woken to be: once the calls under way have counted their events,
+	// Stats.Enqueued is final.
+	c.intake.Lock()
+	//lint:ignore SA2001 an empty critical section is the barrier: it waits for the readers.
+	c.intake.Unlock()
 }
 
 // isClosed reports whether the client takes no more events: Close or
