@@ -17,10 +17,25 @@ func (s *Spool) seal() {
 func (s *Spool) close() error {
 	s.mu.Lock()
 	if s.closed {
+		// Another Close runs or ran: returning before it ends would
+		// leave the caller with files open and the directory locked.
+		done := s.closeDone
 		s.mu.Unlock()
-		return nil
+		<-done
+		return s.closeErr // written before done was closed
 	}
 	s.closed = true
+	s.closeDone = make(chan struct{})
+	err := s.closeLocked()
+	s.closeErr = err
+	close(s.closeDone)
+	s.mu.Unlock()
+	return err
+}
+
+// closeLocked is Close's work, once. s.mu is held, and released while it
+// waits for the syncer and for Appends in flight.
+func (s *Spool) closeLocked() error {
 	s.seal()
 	if s.stop != nil {
 		close(s.stop)
@@ -31,7 +46,6 @@ func (s *Spool) close() error {
 	for s.decided < s.written || s.syncRunning { // Appends in a group commit, the syncer's last sync
 		s.cond.Wait()
 	}
-	defer s.mu.Unlock()
 	var errs []error
 	for _, r := range s.retired { // retired since the syncer's last sync
 		if err := r.f.Sync(); err != nil {

@@ -123,6 +123,11 @@ type Spool struct {
 	cond   sync.Cond
 	sealed bool
 	closed bool
+	// closeDone is closed when the first Close has ended, closeErr its
+	// error: a Close that finds the spool closing waits for it, so that
+	// no Close returns with the files still open or the directory locked.
+	closeDone chan struct{}
+	closeErr  error
 
 	segs    []*segment // every segment, by number, oldest first
 	active  *segment   // the one appended to; nil until the next Append creates one
@@ -261,5 +266,7 @@ func (s *Spool) Seal() {
 
 // Close seals the spool, syncs and closes its files, removes the segments
 // whose records are all done, stops its goroutine and gives the lock back.
-// Records not done stay for the next Open. It is safe to call twice.
+// Records not done stay for the next Open. It is safe to call more than
+// once, concurrently too: a later call waits for the first to end and
+// returns its error.
 func (s *Spool) Close() error { return s.close() }
