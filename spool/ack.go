@@ -48,6 +48,11 @@ func (s *Spool) ack(ids []ID) error {
 		}
 		rest = rest[n:]
 	}
+	// Acks that finish the active segment free no bytes (it is not
+	// removed while it is active), so reclaim wakes nobody; but a
+	// waiting AppendWait's record may fit now that makeRoom can retire
+	// it. Without this, the waiter would wait for its context to end.
+	s.wakeFirst()
 	return first
 }
 
