@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 )
 
 // errEmpty and errTooLarge refuse records the format cannot hold.
@@ -121,8 +122,16 @@ func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 // old one stays active (and s.rotate set, so that the next Append tries
 // again). s.mu is held.
 func (s *Spool) rotateSegment(frame int64) error {
+	if s.numbersUsed {
+		s.rotate = true
+		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
+	}
 	num := s.nextNum
-	s.nextNum++ // a number that failed once is not tried again
+	if num == math.MaxUint64 {
+		s.numbersUsed = true // this is the last number: none after it
+	} else {
+		s.nextNum++ // a number that failed once is not tried again
+	}
 	f, m, err := s.createSegment(num, s.reserve(frame))
 	if err != nil {
 		s.rotate = true

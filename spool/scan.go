@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,7 +40,13 @@ func (s *Spool) recover() error {
 		if !ok {
 			continue
 		}
-		s.nextNum = max(s.nextNum, num+1) // never reuse a number, even of a file set aside
+		// Never reuse a number, even of a file set aside; and never wrap
+		// past the largest: a smaller number would sort first.
+		if num == math.MaxUint64 {
+			s.numbersUsed = true
+		} else {
+			s.nextNum = max(s.nextNum, num+1)
+		}
 		switch ext {
 		case segExt:
 			segs = append(segs, num)

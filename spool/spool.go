@@ -133,6 +133,10 @@ type Spool struct {
 	active  *segment   // the one appended to; nil until the next Append creates one
 	rotate  bool       // the next Append starts a new segment: a write or sync failed
 	nextNum uint64     // the number of the next segment created
+	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
+	// no number is left above it. nextNum never wraps: a segment numbered
+	// below an older one would sort before it, out of the log's order.
+	numbersUsed bool
 
 	bytes   int64  // Stats.Bytes
 	live    int64  // Stats.Records
@@ -177,7 +181,10 @@ func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 // ErrClosed after Seal or Close, or an error wrapping the file system's
 // (no space, an I/O error). Nothing already written is lost by a failed
 // Append, and a later one succeeds once the file system does. A record of
-// no bytes, or of more than 1 MiB, is refused with an error.
+// no bytes, or of more than 1 MiB, is refused with an error; so is every
+// Append that needs a new segment once the directory holds one numbered
+// math.MaxUint64 (there is no next number; the records already there are
+// loaded and acknowledged as ever).
 func (s *Spool) Append(data []byte, direct func(ID) bool) (ID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
