@@ -126,6 +126,9 @@ func (s *Spool) rotateSegment(frame int64) error {
 		s.rotate = true
 		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
 	}
+	if len(s.strays) > 0 {
+		_ = s.removeStrays() // room back for the bound, if the disk lets us now
+	}
 	num := s.nextNum
 	if num == math.MaxUint64 {
 		s.numbersUsed = true // this is the last number: none after it

@@ -81,6 +81,9 @@ func (s *Spool) closeLocked() error {
 			}
 		}
 	}
+	if err := s.removeStrays(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := s.unlock(); err != nil {
 		errs = append(errs, ioErr("unlock directory", s.dir, err))
 	}
