@@ -2,11 +2,19 @@ package spool
 
 import "errors"
 
-// seal is Seal. s.mu is held.
+// seal is Seal. s.mu is held, and released while it waits.
 func (s *Spool) seal() {
 	s.sealed = true
 	for w := s.first; w != nil; w = w.next {
 		wake(w)
+	}
+	// With Sync 0 an Append decides its record (hands it, or puts it in
+	// the backlog) only after its group commit, which releases s.mu for
+	// the fsync. Returning before then would let the caller drain what
+	// it was handed, then find a record handed after: neither sent nor
+	// refused. So every record written is decided before Seal returns.
+	for s.decided < s.written {
+		s.cond.Wait()
 	}
 }
 

@@ -267,7 +267,9 @@ func (s *Spool) Stats() Stats {
 }
 
 // Seal makes every later Append and AppendWait return ErrClosed, and ends
-// the waiting ones. Load and Ack go on working.
+// the waiting ones. It returns once every Append in flight has decided its
+// record (handed it to direct, put it in the backlog, or failed), so that
+// nothing is handed after it. Load and Ack go on working.
 func (s *Spool) Seal() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
