@@ -78,6 +78,13 @@ func (s *Spool) closeLocked() error {
 		a.f = nil
 		s.active = nil
 	}
+	if s.ackRetry {
+		// Acks a failed write (or the bound) left out: written now, or
+		// those records come back after the restart.
+		if err := s.rewriteStale(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := s.acks.closeAll(); err != nil {
 		errs = append(errs, err)
 	}

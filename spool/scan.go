@@ -169,7 +169,8 @@ func (sc *scanner) ack(seg *segment) error {
 			// stay ahead of them. What is cut holds no record of an event.
 			seg.ackSize = sc.truncate(f, path, end, size)
 			if seg.ackSize != end {
-				seg.ackBroken = true // rewritten whole at the next ack
+				seg.ackStale = true // rewritten whole at the next Ack
+				sc.s.ackRetry = true
 			}
 		}
 		return nil

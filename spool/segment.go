@@ -29,7 +29,10 @@ type segment struct {
 	recovered bool  // found at Open: only read, never written
 	damaged   bool  // holds a stretch that cannot be framed: kept aside, not removed
 	ackSize   int64 // bytes in its .ack file; 0 when it has none
-	ackBroken bool  // a failed ack write left its .ack torn: rewrite it whole
+	// ackStale: its .ack file lacks runs of done (an ack write failed, or
+	// found no room under MaxBytes) or holds a torn record: it is
+	// rewritten whole from done at the next Ack and at Close.
+	ackStale bool
 }
 
 // mustRotate reports whether an Append of a frame of frame bytes must start a

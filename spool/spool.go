@@ -140,6 +140,9 @@ type Spool struct {
 	// strays are files of segments whose creation failed and whose
 	// removal failed too: counted in bytes until removed (createSegment).
 	strays []stray
+	// ackRetry: some segment's .ack file is stale (segment.ackStale); the
+	// next Ack looks for it.
+	ackRetry bool
 
 	bytes   int64  // Stats.Bytes
 	live    int64  // Stats.Records
