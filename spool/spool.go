@@ -50,10 +50,12 @@ type ID struct {
 
 // Options configure Open.
 type Options struct {
-	// MaxBytes bounds the total size of the spool's files: Append refuses
-	// a record that would take them over it. Space comes back when a
-	// segment whose records are all done is removed. 0 (or less) sets no
-	// bound.
+	// MaxBytes bounds the total size of the spool's files, the
+	// acknowledgement files included: Append refuses a record that would
+	// take the segments over MaxBytes less 1/64 of it, which is left to
+	// the acknowledgement files (a record alone in the spool may use all
+	// of it). Space comes back when a segment whose records are all done
+	// is removed. 0 (or less) sets no bound.
 	MaxBytes int64
 	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
 	// syncs written data at most d after it was written, from a goroutine
@@ -245,8 +247,11 @@ func (s *Spool) Handed() uint64 {
 // Ack records that the records ids are done. They are not handed again,
 // after a restart either, and a segment whose records are all done is
 // removed, unless it is the one being written. ids may be in any order and
-// from any segments. The error wraps the file system's; the records are
-// then done for this process, and may be handed again after a restart.
+// from any segments. The error wraps the file system's, or matches ErrFull
+// when even compacted the acknowledgements would take the files over
+// MaxBytes; the records are then done for this process, their
+// acknowledgements are written again at the next Ack and at Close, and
+// they may be handed again after a restart if those fail too.
 func (s *Spool) Ack(ids []ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
