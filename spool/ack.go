@@ -36,6 +36,11 @@ func (s *Spool) ack(ids []ID) error {
 	slices.SortFunc(a.ids, func(x, y ID) int {
 		return cmp.Or(cmp.Compare(x.Seg, y.Seg), cmp.Compare(x.N, y.N))
 	})
+	if s.ackRetry {
+		// What an earlier Ack could not write; what this one cannot
+		// waits for the next.
+		_ = s.rewriteStale() // logged; tried again at the next Ack and at Close
+	}
 	var first error
 	for rest := a.ids; len(rest) > 0; {
 		n := 1
@@ -48,9 +53,6 @@ func (s *Spool) ack(ids []ID) error {
 			}
 		}
 		rest = rest[n:]
-	}
-	if s.ackRetry {
-		_ = s.rewriteStale() // logged; tried again at the next Ack and at Close
 	}
 	// Acks that finish the active segment free no bytes (it is not
 	// removed while it is active), so reclaim wakes nobody; but a
