@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
@@ -35,6 +36,11 @@ func (s *Spool) ack(ids []ID) error {
 	slices.SortFunc(a.ids, func(x, y ID) int {
 		return cmp.Or(cmp.Compare(x.Seg, y.Seg), cmp.Compare(x.N, y.N))
 	})
+	if s.ackRetry {
+		// What an earlier Ack could not write; what this one cannot
+		// waits for the next.
+		_ = s.rewriteStale() // logged; tried again at the next Ack and at Close
+	}
 	var first error
 	for rest := a.ids; len(rest) > 0; {
 		n := 1
@@ -48,6 +54,11 @@ func (s *Spool) ack(ids []ID) error {
 		}
 		rest = rest[n:]
 	}
+	// Acks that finish the active segment free no bytes (it is not
+	// removed while it is active), so reclaim wakes nobody; but a
+	// waiting AppendWait's record may fit now that makeRoom can retire
+	// it. Without this, the waiter would wait for its context to end.
+	s.wakeFirst()
 	return first
 }
 
@@ -98,10 +109,92 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) error {
 	w.run(lo, hi)
 	w.end()
 	s.acks.buf = w.buf
-	if seg.live == 0 && seg != s.active && s.reclaim(seg) == nil {
-		return nil // its files are gone: no ack to write
+	if seg.live == 0 {
+		if seg == s.active && !s.ackFits(int64(len(w.buf))) {
+			// It is finished, and its ack would take the files over
+			// MaxBytes: retire it, as makeRoom would, so that it goes
+			// and needs no ack. (A record alone in the spool may fill
+			// the bound: ackRoom.)
+			s.active = nil
+			s.retire(seg)
+		}
+		if seg != s.active && s.reclaim(seg) == nil {
+			return nil // its files are gone: no ack to write
+		}
 	}
 	return s.writeAck(seg, w.buf)
+}
+
+// Acknowledgement files and MaxBytes. The bound covers the .ack files
+// too, and Ack cannot refuse to happen, so:
+//   - Appends, and mapped reserves, leave ackRoom of the bound to the .ack
+//     files (fits, reserve); except that a record appended when no record
+//     is live may use all of it, since its only Ack finishes its segment,
+//     which then goes (ackRuns), and needs no .ack.
+//   - An .ack file grown past ackCompactAt, or whose next write would take
+//     the files over MaxBytes, is rewritten whole from the done set (a few
+//     runs, mostly: tens of bytes) instead of appended to.
+//   - If even that does not fit, nothing is written: the Ack fails with an
+//     error matching ErrFull, its records done for this process, and the
+//     file is rewritten at a later Ack, or at Close, when there is room.
+// So the files never exceed MaxBytes, and ackRoom makes the last case
+// rare: it holds a compacted .ack for every segment of a spool at its
+// default segment size, many times over.
+
+// ackRoom is the part of MaxBytes that Appends leave to the .ack files:
+// 1/64 of it (16 KiB for the client's smallest spool). s.mu is held.
+func (s *Spool) ackRoom() int64 {
+	if s.maxBytes <= 0 || s.live == 0 {
+		return 0
+	}
+	return s.maxBytes / 64
+}
+
+// ackFits reports whether n more bytes of .ack files fit under MaxBytes.
+// s.mu is held.
+func (s *Spool) ackFits(n int64) bool {
+	return s.maxBytes <= 0 || s.bytes+n <= s.maxBytes
+}
+
+// ackCompactAt is the size past which seg's .ack file is rewritten whole
+// rather than appended to: twice a bound on its compacted size, plus a
+// slack (4 KiB, or 1/16 of ackRoom if less) so that a segment acked in
+// order, a run or two, is rewritten once every many Acks, not at each.
+// Without it an .ack grows by each Ack's runs for as long as its segment
+// lives. s.mu is held.
+func (s *Spool) ackCompactAt(seg *segment) int64 {
+	runs := int64(len(seg.done))
+	payload := runs * 2 * binary.MaxVarintLen32
+	compact := int64(headerSize) + frameSize*(1+payload/maxAckPayload) + payload
+	slack := int64(4 << 10)
+	if s.maxBytes > 0 {
+		slack = min(slack, s.maxBytes/64/16)
+	}
+	return 2*compact + slack
+}
+
+// rewriteStale rewrites the .ack files that a failed write, or the bound,
+// left stale (ackStale), so that a record done in this process is done
+// after a restart too. A failure is logged; the file stays stale, for the
+// next try. s.mu is held.
+func (s *Spool) rewriteStale() error {
+	s.ackRetry = false
+	var errs []error
+	for _, seg := range slices.Clone(s.segs) {
+		switch {
+		case !seg.ackStale:
+			continue
+		case seg.live == 0 && seg != s.active:
+			if s.reclaim(seg) == nil {
+				continue // gone: no ack needed
+			}
+		}
+		if err := s.rewriteAck(seg); err != nil {
+			s.warn("spool: rewrite acknowledgements", "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ackWriter builds ack records: uvarint pairs (first ordinal, count), a
@@ -132,39 +225,60 @@ func (w *ackWriter) end() {
 }
 
 // writeAck appends buf, ack records (after the header for a new file), to
-// seg's ack file, in one write. A failed write is cut off again; if that
-// fails too, the file is rewritten whole at the next ack, so that a torn
-// record never sits ahead of later ones. s.mu is held.
+// seg's ack file, in one write; or rewrites the file whole when it is
+// stale, has grown past ackCompactAt, or buf would take the files over
+// MaxBytes. A failed write is cut off again, and the file marked stale:
+// rewritten whole at the next Ack, and at Close, so that a torn record
+// never sits ahead of later ones, and the runs not written are written
+// after all (with Sync 0 a record whose fsync failed is acked so that a
+// restart does not send it: its Append returned an error). s.mu is held.
 func (s *Spool) writeAck(seg *segment, buf []byte) error {
-	if seg.ackBroken {
+	n := int64(len(buf))
+	if seg.ackStale || !s.ackFits(n) || seg.ackSize+n > s.ackCompactAt(seg) {
 		return s.rewriteAck(seg)
 	}
 	path := s.ackPath(seg.num)
 	f, err := s.acks.file(s, seg, path)
 	if err != nil {
+		s.markStale(seg)
 		return ioErr("open", path, err)
 	}
-	n, err := f.Write(buf)
-	if err == nil && n < len(buf) {
+	w, err := f.Write(buf)
+	if err == nil && w < len(buf) {
 		err = io.ErrShortWrite
 	}
 	if err == nil {
-		seg.ackSize += int64(n)
-		s.bytes += int64(n)
+		seg.ackSize += int64(w)
+		s.bytes += int64(w)
 		return nil
 	}
-	if n > 0 {
+	s.markStale(seg)
+	if w > 0 {
 		if terr := f.Truncate(seg.ackSize); terr != nil {
-			seg.ackBroken = true
-			seg.ackSize += int64(n)
-			s.bytes += int64(n)
+			seg.ackSize += int64(w) // on disk, torn, counted
+			s.bytes += int64(w)
 		}
 	}
 	return ioErr("write", path, err)
 }
 
+// markStale marks seg's .ack file for a rewrite at the next Ack and at
+// Close. s.mu is held.
+func (s *Spool) markStale(seg *segment) {
+	seg.ackStale, s.ackRetry = true, true
+}
+
+// errAckFull is rewriteAck's error when even the compacted .ack file does
+// not fit under MaxBytes. It is written at a later Ack or at Close if room
+// comes back by then.
+func errAckFull(path string) error {
+	return fmt.Errorf("%w: no room under MaxBytes for the acknowledgements in %s: records done may be handed again after a restart", ErrFull, path)
+}
+
 // rewriteAck writes seg's ack file anew from the done set, into a
-// temporary file renamed over it. s.mu is held.
+// temporary file renamed over it: its compacted form, a record per 64 KiB
+// of runs. If that would take the files over MaxBytes, or fails, the file
+// stays as it was, stale. s.mu is held.
 func (s *Spool) rewriteAck(seg *segment) error {
 	w := ackWriter{buf: appendHeader(s.acks.buf[:0], ackMagic)}
 	w.begin()
@@ -173,11 +287,16 @@ func (s *Spool) rewriteAck(seg *segment) error {
 	}
 	w.end()
 	s.acks.buf = w.buf
-	s.acks.close(seg)
 	path := s.ackPath(seg.num)
+	if !s.ackFits(int64(len(w.buf)) - seg.ackSize) {
+		s.markStale(seg)
+		return errAckFull(path)
+	}
+	s.acks.close(seg)
 	tmp := path + ".tmp"
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
+		s.markStale(seg)
 		return ioErr("create", tmp, err)
 	}
 	n, err := f.Write(w.buf)
@@ -190,10 +309,11 @@ func (s *Spool) rewriteAck(seg *segment) error {
 	}
 	if err != nil {
 		s.fs.Remove(tmp)
+		s.markStale(seg)
 		return ioErr("rewrite", path, err)
 	}
 	s.bytes += int64(len(w.buf)) - seg.ackSize
-	seg.ackSize, seg.ackBroken = int64(len(w.buf)), false
+	seg.ackSize, seg.ackStale = int64(len(w.buf)), false
 	return nil
 }
 

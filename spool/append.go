@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 )
 
 // errEmpty and errTooLarge refuse records the format cannot hold.
@@ -121,8 +122,25 @@ func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 // old one stays active (and s.rotate set, so that the next Append tries
 // again). s.mu is held.
 func (s *Spool) rotateSegment(frame int64) error {
+	if s.numbersUsed {
+		s.rotate = true
+		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
+	}
+	if len(s.strays) > 0 {
+		_ = s.removeStrays() // room back for the bound, if the disk lets us now
+	}
+	if a := s.active; a != nil {
+		// No record goes to it again, even if the new segment cannot be
+		// created (s.rotate stays set): cut its reserve back first, so
+		// that the new reserve is sized with the room it gave back.
+		s.unmap(a)
+	}
 	num := s.nextNum
-	s.nextNum++ // a number that failed once is not tried again
+	if num == math.MaxUint64 {
+		s.numbersUsed = true // this is the last number: none after it
+	} else {
+		s.nextNum++ // a number that failed once is not tried again
+	}
 	f, m, err := s.createSegment(num, s.reserve(frame))
 	if err != nil {
 		s.rotate = true
@@ -159,8 +177,9 @@ func (s *Spool) makeRoom(frame int64) bool {
 }
 
 // fits reports whether a record of frame bytes, and the header of a new
-// segment if it needs one, fit under MaxBytes now. A mapped active
-// segment's room is counted already. s.mu is held.
+// segment if it needs one, fit under MaxBytes now, ackRoom left to the
+// .ack files (ack.go). A mapped active segment's room is counted
+// already: a record that goes there fits. s.mu is held.
 func (s *Spool) fits(frame int64) bool {
 	if s.maxBytes <= 0 {
 		return true
@@ -170,19 +189,20 @@ func (s *Spool) fits(frame int64) bool {
 	case s.mustRotate(frame):
 		need += int64(headerSize)
 	case s.active.m != nil:
-		need = 0
+		return true
 	}
-	return s.bytes+need <= s.maxBytes
+	return s.bytes+need <= s.maxBytes-s.ackRoom()
 }
 
 // reserve is the size of a new segment mapped for a first record of
 // frame bytes: SegmentBytes (or the record's own, if larger), but no more
-// than MaxBytes leaves, since the whole reserve is on disk and counted;
-// fits made sure that the header and the record fit. s.mu is held.
+// than MaxBytes leaves, ackRoom kept for the .ack files, since the whole
+// reserve is on disk and counted; fits made sure that the header and the
+// record fit. s.mu is held.
 func (s *Spool) reserve(frame int64) int64 {
 	size := max(s.segBytes, int64(headerSize)+frame)
 	if s.maxBytes > 0 {
-		size = min(size, s.maxBytes-s.bytes)
+		size = min(size, s.maxBytes-s.ackRoom()-s.bytes)
 	}
 	return max(size, int64(headerSize)+frame)
 }

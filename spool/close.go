@@ -2,11 +2,19 @@ package spool
 
 import "errors"
 
-// seal is Seal. s.mu is held.
+// seal is Seal. s.mu is held, and released while it waits.
 func (s *Spool) seal() {
 	s.sealed = true
 	for w := s.first; w != nil; w = w.next {
 		wake(w)
+	}
+	// With Sync 0 an Append decides its record (hands it, or puts it in
+	// the backlog) only after its group commit, which releases s.mu for
+	// the fsync. Returning before then would let the caller drain what
+	// it was handed, then find a record handed after: neither sent nor
+	// refused. So every record written is decided before Seal returns.
+	for s.decided < s.written {
+		s.cond.Wait()
 	}
 }
 
@@ -17,10 +25,25 @@ func (s *Spool) seal() {
 func (s *Spool) close() error {
 	s.mu.Lock()
 	if s.closed {
+		// Another Close runs or ran: returning before it ends would
+		// leave the caller with files open and the directory locked.
+		done := s.closeDone
 		s.mu.Unlock()
-		return nil
+		<-done
+		return s.closeErr // written before done was closed
 	}
 	s.closed = true
+	s.closeDone = make(chan struct{})
+	err := s.closeLocked()
+	s.closeErr = err
+	close(s.closeDone)
+	s.mu.Unlock()
+	return err
+}
+
+// closeLocked is Close's work, once. s.mu is held, and released while it
+// waits for the syncer and for Appends in flight.
+func (s *Spool) closeLocked() error {
 	s.seal()
 	if s.stop != nil {
 		close(s.stop)
@@ -31,7 +54,6 @@ func (s *Spool) close() error {
 	for s.decided < s.written || s.syncRunning { // Appends in a group commit, the syncer's last sync
 		s.cond.Wait()
 	}
-	defer s.mu.Unlock()
 	var errs []error
 	for _, r := range s.retired { // retired since the syncer's last sync
 		if err := r.f.Sync(); err != nil {
@@ -56,6 +78,13 @@ func (s *Spool) close() error {
 		a.f = nil
 		s.active = nil
 	}
+	if s.ackRetry {
+		// Acks a failed write (or the bound) left out: written now, or
+		// those records come back after the restart.
+		if err := s.rewriteStale(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := s.acks.closeAll(); err != nil {
 		errs = append(errs, err)
 	}
@@ -66,6 +95,9 @@ func (s *Spool) close() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if err := s.removeStrays(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := s.unlock(); err != nil {
 		errs = append(errs, ioErr("unlock directory", s.dir, err))

@@ -38,15 +38,20 @@ func seedSegments() [][]byte {
 	copy(headOnly[len(whole):], next[:frameSize])
 	zerosThenBytes := bytes.Clone(reserve)
 	zerosThenBytes[len(zerosThenBytes)-3] = 7
+	// The last record torn in a reserve it fills: no zero after it.
+	tornFilling := bytes.Clone(whole)
+	clear(tornFilling[len(tornFilling)-10:])
 	return [][]byte{whole, whole[:len(whole)-7], whole[:headerSize+3], whole[:5], flipped, badLength, version, magic, appendHeader(nil, segMagic),
-		reserve, torn, headOnly, zerosThenBytes, append(appendHeader(nil, segMagic), make([]byte, 100)...)}
+		reserve, torn, headOnly, zerosThenBytes, tornFilling, append(appendHeader(nil, segMagic), make([]byte, 100)...)}
 }
 
 // reference frames a segment file the way the format says, simply: the
 // payloads of its whole records with a valid checksum, in order, until a
 // record cut short, a length that cannot be one, or zeros to the end of
 // the file (a crash's reserve, mmap_linux.go), which may follow one record
-// whose checksum fails (torn, not damaged). It returns too the damage
+// whose checksum fails (torn, not damaged), or such a record last in the
+// file, its payload ending in a zero (torn, filling its reserve). It
+// returns too the damage
 // Open counts, and the file's size once Open has cut a torn tail; ok is
 // false for a file of another version (Open must fail).
 func reference(b []byte) (payloads []string, corrupt int64, size int, ok bool) {
@@ -78,6 +83,8 @@ func reference(b []byte) (payloads []string, corrupt int64, size int, ok bool) {
 		case crc32.Checksum(payload, castagnoli) == sum:
 			payloads = append(payloads, string(payload))
 		case len(rest) > 0 && zeros(rest):
+			return payloads, corrupt, off, true
+		case len(rest) == 0 && payload[length-1] == 0: // torn in a reserve it fills
 			return payloads, corrupt, off, true
 		default:
 			corrupt++

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,7 +40,13 @@ func (s *Spool) recover() error {
 		if !ok {
 			continue
 		}
-		s.nextNum = max(s.nextNum, num+1) // never reuse a number, even of a file set aside
+		// Never reuse a number, even of a file set aside; and never wrap
+		// past the largest: a smaller number would sort first.
+		if num == math.MaxUint64 {
+			s.numbersUsed = true
+		} else {
+			s.nextNum = max(s.nextNum, num+1)
+		}
 		switch ext {
 		case segExt:
 			segs = append(segs, num)
@@ -162,7 +169,8 @@ func (sc *scanner) ack(seg *segment) error {
 			// stay ahead of them. What is cut holds no record of an event.
 			seg.ackSize = sc.truncate(f, path, end, size)
 			if seg.ackSize != end {
-				seg.ackBroken = true // rewritten whole at the next ack
+				seg.ackStale = true // rewritten whole at the next Ack
+				sc.s.ackRetry = true
 			}
 		}
 		return nil
@@ -262,8 +270,10 @@ func (sc *scanner) header(f File, path, magic string) (bool, error) {
 // after end are a torn tail: a record cut short by a crash, or, with
 // reserved (a segment, which a crash may leave mapped, its reserve in
 // place: mmap_linux.go), zeros after the records, maybe after one more
-// record whose checksum fails: its head stored and not all its payload.
-// Zeros followed by anything else stay damage. An ack file is only ever
+// record whose checksum fails: its head stored and not all its payload;
+// or such a record last, ending where the file does, its payload ending
+// in a zero (a tear in a reserve it fills). Zeros followed by anything
+// else stay damage. An ack file is only ever
 // written, never reserved.
 func (sc *scanner) frames(f File, path string, size int64, reserved bool, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
 	sc.br.Reset(io.NewSectionReader(f, int64(headerSize), size-int64(headerSize)))
@@ -306,6 +316,18 @@ func (sc *scanner) frames(f File, path string, size int64, reserved bool, record
 			if zeros {
 				return recordOff, false, nil // torn, not damaged
 			}
+		}
+		if !ok && reserved && off == size && sc.payload[length-1] == 0 {
+			// The last record ends where the file does, as one that
+			// fills its reserve does (a record over SegmentBytes gets a
+			// reserve of exactly its size), and its payload ends in a
+			// zero: a store cut short, the bytes not stored yet being
+			// the reserve's zeros, the same tear as above with no zero
+			// after it to see. (A write cut short by a power loss can
+			// leave zeros there too.) Damage that happens to end in a
+			// zero is cut the same way, which loses nothing: a record
+			// whose checksum fails is never handed, and nothing follows.
+			return recordOff, false, nil
 		}
 		if !record(recordOff, ok) {
 			return off, off < size, nil

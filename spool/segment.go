@@ -32,7 +32,10 @@ type segment struct {
 	recovered bool  // found at Open: only read, never written
 	damaged   bool  // holds a stretch that cannot be framed: kept aside, not removed
 	ackSize   int64 // bytes in its .ack file; 0 when it has none
-	ackBroken bool  // a failed ack write left its .ack torn: rewrite it whole
+	// ackStale: its .ack file lacks runs of done (an ack write failed, or
+	// found no room under MaxBytes) or holds a torn record: it is
+	// rewritten whole from done at the next Ack and at Close.
+	ackStale bool
 }
 
 // mustRotate reports whether an Append of a frame of frame bytes must start a
@@ -183,12 +186,50 @@ func (s *Spool) createSegment(num uint64, capacity int64) (f File, m *mapped, er
 		m, err = s.mapSegment(f, path, capacity)
 	}
 	if err != nil {
+		size := int64(n) // what the header write left, if Stat cannot say
+		if st, serr := f.Stat(); serr == nil {
+			size = st.Size() // a reserve refused may have grown it
+		}
 		f.Close()
-		s.fs.Remove(path) // a header at most, and a reserve: nothing of a record
+		// A header at most, and a reserve: nothing of a record. If it
+		// cannot be removed, it stays on disk: its bytes count against
+		// MaxBytes and in Stats.Bytes until a later try removes it (the
+		// next rotation, Close), or the next Open does (a file shorter
+		// than a header, or one holding no record).
+		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
+			s.strays = append(s.strays, stray{num, size})
+			s.bytes += size
+		}
 		return nil, nil, err
 	}
 	s.syncDir()
 	return f, m, nil
+}
+
+// stray is the file of segment num, size bytes, whose creation failed and
+// whose removal failed too.
+type stray struct {
+	num  uint64
+	size int64
+}
+
+// removeStrays tries again to remove the strays' files, and gives their
+// bytes back for those gone. s.mu is held.
+func (s *Spool) removeStrays() error {
+	var errs []error
+	keep := s.strays[:0]
+	for _, x := range s.strays {
+		path := s.segPath(x.num)
+		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, ioErr("remove", path, err))
+			keep = append(keep, x)
+			continue
+		}
+		s.bytes -= x.size
+	}
+	s.strays = keep
+	return errors.Join(errs...)
 }
 
 // unmap ends seg's mapping, if it has one, and cuts the file back to its

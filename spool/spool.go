@@ -50,10 +50,12 @@ type ID struct {
 
 // Options configure Open.
 type Options struct {
-	// MaxBytes bounds the total size of the spool's files: Append refuses
-	// a record that would take them over it. Space comes back when a
-	// segment whose records are all done is removed. 0 (or less) sets no
-	// bound.
+	// MaxBytes bounds the total size of the spool's files, the
+	// acknowledgement files included: Append refuses a record that would
+	// take the segments over MaxBytes less 1/64 of it, which is left to
+	// the acknowledgement files (a record alone in the spool may use all
+	// of it). Space comes back when a segment whose records are all done
+	// is removed. 0 (or less) sets no bound.
 	MaxBytes int64
 	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
 	// syncs written data at most d after it was written, from a goroutine
@@ -123,11 +125,26 @@ type Spool struct {
 	cond   sync.Cond
 	sealed bool
 	closed bool
+	// closeDone is closed when the first Close has ended, closeErr its
+	// error: a Close that finds the spool closing waits for it, so that
+	// no Close returns with the files still open or the directory locked.
+	closeDone chan struct{}
+	closeErr  error
 
 	segs    []*segment // every segment, by number, oldest first
 	active  *segment   // the one appended to; nil until the next Append creates one
 	rotate  bool       // the next Append starts a new segment: a write or sync failed
 	nextNum uint64     // the number of the next segment created
+	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
+	// no number is left above it. nextNum never wraps: a segment numbered
+	// below an older one would sort before it, out of the log's order.
+	numbersUsed bool
+	// strays are files of segments whose creation failed and whose
+	// removal failed too: counted in bytes until removed (createSegment).
+	strays []stray
+	// ackRetry: some segment's .ack file is stale (segment.ackStale); the
+	// next Ack looks for it.
+	ackRetry bool
 
 	bytes   int64  // Stats.Bytes
 	live    int64  // Stats.Records
@@ -172,7 +189,10 @@ func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 // ErrClosed after Seal or Close, or an error wrapping the file system's
 // (no space, an I/O error). Nothing already written is lost by a failed
 // Append, and a later one succeeds once the file system does. A record of
-// no bytes, or of more than 1 MiB, is refused with an error.
+// no bytes, or of more than 1 MiB, is refused with an error; so is every
+// Append that needs a new segment once the directory holds one numbered
+// math.MaxUint64 (there is no next number; the records already there are
+// loaded and acknowledged as ever).
 func (s *Spool) Append(data []byte, direct func(ID) bool) (ID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,8 +252,11 @@ func (s *Spool) Handed() uint64 {
 // Ack records that the records ids are done. They are not handed again,
 // after a restart either, and a segment whose records are all done is
 // removed, unless it is the one being written. ids may be in any order and
-// from any segments. The error wraps the file system's; the records are
-// then done for this process, and may be handed again after a restart.
+// from any segments. The error wraps the file system's, or matches ErrFull
+// when even compacted the acknowledgements would take the files over
+// MaxBytes; the records are then done for this process, their
+// acknowledgements are written again at the next Ack and at Close, and
+// they may be handed again after a restart if those fail too.
 func (s *Spool) Ack(ids []ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -257,7 +280,9 @@ func (s *Spool) Stats() Stats {
 }
 
 // Seal makes every later Append and AppendWait return ErrClosed, and ends
-// the waiting ones. Load and Ack go on working.
+// the waiting ones. It returns once every Append in flight has decided its
+// record (handed it to direct, put it in the backlog, or failed), so that
+// nothing is handed after it. Load and Ack go on working.
 func (s *Spool) Seal() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -266,5 +291,7 @@ func (s *Spool) Seal() {
 
 // Close seals the spool, syncs and closes its files, removes the segments
 // whose records are all done, stops its goroutine and gives the lock back.
-// Records not done stay for the next Open. It is safe to call twice.
+// Records not done stay for the next Open. It is safe to call more than
+// once, concurrently too: a later call waits for the first to end and
+// returns its error.
 func (s *Spool) Close() error { return s.close() }
