@@ -176,7 +176,10 @@ func (s *Spool) ackCompactAt(seg *segment) int64 {
 // rewriteStale rewrites the .ack files that a failed write, or the bound,
 // left stale (ackStale), so that a record done in this process is done
 // after a restart too. A failure is logged; the file stays stale, for the
-// next try. s.mu is held.
+// next try. It returns the file system's errors, not the bound's: an .ack
+// with no room under MaxBytes only means records that may be handed again
+// after a restart, which the log says, not a failure of Close. s.mu is
+// held.
 func (s *Spool) rewriteStale() error {
 	s.ackRetry = false
 	var errs []error
@@ -191,7 +194,9 @@ func (s *Spool) rewriteStale() error {
 		}
 		if err := s.rewriteAck(seg); err != nil {
 			s.warn("spool: rewrite acknowledgements", "err", err)
-			errs = append(errs, err)
+			if !errors.Is(err, ErrFull) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
