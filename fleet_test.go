@@ -280,7 +280,10 @@ func TestFleetOutageWithoutTheSendRate(t *testing.T) {
 	t.Logf("%d clients: healthy %.0f/s, during the outage %.1f/s (%.2f×), busiest second after %d (%.2f×), last event enqueued before the recovery delivered %v after it",
 		r.clients, res.healthy, res.during, res.during/res.healthy, res.busiest, float64(res.busiest)/res.healthy, res.lastPreRecovery.Round(time.Millisecond))
 	assert.Greater(t, res.during, 2*res.healthy, "requests per second during the outage")
-	assert.Greater(t, float64(res.busiest), 8*res.healthy, "the busiest second in the 10s after the recovery")
+	// 10-14× with 50 clients; with the 5 of a -race run, 6.4-14× (one
+	// run in about twenty measured under 8×, the bound this once had): 5×
+	// is still twice what the send rate allows (TestFleetOutage).
+	assert.Greater(t, float64(res.busiest), 5*res.healthy, "the busiest second in the 10s after the recovery")
 }
 
 // A 10-minute outage at the default settings, with queue room for it,

@@ -396,6 +396,9 @@ func TestSpoolAttackNewRightAfterClose(t *testing.T) {
 		cancel()
 		_ = next.Shutdown(ctx)
 		st2 := next.Stats()
-		assert.Equal(t, st.Spool.Left, st2.Spool.Left)
+		// A Shutdown whose context has ended may still see a batch it cut
+		// delivered before it cancels the uploads.
+		assert.Equal(t, st.Spool.Left, st2.Spool.Left+st2.Delivered+st2.Failed.Total(),
+			"what the first Close left is left again, or delivered, or failed")
 	}
 }
