@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,17 +174,36 @@ func TestAttackManySegments(t *testing.T) {
 	assert.Zero(t, s.Stats().Bytes)
 }
 
-// Permissions cannot be tested when the tests run as root (they do in
-// this environment): root reads a file of mode 000.
-func TestAttackUnreadableSegment(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("running as root: a file of mode 000 stays readable")
+// unreadableFS refuses to open one file, as the operating system refuses
+// a file of mode 000 to anyone but root (the tests may run as root).
+type unreadableFS struct {
+	FS
+	path string
+}
+
+func (u unreadableFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	if name == u.path {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
 	}
+	return u.FS.OpenFile(name, flag, perm)
+}
+
+// A segment that cannot be read makes Open fail, naming the file and
+// matching the cause, rather than go on without its records.
+func TestAttackUnreadableSegment(t *testing.T) {
 	dir := t.TempDir()
 	writeSegment(t, dir, 1, event(0))
-	require.NoError(t, os.Chmod(segFile(dir, 1), 0))
-	_, err := openOrNamed(t, dir, segFile(dir, 1))
-	assert.Error(t, err)
+	var err error
+	require.NotPanics(t, func() {
+		_, err = Open(dir, Options{MaxBytes: 1 << 30, FS: unreadableFS{FS: osFS{}, path: segFile(dir, 1)}})
+	})
+	require.Error(t, err, "Open with an unreadable segment")
+	assert.Contains(t, err.Error(), segFile(dir, 1), "the error names the file")
+	assert.ErrorIs(t, err, fs.ErrPermission, "the error wraps the cause")
+	s, err := Open(dir, Options{MaxBytes: 1 << 30}) // the lock was given back
+	require.NoError(t, err, "Open once the segment is readable")
+	assert.Equal(t, []string{string(event(0))}, datas(loadAll(t, s)))
+	require.NoError(t, s.Close())
 }
 
 // The bytes of a closed spool are the documented format, field by field,

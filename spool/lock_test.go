@@ -2,6 +2,7 @@ package spool
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -25,27 +26,32 @@ func TestSecondOpenInProcessRefused(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
-// lockHolderEnv names the directory TestHelperLockHolder opens, in the
+// lockHolderEnv names the directory holdLock opens, in the
 // child process TestLockedByAnotherProcess starts.
 const lockHolderEnv = "SPOOL_TEST_LOCK_HOLDER_DIR"
 
-// TestHelperLockHolder is not a test: run in a child process, it opens the
-// spool, says so on stdout and holds it until stdin closes.
-func TestHelperLockHolder(t *testing.T) {
-	dir := os.Getenv(lockHolderEnv)
-	if dir == "" {
-		t.Skip("runs in the child process of TestLockedByAnotherProcess")
-	}
+// holdLock is the child process of TestLockedByAnotherProcess, which
+// TestMain runs instead of the tests when lockHolderEnv is set: it opens
+// the spool, says so on stdout and holds it until stdin closes. It returns
+// the exit code.
+func holdLock(dir string) int {
 	s, err := Open(dir, Options{})
-	require.NoError(t, err)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lock holder:", err)
+		return 1
+	}
 	os.Stdout.WriteString("locked\n")
 	io.Copy(io.Discard, os.Stdin)
-	require.NoError(t, s.Close())
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "lock holder:", err)
+		return 1
+	}
+	return 0
 }
 
 func TestLockedByAnotherProcess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLockHolder$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
 	cmd.Env = append(os.Environ(), lockHolderEnv+"="+dir)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
