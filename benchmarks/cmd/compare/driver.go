@@ -79,7 +79,7 @@ func runDriver(cfg driverConfig) error {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	cpuBefore := processCPU()
+	cpuBefore := figures.ProcessCPU()
 	// Track waits for room when the queue is full (ours: EnqueueContext;
 	// the peers block), like a producer that cannot drop events; the time
 	// it waits is part of the run. With -on-full drop, ours refuses the
@@ -102,7 +102,7 @@ func runDriver(cfg driverConfig) error {
 		return fmt.Errorf("close: %w", err)
 	}
 	end := time.Now()
-	cpuAfter := processCPU()
+	cpuAfter := figures.ProcessCPU()
 	runtime.ReadMemStats(&after)
 	if cfg.cpuProfile != "" {
 		pprof.StopCPUProfile()

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 )
 
 // Scenarios are the sink's fault scenarios, in table order.
@@ -303,7 +305,7 @@ func (s *sink) stats() sinkStats {
 	for k, v := range s.answers {
 		answers[k] = v
 	}
-	cpu := processCPU()
+	cpu := figures.ProcessCPU()
 	return sinkStats{
 		Requests:     s.requests.Load(),
 		Answers:      answers,

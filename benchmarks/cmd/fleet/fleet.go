@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
 )
 
 // runConfig is one fleet run.
@@ -175,7 +176,7 @@ type fleetRun struct {
 // is bounded by cfg.closeTimeout, and a watchdog gives up 30 s after that.
 func runFleet(ctx context.Context, cfg runConfig) (*fleetRun, error) {
 	start := time.Now()
-	cpu0 := processCPU()
+	cpu0 := figures.ProcessCPU()
 	api := newMockAPI(start, schedule{
 		outageStart: cfg.healthy,
 		recovery:    cfg.recovery(),
@@ -255,7 +256,7 @@ func runFleet(ctx context.Context, cfg runConfig) (*fleetRun, error) {
 	}
 	run.closeTook = time.Since(start) - run.closeAt
 	run.wall = time.Since(start)
-	run.cpu = processCPU() - cpu0
+	run.cpu = figures.ProcessCPU() - cpu0
 
 	stopAPI()
 	run.api = api.snapshot()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Thousands formats n with comma separators: 1,234,567.
@@ -48,4 +50,14 @@ func ProcStatusKiB(field string) int64 {
 		return v
 	}
 	return -1
+}
+
+// ProcessCPU returns the CPU time (user + system) the process has used so
+// far, every thread counted.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
