@@ -228,21 +228,18 @@ func (c *Client) closeSpool() {
 		}
 		c.queue.Release(len(rest.Items), size)
 	}
-	left := c.spool.Stats().Records
-	c.stats.left.Store(left)
 	if err := c.spool.Close(); err != nil {
 		c.log.LogAttrs(context.Background(), slog.LevelWarn, "analytics: closing the spool",
 			slog.String("error", err.Error()))
 	}
-	c.stats.spoolFinal.Store(ptr(c.spool.Stats()))
-	if left > 0 {
+	final := c.spool.Stats()
+	c.stats.spoolFinal.Store(&final)
+	if left := final.Records; left > 0 {
 		c.log.LogAttrs(context.Background(), slog.LevelWarn,
 			"analytics: events not delivered before the shutdown ended stay in the spool for the next start",
 			slog.Int64("events", left), slog.String("dir", c.cfg.spoolDir))
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // spooledMessage is the Spooled message a callback gets for an event read
 // back from the spool, made from its bytes (copied: the queue's memory is

@@ -146,7 +146,6 @@ type counters struct {
 	batches                                      atomic.Int64
 	failExhausted, failBackoff, failRateLimit    atomic.Int64
 	failFatal, failRedirect, failShutdown, other atomic.Int64
-	left                                         atomic.Int64                // events Close left in the spool
 	spoolFinal                                   atomic.Pointer[spool.Stats] // the spool's counts once closed
 }
 
@@ -220,9 +219,10 @@ func (c *Client) spoolStats() SpoolStats {
 	if c.spool == nil {
 		return SpoolStats{}
 	}
-	s := c.spool.Stats()
+	s, left := c.spool.Stats(), int64(0)
 	if final := c.stats.spoolFinal.Load(); final != nil {
-		s = *final
+		// Closed: what has no outcome yet is what the shutdown left.
+		s, left = *final, final.Records
 	}
 	return SpoolStats{
 		Bytes:          s.Bytes,
@@ -230,6 +230,6 @@ func (c *Client) spoolStats() SpoolStats {
 		OnDisk:         s.Backlog,
 		Recovered:      s.Recovered,
 		SkippedCorrupt: s.Corrupt,
-		Left:           c.stats.left.Load(),
+		Left:           left,
 	}
 }
