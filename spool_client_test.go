@@ -181,41 +181,55 @@ func TestSpoolRemovesEventsFailedForGood(t *testing.T) {
 // At WithSpoolMaxBytes, Enqueue returns ErrQueueFull and EnqueueContext
 // waits: until its context ends, or until batches end and give room back.
 func TestSpoolFullRefusesThenWaits(t *testing.T) {
-	api := newAPI()
-	g := newGate(api)
-	defer g.release()
-	e := newEnv(t, api, WithSpool(t.TempDir()), WithSpoolMaxBytes(1<<20), WithMaxQueueSize(100), WithFlushAt(50))
-	big := strings.Repeat("x", 2000)
-	accepted := 0
-	var err error
-	for i := 0; i < 5_000; i++ {
-		err = e.client.Enqueue(Track{MessageId: fmt.Sprintf("f-%d", i), UserId: "u", Event: "E", Properties: Properties{"pad": big}})
-		if err != nil {
-			break
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI()
+		g := newGate(api)
+		defer g.release()
+		// One request at a time: the gate holds the mock's lock, which a
+		// second request would wait for outside the bubble's clock.
+		e := newEnv(t, api, WithSpool(dir), WithSpoolMaxBytes(1<<20), WithMaxQueueSize(100), WithFlushAt(50),
+			WithMaxConcurrentRequests(1))
+		big := strings.Repeat("x", 2000)
+		track := func(id string) Track {
+			return Track{MessageId: id, UserId: "u", Event: "E", Properties: Properties{"pad": big}}
 		}
-		accepted++
-	}
-	require.ErrorIs(t, err, ErrQueueFull, "Enqueue at the spool's bound")
-	assert.Less(t, accepted, 5_000, "events accepted before the bound")
-	assert.LessOrEqual(t, e.client.Stats().Spool.Bytes, int64(1<<20), "the spool's files stay within the bound")
+		accepted := 0
+		var err error
+		for i := 0; i < 5_000; i++ {
+			if err = e.client.Enqueue(track(fmt.Sprintf("f-%d", i))); err != nil {
+				break
+			}
+			accepted++
+		}
+		require.ErrorIs(t, err, ErrQueueFull, "Enqueue at the spool's bound")
+		assert.Less(t, accepted, 5_000, "events accepted before the bound")
+		assert.LessOrEqual(t, e.client.Stats().Spool.Bytes, int64(1<<20), "the spool's files stay within the bound")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	err = e.client.EnqueueContext(ctx, Track{MessageId: "late", UserId: "u", Event: "E", Properties: Properties{"pad": big}})
-	require.ErrorIs(t, err, ErrQueueFull, "EnqueueContext when its context ends first")
-	require.ErrorIs(t, err, context.DeadlineExceeded, "EnqueueContext when its context ends first")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		err = e.client.EnqueueContext(ctx, track("late"))
+		require.ErrorIs(t, err, ErrQueueFull, "EnqueueContext when its context ends first")
+		require.ErrorIs(t, err, context.DeadlineExceeded, "EnqueueContext when its context ends first")
+		assert.Equal(t, time.Second, time.Since(start), "EnqueueContext waited for its context")
 
-	waited := make(chan error, 1)
-	go func() {
-		waited <- e.client.EnqueueContext(context.Background(), Track{MessageId: "waited", UserId: "u", Event: "E", Properties: Properties{"pad": big}})
-	}()
-	g.release()
-	require.NoError(t, <-waited, "EnqueueContext once batches end and give room back")
-	e.flush()
-	e.close()
-	got := api.Delivered()
-	assert.Equal(t, 1, got["waited"], "the event that waited is delivered")
-	assert.Equal(t, accepted+1, len(got), "events delivered")
+		waited := make(chan error, 1)
+		go func() { waited <- e.client.EnqueueContext(context.Background(), track("waited")) }()
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("EnqueueContext returned %v while the spool was full", err)
+		default:
+		}
+		g.release()
+		require.NoError(t, <-waited, "EnqueueContext once batches end and give room back")
+		e.flush()
+		e.close()
+		got := api.Delivered()
+		assert.Equal(t, 1, got["waited"], "the event that waited is delivered")
+		assert.Equal(t, accepted+1, len(got), "events delivered")
+	})
 }
 
 // One client per directory: a second New on it fails and names it, until
