@@ -18,6 +18,7 @@ import (
 // once armed, wait until released: an Append with WithSpoolSync(0) then
 // sits in its group commit, its record written, the spool's lock free.
 type syncGateFS struct {
+	osSpoolFS
 	mu       sync.Mutex
 	armed    bool
 	entered  chan struct{} // gets a token when an armed Sync begins
@@ -29,12 +30,6 @@ func newSyncGateFS() *syncGateFS {
 }
 
 func (g *syncGateFS) arm() { g.mu.Lock(); g.armed = true; g.mu.Unlock() }
-
-func (g *syncGateFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
-func (g *syncGateFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
-func (g *syncGateFS) Remove(name string) error                     { return os.Remove(name) }
-func (g *syncGateFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
-func (g *syncGateFS) Lock(string) (func() error, error)            { return func() error { return nil }, nil }
 
 func (g *syncGateFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
 	f, err := os.OpenFile(name, flag, perm)

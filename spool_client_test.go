@@ -284,6 +284,7 @@ func TestSpoolFilesArePrivateAndKeyless(t *testing.T) {
 // faultFS is the operating system's file system, with a switch that makes
 // every write fail with ENOSPC.
 type faultFS struct {
+	osSpoolFS
 	mu      sync.Mutex
 	noSpace bool
 	// garble, when set, is damaged in every read that returns it: its
@@ -303,11 +304,15 @@ func (f *faultFS) full() bool {
 	return f.noSpace
 }
 
-func (f *faultFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
-func (f *faultFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
-func (f *faultFS) Remove(name string) error                     { return os.Remove(name) }
-func (f *faultFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
-func (f *faultFS) Lock(string) (func() error, error)            { return func() error { return nil }, nil }
+// osSpoolFS is the operating system's file system for the spool, without
+// the directory lock: what the tests' fault-injecting file systems wrap.
+type osSpoolFS struct{}
+
+func (osSpoolFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
+func (osSpoolFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
+func (osSpoolFS) Remove(name string) error                     { return os.Remove(name) }
+func (osSpoolFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osSpoolFS) Lock(string) (func() error, error)            { return func() error { return nil }, nil }
 
 func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
 	file, err := os.OpenFile(name, flag, perm)
