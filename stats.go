@@ -30,10 +30,18 @@ type Stats struct {
 	BatchesFailed    int64 `json:"batches_failed"`
 	// Splits counts batches split in two after a 413.
 	Splits int64 `json:"splits"`
-	// Attempts counts HTTP requests sent, first attempts and retries.
+	// Attempts counts attempts sent, first attempts and retries: the HTTP
+	// requests sent, but for Resends.
 	Attempts int64 `json:"attempts"`
 	// Retries counts retries by path.
 	Retries RetryStats `json:"retries"`
+	// Resends counts attempts sent a second time at once, as part of the
+	// same attempt (same bytes, same X-Retry-Count), because a reused
+	// keep-alive connection closed under them without a byte of answer:
+	// the race of a server or proxy closing an idle connection. Each
+	// attempt is resent at most once; a resend spends no retry and no
+	// budget, and is in neither Attempts nor Retries.
+	Resends int64 `json:"resends"`
 	// RateLimitedWaits counts attempts held back by the client-wide pause
 	// that a Retry-After starts, the rate-limited batch's own included.
 	RateLimitedWaits int64 `json:"rate_limited_waits"`
@@ -203,6 +211,7 @@ func (c *Client) Stats() Stats {
 		Splits:           u.Splits,
 		Attempts:         u.Attempts,
 		Retries:          RetryStats{Backoff: u.BackoffRetries, RateLimit: u.RateLimitRetries},
+		Resends:          u.Resends,
 		RateLimitedWaits: u.RateLimitedWaits,
 		BytesSent:        u.BytesSent,
 		TransportErrors:  TransportErrorStats{NotWritten: u.TransportErrorsNotWritten, Written: u.TransportErrorsWritten},

@@ -2,6 +2,10 @@ package consumer
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
 	"sync/atomic"
 
 	"github.com/dualpath/analytics-go/retry"
@@ -19,11 +23,12 @@ func (u *Uploader) attempt(ctx context.Context, slot *Slot, events [][]byte, ret
 }
 
 // send is attempt before scrubbing: it builds the request, sends it under
-// the attempt's own deadline, and reads the response.
+// the attempt's own deadline, resends it once if a kept-alive connection
+// lost it (see lostToClose), and reads the response.
 func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (retry.Result, error) {
 	u.stats.attempts.Add(1)
 	// Each attempt has its own deadline, from a context, so no transport
-	// level retry hidden in net/http can outlive it.
+	// level retry hidden in net/http can outlive it, nor can the resend.
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	var phase progress
@@ -34,6 +39,9 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (r
 		return retry.Result{Outcome: retry.OutcomeFatal}, err
 	}
 	resp, err := u.client.Do(req)
+	if err != nil && lostToClose(ctx, &phase, err) {
+		resp, err = u.resend(req, len(events), retryCount, err)
+	}
 	if err != nil {
 		p := phase.get()
 		if p.Written() {
@@ -46,9 +54,52 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (r
 	return u.readResponse(ctx, resp)
 }
 
-// progress is the furthest Phase an attempt reached. httptrace hooks may run
-// on the transport's goroutines, hence the atomic.
-type progress struct{ p atomic.Int32 }
+// lostToClose reports whether a send that failed with err was lost to a
+// kept-alive connection the server (or a proxy cutting idle connections)
+// closed as the request went out on it, a race no liveness check can see:
+// the connection was a reused HTTP/1 one, no byte of the response arrived,
+// and neither a timeout nor the attempt's context (its deadline, Shutdown)
+// ended it. Then nothing the server did says the API is unwell, and the
+// batch, whose messageIds the API de-duplicates, may be sent again at once
+// (SPEC §5, "Resend on a new connection").
+func lostToClose(ctx context.Context, phase *progress, err error) bool {
+	if ctx.Err() != nil || !phase.reusedHTTP1.Load() || phase.get() >= PhaseResponding {
+		return false
+	}
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
+}
+
+// resend sends req again, once, after lostToClose: the same bytes, sentAt
+// and X-Retry-Count, since it is the same attempt, and under its deadline.
+// net/http never pools a connection that failed, so the resend goes out on
+// another one: a new one, unless the pool holds another idle connection.
+// Whatever the resend's end, it is not resent again (RFC 9110 §9.2.2: a
+// client should not retry a failed automatic retry).
+func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error) (*http.Response, error) {
+	u.stats.resends.Add(1)
+	u.log.LogAttrs(req.Context(), slog.LevelDebug, "analytics: kept-alive connection closed without an answer, batch resent",
+		slog.Int("attempt", retryCount+1),
+		slog.Int("events", events),
+		slog.String("error", errString(u.scrub.error(lost))),
+	)
+	again := req.Clone(req.Context())
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	again.Body = body
+	return u.client.Do(again)
+}
+
+// progress is how far the last send of an attempt got: the furthest Phase,
+// and whether its connection was an HTTP/1 one that had served a request
+// before. httptrace hooks may run on the transport's goroutines, hence the
+// atomics.
+type progress struct {
+	p           atomic.Int32
+	reusedHTTP1 atomic.Bool
+}
 
 func (pr *progress) reach(p Phase) {
 	for {

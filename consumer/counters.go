@@ -9,7 +9,8 @@ import (
 
 // Counters is a snapshot of what an Uploader has done since it was made.
 type Counters struct {
-	// Attempts is every HTTP request sent, first attempts and retries.
+	// Attempts is every attempt sent, first attempts and retries: the
+	// HTTP requests sent, but for Resends.
 	Attempts int64
 	// BatchesDelivered and BatchesFailed count batches that reached a final
 	// outcome; the halves of a split batch count as batches of their own.
@@ -20,6 +21,11 @@ type Counters struct {
 	// BackoffRetries and RateLimitRetries count retries by path.
 	BackoffRetries   int64
 	RateLimitRetries int64
+	// Resends counts attempts sent a second time at once, as part of the
+	// same attempt, after a kept-alive connection closed under them
+	// without a byte of answer (see Uploader.Deliver). They are not in
+	// Attempts nor in the retries.
+	Resends int64
 	// RateLimitedWaits counts attempts held back by the client-wide pause
 	// that a Retry-After starts, the rate-limited batch's own included.
 	RateLimitedWaits int64
@@ -34,6 +40,7 @@ type Counters struct {
 type counters struct {
 	attempts, delivered, failed, splits         atomic.Int64
 	backoffRetries, rateLimitRetries, gateWaits atomic.Int64
+	resends                                     atomic.Int64
 	bytesSent, notWritten, written              atomic.Int64
 }
 
@@ -45,6 +52,7 @@ func (c *counters) snapshot() Counters {
 		Splits:                    c.splits.Load(),
 		BackoffRetries:            c.backoffRetries.Load(),
 		RateLimitRetries:          c.rateLimitRetries.Load(),
+		Resends:                   c.resends.Load(),
 		RateLimitedWaits:          c.gateWaits.Load(),
 		BytesSent:                 c.bytesSent.Load(),
 		TransportErrorsNotWritten: c.notWritten.Load(),

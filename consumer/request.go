@@ -3,7 +3,9 @@ package consumer
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -53,8 +55,14 @@ func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
 		// or net/http's own resend of a request nothing was written of.
 		// What counts is how far the last one got, so each starts over,
 		// and a redirect whose dial is refused is "not connected".
-		GetConn: func(string) { phase.restart(PhaseNotConnected) },
-		GotConn: func(httptrace.GotConnInfo) { phase.restart(PhaseConnected) },
+		GetConn: func(string) {
+			phase.restart(PhaseNotConnected)
+			phase.reusedHTTP1.Store(false)
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			phase.restart(PhaseConnected)
+			phase.reusedHTTP1.Store(info.Reused && !isHTTP2(info.Conn))
+		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				phase.reach(PhaseWritten)
@@ -63,4 +71,13 @@ func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
 		},
 		GotFirstResponseByte: func() { phase.reach(PhaseResponding) },
 	}
+}
+
+// isHTTP2 reports whether c speaks HTTP/2 (negotiated over TLS). The race
+// lostToClose answers is HTTP/1's: an HTTP/2 connection carries many
+// requests at once and says it is closing (GOAWAY), and a stream reset on
+// it is the server's answer, which is no reason to send again at once.
+func isHTTP2(c net.Conn) bool {
+	tc, ok := c.(*tls.Conn)
+	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
 }

@@ -154,6 +154,11 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // own, as every later attempt does; none is held while the batch waits to
 // retry.
 //
+// An attempt whose request a reused HTTP/1 connection lost as it closed
+// (no byte of answer, not a timeout) is sent again at once, once, as part
+// of the same attempt, with the same bytes and X-Retry-Count; it spends no
+// retry and is counted in Counters.Resends (SPEC §5).
+//
 // When ctx ends, the events not yet delivered are reported with a
 // *BatchError whose Reason is context.Cause(ctx).
 func (u *Uploader) Deliver(ctx context.Context, slot *Slot, events [][]byte, report func(lo, hi int, err error)) {

@@ -233,8 +233,9 @@ func TestTLSVerificationOnByDefault(t *testing.T) {
 // request went out on it. The client has at most one connection, so the
 // second batch goes out on the first batch's: the server closes it
 // unread. The request was written, so net/http does not resend it (a POST
-// is not replayable); the SDK retries it on the backoff path, on a new
-// connection, and it is delivered exactly once.
+// is not replayable); the SDK resends it at once, as part of the same
+// attempt (no retry spent, the same X-Retry-Count), on a new connection,
+// and it is delivered exactly once.
 func TestStalePooledConnection(t *testing.T) {
 	leakCheck(t)
 	s := newServer(t).Script(Answer{}, Answer{Action: KillIfReused})
@@ -247,24 +248,57 @@ func TestStalePooledConnection(t *testing.T) {
 
 	checkDeliveredOnce(t, s, e.out, append(ids(first), ids(second)...))
 	checkAttempts(t, batchAttempts(s, ids(first)), []string{""}, true)
-	checkAttempts(t, batchAttempts(s, ids(second)), []string{"1"}, true)
+	checkAttempts(t, batchAttempts(s, ids(second)), []string{""}, true)
 	// The killed request was never read: the server knows it only by its
 	// headers, on the reused connection.
 	all := s.Received()
-	require.Equal(t, 3, len(all), "requests: the first batch, the killed one, the retry")
-	killed, retry := all[1], all[2]
+	require.Equal(t, 3, len(all), "requests: the first batch, the killed one, the resend")
+	killed, resend := all[1], all[2]
 	assert.True(t, killed.Reused, "the killed request came on a reused connection")
 	assert.Equal(t, all[0].Conn, killed.Conn, "the killed request came on the first batch's connection")
 	assert.Nil(t, killed.Raw, "the killed request was read")
 	assert.Zero(t, killed.Status, "the killed request was answered")
 	assert.Empty(t, killed.Header.Get("X-Retry-Count"), "the killed request is a first attempt")
-	assert.False(t, retry.Reused, "the retry came on a reused connection")
-	assert.NotEqual(t, killed.Conn, retry.Conn, "the retry came on the killed connection")
+	assert.False(t, resend.Reused, "the resend came on a reused connection")
+	assert.NotEqual(t, killed.Conn, resend.Conn, "the resend came on the killed connection")
 	st := e.client.Stats()
-	assert.Equal(t, int64(3), st.Attempts, "Stats.Attempts")
-	assert.Equal(t, int64(1), st.Retries.Backoff, "Stats.Retries.Backoff")
-	assert.Equal(t, int64(1), st.TransportErrors.Written, "Stats.TransportErrors.Written")
-	assert.Zero(t, st.TransportErrors.NotWritten, "Stats.TransportErrors.NotWritten")
+	assert.Equal(t, int64(2), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(1), st.Resends, "Stats.Resends")
+	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
+	assert.Zero(t, st.TransportErrors.Written+st.TransportErrors.NotWritten, "Stats.TransportErrors: the attempt was answered")
+}
+
+// A server, or a proxy cutting idle connections, reads the second request
+// on a kept-alive connection whole and closes it without a byte of answer
+// (and without close_notify). The API is up: the SDK resends the batch at
+// once on a new connection, with the same bytes and X-Retry-Count, and
+// counts it in Stats.Resends, not as a retry. Before, it cost a counted
+// backoff retry (about half a second).
+func TestClosedAfterReadOnReusedConnection(t *testing.T) {
+	leakCheck(t)
+	s := newServer(t).Script(Answer{}, Answer{Action: CloseRaw})
+	e := newEnv(t, s.URL, s.HTTPClient(t, 1), analytics.WithFlushAt(10))
+	first, second := tracks("first", 10), tracks("second", 10)
+	e.enqueue(first...)
+	e.flush()
+	e.enqueue(second...)
+	e.close()
+
+	checkDeliveredOnce(t, s, e.out, append(ids(first), ids(second)...))
+	reqs := batchAttempts(s, ids(second))
+	checkAttempts(t, reqs, []string{"", ""}, true)
+	lost, resend := reqs[0], reqs[1]
+	assert.True(t, lost.Reused, "the lost request came on a reused connection")
+	assert.Equal(t, lost.Raw, resend.Raw, "the resend's body, against the lost request's: the same bytes, sentAt included")
+	assert.False(t, resend.Reused, "the resend came on a reused connection")
+	assert.NotEqual(t, lost.Conn, resend.Conn, "the resend came on the lost request's connection")
+	accepted, _ := s.Accepted()
+	assert.Equal(t, int64(2), accepted, "connections")
+	st := e.client.Stats()
+	assert.Equal(t, int64(2), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(1), st.Resends, "Stats.Resends")
+	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
+	assert.Zero(t, st.TransportErrors.Written+st.TransportErrors.NotWritten, "Stats.TransportErrors: the attempt was answered")
 }
 
 // The server closes its idle keep-alive connections (no close_notify)
@@ -354,6 +388,32 @@ func TestHTTP2StreamReset(t *testing.T) {
 	assert.Equal(t, int64(2), st.Retries.Backoff, "Stats.Retries.Backoff")
 	assert.Equal(t, int64(1), st.TransportErrors.Written, "Stats.TransportErrors.Written")
 	assert.Zero(t, st.TransportErrors.NotWritten, "Stats.TransportErrors.NotWritten")
+}
+
+// Over HTTP/2 a stream the server resets on a reused connection is the
+// server's answer, not a connection lost as it closed: the SDK does not
+// resend it at once, and retries it on the backoff path.
+func TestHTTP2StreamResetOnReusedConnectionIsNotResent(t *testing.T) {
+	leakCheck(t)
+	s := newServerH2(t).Script(Answer{}, Answer{Action: CloseRaw})
+	e := newEnv(t, s.URL, s.HTTPClient(t, 0), analytics.WithFlushAt(10))
+	first, second := tracks("first", 10), tracks("second", 10)
+	e.enqueue(first...)
+	e.flush()
+	e.enqueue(second...)
+	e.close()
+
+	checkDeliveredOnce(t, s, e.out, append(ids(first), ids(second)...))
+	reqs := batchAttempts(s, ids(second))
+	checkAttempts(t, reqs, []string{"", "1"}, true)
+	for i, r := range reqs {
+		assert.Equal(t, "HTTP/2.0", r.Proto, "request %d", i)
+		assert.True(t, r.Reused, "request %d: came on a new connection", i)
+	}
+	st := e.client.Stats()
+	assert.Zero(t, st.Resends, "Stats.Resends")
+	assert.Equal(t, int64(1), st.Retries.Backoff, "Stats.Retries.Backoff")
+	assert.Equal(t, int64(1), st.TransportErrors.Written, "Stats.TransportErrors.Written")
 }
 
 // A proxy in front of the API with a smaller body limit answers 413 as
