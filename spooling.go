@@ -70,8 +70,7 @@ func (c *Client) openSpool() error {
 func (c *Client) appendToSpool(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
 	n := 0
 	direct := func(id spool.ID) bool {
-		h.rec = id
-		res, k := c.queue.Push(data, h, kept)
+		res, k := c.queue.Push(data, held{msg: h.msg, rec: id, at: h.at}, kept)
 		n = k
 		return res == queue.Admitted
 	}
