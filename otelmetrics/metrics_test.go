@@ -16,11 +16,16 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
 
 	analytics "github.com/dualpath/analytics-go"
 	"github.com/dualpath/analytics-go/analyticstest"
 	"github.com/dualpath/analytics-go/otelmetrics"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // series is one metric as a reader collected it: its unit, kind and
 // value by attributes ("key=value,..."; "" for none).
@@ -265,13 +270,7 @@ func TestInstrumentsAfterAScriptedRun(t *testing.T) {
 // down, limited right after it recovers, unlimited a second later.
 func TestSendRateStates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		down := true
-		api := analyticstest.New().Rule(func(analyticstest.Request) analyticstest.Answer {
-			if down {
-				return analyticstest.Status(503)
-			}
-			return analyticstest.Status(200)
-		})
+		api := analyticstest.New().Default(analyticstest.Status(503))
 		client, err := analytics.New("wk", analytics.WithEndpoint("http://tracking.test"),
 			analytics.WithHTTPClient(api.Client(nil)), quiet, analytics.WithFlushAt(1))
 		require.NoError(t, err, "New")
@@ -291,8 +290,7 @@ func TestSendRateStates(t *testing.T) {
 		require.Positive(t, st.SendRate.Waiting, "attempts waiting")
 		assert.Equal(t, 1.0, states()["analytics.send_rate.state=probing"], "probing")
 
-		api.Rule(func(analyticstest.Request) analyticstest.Answer { return analyticstest.Status(200) })
-		down = false
+		api.Default(analyticstest.Status(200))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
 		require.NoError(t, client.Flush(ctx), "Flush")
