@@ -5,9 +5,9 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit e2e demo bench bench-packages fleet fuzz
+.PHONY: test vet staticcheck unit otelmetrics e2e demo bench bench-packages fleet fuzz
 
-test: vet staticcheck unit
+test: vet staticcheck unit otelmetrics
 
 vet:
 	$(GO) vet ./...
@@ -18,6 +18,11 @@ staticcheck:
 # Every package's tests, the e2e conformance suite (./e2e) included.
 unit:
 	$(GO) test -race -count=1 ./...
+
+# The OpenTelemetry metrics bridge, a module of its own (otelmetrics/,
+# which ./... at the root leaves out): vet, staticcheck and its tests.
+otelmetrics:
+	cd otelmetrics && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
 
 # The e2e conformance suite alone: the CLI against the mock tracking API.
 e2e:

@@ -94,6 +94,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		// follows a redirect from https to plain http.
 		httpClient = consumer.GuardRedirects(httpClient)
 	}
+	c.stats.latency.start = time.Now()
 	c.failLog = throttled(c.log)
 	c.up = consumer.New(consumer.Config{
 		Endpoint:              cfg.batchURLBase(),
@@ -203,7 +204,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		kept = keptBytes(value, e.buf)
 	}
 
-	n, err := c.accept(ctx, wait, e.buf, value, kept)
+	n, err := c.accept(ctx, wait, e.buf, held{msg: value, at: c.stats.latency.since(now)}, kept)
 	if err != nil {
 		return err
 	}
@@ -225,21 +226,21 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 // the queue: an event is either accepted before it, or refused. The intake
 // lock makes shutdown wait until every event accepted is counted too, so
 // that Stats adds up the moment Close or Shutdown returns.
-func (c *Client) accept(ctx context.Context, wait bool, data []byte, value Message, kept int) (int, error) {
+func (c *Client) accept(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
 	c.intake.RLock()
 	defer c.intake.RUnlock()
 	var n int
 	if c.spool != nil {
 		var err error
-		if n, err = c.appendToSpool(ctx, wait, data, value, kept); err != nil {
+		if n, err = c.appendToSpool(ctx, wait, data, h, kept); err != nil {
 			return 0, err
 		}
 	} else {
 		var res queue.Admission
 		if !wait {
-			res, n = c.queue.Push(data, held{msg: value}, kept)
+			res, n = c.queue.Push(data, h, kept)
 		} else {
-			res, n = c.queue.PushWait(ctx, data, held{msg: value}, kept)
+			res, n = c.queue.PushWait(ctx, data, h, kept)
 		}
 		if err := c.refusal(ctx, res, wait); err != nil {
 			return 0, err

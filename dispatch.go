@@ -211,10 +211,12 @@ func (c *Client) end(r *report, hi int, err error) {
 	switch {
 	case err == nil:
 		c.stats.delivered.Add(n)
+		c.stats.latency.ended(run, true)
 	case c.leaves(err):
 		// Left in the spool for the next start: not an outcome.
 	default:
 		c.stats.failed(err, n)
+		c.stats.latency.ended(run, false)
 		msg := "analytics: events not delivered"
 		var he *HTTPError
 		if errors.As(err, &he) && retry.RejectsCredentials(he.StatusCode) {

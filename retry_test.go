@@ -139,9 +139,15 @@ func TestStatsAddUp(t *testing.T) {
 			// after the recovery the limit starts at the probe's rate, one
 			// per first backoff wait (250ms), and b's 400 says nothing
 			// about the load.
-			SendRate: SendRateStats{Limit: 4},
+			SendRate:      SendRateStats{Limit: 4},
+			QueueMaxSize:  10_000,
+			QueueMaxBytes: 32 << 20,
+			Latency:       st.Latency, // the backoff waits are jittered
 		}
 		assert.Equal(t, want, st, "stats")
+		assert.Equal(t, int64(5), st.Latency.Delivered.Count, "latencies of a's deliveries")
+		assert.Equal(t, Histogram{Bounds: latencyBounds[:], Counts: append([]int64{5}, make([]int64, len(latencyBounds))...), Count: 5},
+			st.Latency.Failed, "latencies of b's failures: the 400 came at once (the fake clock)")
 		assert.Equal(t, bytes, st.BytesSent, "bytes sent: those the server read")
 	})
 }

@@ -534,6 +534,8 @@ func TestSpoolDamageFoundWhenReadBack(t *testing.T) {
 
 		st := e.client.Stats()
 		assert.Equal(t, int64(1), st.Spool.SkippedCorrupt, "Stats.Spool.SkippedCorrupt")
+		assert.Equal(t, FailedStats{Spool: 1}, st.Failed, "Stats.Failed: the damaged event, under Spool")
+		assert.Equal(t, int64(DefaultSpoolMaxBytes), st.Spool.MaxBytes, "Stats.Spool.MaxBytes")
 		assert.Contains(t, e.logs.String(), "damaged record skipped", "the damage is logged")
 		e.assertDeliveredOnce(append(append([]Message(nil), msgs[:90]...), msgs[91:]...))
 		assert.Zero(t, api.Delivered()["dmg-90"], "the damaged event is not sent")

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dualpath/analytics-go/queue"
 	"github.com/dualpath/analytics-go/spool"
@@ -23,6 +24,7 @@ type held struct {
 	msg  Message
 	rec  spool.ID // its record, with a spool
 	from origin
+	at   time.Duration // when Enqueue took it, since New (latencies.since); 0 unless from Enqueue
 	// damaged marks a record the spool found damaged when reading it
 	// back: no bytes to send; its batch reports it failed (errDamaged).
 	damaged bool
@@ -65,10 +67,10 @@ func (c *Client) openSpool() error {
 // returns the queue's length after the push (0 when the event stayed on
 // disk), or Enqueue's error: ErrClosed, ErrQueueFull (the spool is at its
 // bound), or one wrapping ErrSpool and the file system's error.
-func (c *Client) appendToSpool(ctx context.Context, wait bool, data []byte, value Message, kept int) (int, error) {
+func (c *Client) appendToSpool(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
 	n := 0
 	direct := func(id spool.ID) bool {
-		res, k := c.queue.Push(data, held{msg: value, rec: id}, kept)
+		res, k := c.queue.Push(data, held{msg: h.msg, rec: id, at: h.at}, kept)
 		n = k
 		return res == queue.Admitted
 	}

@@ -59,6 +59,16 @@ type Stats struct {
 	QueueBytes int `json:"queue_bytes"`
 	// InFlight is the events in batches being uploaded or waiting to retry.
 	InFlight int64 `json:"in_flight"`
+	// QueueMaxSize and QueueMaxBytes are the queue's bounds
+	// (WithMaxQueueSize, WithMaxQueueBytes). QueueDepth + InFlight events
+	// count against the first, and QueueHeldBytes against the second: their
+	// encoded bytes and the memory kept for the Callback.
+	QueueMaxSize   int `json:"queue_max_size"`
+	QueueMaxBytes  int `json:"queue_max_bytes"`
+	QueueHeldBytes int `json:"queue_held_bytes"`
+
+	// Latency is the time from Enqueue to each event's final outcome.
+	Latency LatencyStats `json:"latency"`
 
 	// Spool is the durable spool's state (WithSpool); all zero when it is
 	// off.
@@ -69,6 +79,9 @@ type Stats struct {
 type SpoolStats struct {
 	// Bytes is the size of the spool's files now.
 	Bytes int64 `json:"bytes"`
+	// MaxBytes is the spool's bound (WithSpoolMaxBytes), which Bytes
+	// stays within.
+	MaxBytes int64 `json:"max_bytes"`
 	// Records is the events in the spool now that have no final outcome
 	// yet: queued, in flight, or waiting on disk.
 	Records int64 `json:"records"`
@@ -108,13 +121,14 @@ type FailedStats struct {
 	FatalStatus             int64 `json:"fatal_status"`               // ErrFatalStatus
 	Redirect                int64 `json:"redirect"`                   // ErrRedirect
 	Shutdown                int64 `json:"shutdown"`                   // Shutdown's context ended first
+	Spool                   int64 `json:"spool"`                      // ErrSpool: the record was damaged on disk
 	Other                   int64 `json:"other"`                      // anything else
 }
 
 // Total is the number of events reported to Callback.Failure.
 func (f FailedStats) Total() int64 {
 	return f.RetriesExhausted + f.BackoffBudgetExceeded + f.RateLimitBudgetExceeded + f.FatalStatus +
-		f.Redirect + f.Shutdown + f.Other
+		f.Redirect + f.Shutdown + f.Spool + f.Other
 }
 
 // RetryStats counts retries by path.
@@ -155,6 +169,8 @@ type counters struct {
 	failExhausted, failBackoff, failRateLimit    atomic.Int64
 	failFatal, failRedirect, failShutdown, other atomic.Int64
 	spoolFinal                                   atomic.Pointer[spool.Stats] // the spool's counts once closed
+	failSpool                                    atomic.Int64
+	latency                                      latencies
 }
 
 // failed counts n events failed with err under the reason it wraps.
@@ -173,6 +189,8 @@ func (c *counters) failed(err error, n int64) {
 		reason = &c.failRedirect
 	case errors.Is(err, ErrShutdown):
 		reason = &c.failShutdown
+	case errors.Is(err, ErrSpool):
+		reason = &c.failSpool
 	default:
 		reason = &c.other
 	}
@@ -203,6 +221,7 @@ func (c *Client) Stats() Stats {
 			FatalStatus:             c.stats.failFatal.Load(),
 			Redirect:                c.stats.failRedirect.Load(),
 			Shutdown:                c.stats.failShutdown.Load(),
+			Spool:                   c.stats.failSpool.Load(),
 			Other:                   c.stats.other.Load(),
 		},
 		Batches:          c.stats.batches.Load(),
@@ -219,6 +238,10 @@ func (c *Client) Stats() Stats {
 		QueueDepth:       queued,
 		QueueBytes:       queuedBytes,
 		InFlight:         int64(holding - queued),
+		QueueMaxSize:     c.cfg.maxQueueSize,
+		QueueMaxBytes:    c.cfg.maxQueueBytes,
+		QueueHeldBytes:   c.queue.HeldBytes(),
+		Latency:          c.stats.latency.snapshot(),
 		Spool:            c.spoolStats(),
 	}
 }
@@ -235,6 +258,7 @@ func (c *Client) spoolStats() SpoolStats {
 	}
 	return SpoolStats{
 		Bytes:          s.Bytes,
+		MaxBytes:       c.cfg.spoolMaxBytes,
 		Records:        s.Records,
 		OnDisk:         s.Backlog,
 		Recovered:      s.Recovered,

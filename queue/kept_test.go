@@ -23,13 +23,16 @@ func TestKeptCountsAgainstTheByteBound(t *testing.T) {
 	assert.Equal(t, 3, n, "items queued")
 	assert.Equal(t, 30, b, "bytes of data queued")
 	assert.Equal(t, 3, held, "items held")
+	assert.Equal(t, 100, q.HeldBytes(), "bytes held: data and what is kept")
 	// Batches are cut by data: 10+1+10 fits in 21 bytes.
 	batch := q.Take(10, 21)
 	require.Len(t, batch.Items, 2, "the items that fit by data")
 	assert.Equal(t, 40, batch.Items[0].Size(), "an item's Size")
 	assert.Equal(t, 30, batch.Items[0].Kept, "an item's Kept")
 	assert.Equal(t, Full, push(1, 0), "a push while taken items hold the budget")
+	assert.Equal(t, 100, q.HeldBytes(), "bytes held by items taken and queued")
 	q.Release(len(batch.Items), batch.Items[0].Size()+batch.Items[1].Size())
+	assert.Equal(t, 20, q.HeldBytes(), "bytes held once the batch was released")
 	assert.Equal(t, Admitted, push(10, 70), "a push once the budget was given back")
 }
 

@@ -327,6 +327,14 @@ func (q *Queue[T]) Sizes() (queued, queuedBytes, held int) {
 	return q.n, q.bytes, q.held
 }
 
+// HeldBytes returns the total Size of the items that count against the
+// bounds (queued, or taken and not released): what the byte bound limits.
+func (q *Queue[T]) HeldBytes() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.heldB
+}
+
 // Close makes every later Push and PushWait return Closed, and wakes every
 // PushWait waiting, which returns Closed. What is queued stays, to be taken
 // or drained. Once Close returns, nothing can add to the queue: a caller

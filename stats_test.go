@@ -1,0 +1,42 @@
+package analytics
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/analyticstest"
+)
+
+// Stats reports the queue's bounds and what counts against them: the
+// events queued and in flight, and their bytes, those of a batch being
+// uploaded included (QueueBytes counts the queued ones only).
+func TestStatsQueueBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(analyticstest.Answer{Delay: time.Minute})
+		e := newEnv(t, api, WithCallback(nil), WithFlushAt(2), WithMaxQueueSize(7), WithMaxQueueBytes(1<<20))
+		e.enqueue(tracks("q-", 3)...) // a batch of two in flight, one queued
+		synctest.Wait()
+		st := e.client.Stats()
+		assert.Equal(t, 7, st.QueueMaxSize, "QueueMaxSize")
+		assert.Equal(t, 1<<20, st.QueueMaxBytes, "QueueMaxBytes")
+		require.Equal(t, 1, st.QueueDepth, "QueueDepth")
+		require.Equal(t, int64(2), st.InFlight, "InFlight")
+		require.NotZero(t, st.QueueBytes, "QueueBytes")
+		assert.Equal(t, 3*st.QueueBytes, st.QueueHeldBytes, "QueueHeldBytes: three events of the same size, without a Callback to keep them")
+		e.flush()
+		assert.Zero(t, e.client.Stats().QueueHeldBytes, "QueueHeldBytes once everything is delivered")
+		e.close()
+	})
+}
+
+// Without WithSpool, the spool's bound is zero with the rest of
+// Stats.Spool.
+func TestStatsSpoolBoundOff(t *testing.T) {
+	e := newEnv(t, newAPI())
+	defer e.close()
+	assert.Zero(t, e.client.Stats().Spool.MaxBytes, "Spool.MaxBytes without a spool")
+}
