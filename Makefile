@@ -5,9 +5,9 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit otelmetrics e2e demo bench bench-packages fleet fuzz
+.PHONY: test vet staticcheck unit modules e2e demo bench bench-packages fleet fuzz
 
-test: vet staticcheck unit otelmetrics
+test: vet staticcheck unit modules
 
 vet:
 	$(GO) vet ./...
@@ -19,10 +19,14 @@ staticcheck:
 unit:
 	$(GO) test -race -count=1 ./...
 
-# The OpenTelemetry metrics bridge, a module of its own (otelmetrics/,
-# which ./... at the root leaves out): vet, staticcheck and its tests.
-otelmetrics:
-	cd otelmetrics && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
+# The modules of their own, which ./... at the root leaves out: the
+# benchmarks (benchmarks/) and the OpenTelemetry metrics bridge
+# (otelmetrics/): vet, staticcheck and their tests, each in its module.
+MODULES := benchmarks otelmetrics
+modules:
+	for m in $(MODULES); do \
+		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...) || exit 1; \
+	done
 
 # The e2e conformance suite alone: the CLI against the mock tracking API.
 e2e:
