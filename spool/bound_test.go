@@ -84,18 +84,23 @@ func TestAppendWait(t *testing.T) {
 			segs[id.Seg] = append(segs[id.Seg], id)
 		}
 
+		// Each waiter's outcome: the ID its record got, or its error. The
+		// order in which the waiters' goroutines run after they are woken
+		// is the scheduler's; the order of their records in the log is
+		// the spool's, and that is what FIFO means here.
 		var mu sync.Mutex
-		var order []int
+		ids := map[int]ID{}
+		errs := map[int]error{}
 		var wg sync.WaitGroup
 		start := func(i int, ctx context.Context) {
 			wg.Go(func() {
-				_, err := s.AppendWait(ctx, fixed, take)
+				id, err := s.AppendWait(ctx, fixed, take)
 				mu.Lock()
 				defer mu.Unlock()
 				if err == nil {
-					order = append(order, i)
+					ids[i] = id
 				} else {
-					order = append(order, -i)
+					errs[i] = err
 				}
 			})
 			synctest.Wait() // in line before the next starts
@@ -107,26 +112,31 @@ func TestAppendWait(t *testing.T) {
 		defer cancel()
 		start(4, short)
 		mu.Lock()
-		assert.Empty(t, order, "all waiting")
+		assert.Empty(t, ids, "all waiting")
+		assert.Empty(t, errs, "all waiting")
 		mu.Unlock()
 
 		// The deadline ends the fourth.
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		mu.Lock()
-		assert.Equal(t, []int{-4}, order)
+		assert.Empty(t, ids, "the first three still waiting")
+		require.Len(t, errs, 1)
+		assert.ErrorIs(t, errs[4], context.DeadlineExceeded)
 		mu.Unlock()
 
-		// One segment reclaimed: room for the first in line (and maybe the
-		// second), in order.
+		// Two segments reclaimed: room for the three in line, whose records
+		// follow each other in the order they came.
 		require.NoError(t, s.Ack(segs[all[0].Seg]))
 		synctest.Wait()
 		require.NoError(t, s.Ack(segs[all[0].Seg+1]))
 		synctest.Wait()
-		mu.Lock()
-		assert.Equal(t, []int{-4, 1, 2, 3}, order)
-		mu.Unlock()
 		wg.Wait()
+		require.Len(t, ids, 3, "every waiter but the fourth appended")
+		before := func(a, b ID) bool { return a.Seg < b.Seg || a.Seg == b.Seg && a.N < b.N }
+		assert.True(t, before(ids[1], ids[2]), "first before second: %v %v", ids[1], ids[2])
+		assert.True(t, before(ids[2], ids[3]), "second before third: %v %v", ids[2], ids[3])
+		assert.True(t, before(all[len(all)-1], ids[1]), "after what filled the spool")
 	})
 }
 
