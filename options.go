@@ -257,7 +257,7 @@ func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.close
 // by that budget rather than by RetryCount times the backoff when many
 // batches wait. When the API answers 2xx again, batches sleeping through a
 // backoff wait go at once, and the backlog leaves at a rising rate: from
-// half the client's usual rate up to 2.75 times it, not all at once. A
+// half the client's usual rate up to 2.5 times it, not all at once. A
 // Retry-After pause ends a little after the server's time, by a jitter of
 // the client's own of up to a tenth of the wait (at most 1 s), so that a
 // fleet given the same answer does not return in the same instant; the
@@ -272,7 +272,7 @@ func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.close
 func WithAdaptiveSendRate(on bool) Option { return func(c *config) { c.adaptiveSendRate = on } }
 
 // WithProbeInterval caps the spacing of the send rate's probe (default
-// 5 s): while the API is down, one attempt at a time goes out, after the
+// 4 s): while the API is down, one attempt at a time goes out, after the
 // k-th failure in a row spaced the shortest backoff wait of retry k
 // (BackoffBase·2^(k−1)/2, at most BackoffCap/2), and never more than this
 // apart. It bounds how late the client notices that the API is back. A
