@@ -216,11 +216,11 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // WithLogger sends the SDK's logs to logger: an error for events that
-// failed for good (with a hint to check the write key on a 401 or 403), a
-// warning for each failed attempt that will be retried, and recovered
-// callback panics. By default, and with nil, they go to slog.Default() as
-// it is when New runs. To silence them, give
-// slog.New(slog.DiscardHandler).
+// failed for good (with a hint to check the write key on a 401 or 403, the
+// endpoint and the source on a 404), a warning for each failed attempt
+// that will be retried, and recovered callback panics. By default, and
+// with nil, they go to slog.Default() as it is when New runs. To silence
+// them, give slog.New(slog.DiscardHandler).
 //
 // Whatever the logger, the failure errors and the attempt warnings are
 // each throttled, so that an outage does not flood the log: the first 5 of
