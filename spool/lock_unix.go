@@ -18,8 +18,8 @@ import (
 // from under a running client (a newcomer would then lock a fresh LOCK and
 // share the directory), but not the directory it works in. LOCK keeps the
 // layout every platform has, and its lock is what remains where a file
-// system cannot flock a directory (Linux's NFS client answers EBADF: it
-// locks with fcntl, which needs a file open for writing).
+// system refuses to flock a directory (some network file systems, which
+// emulate flock with byte-range locks that want a file open for writing).
 func lockDir(dir string) (func() error, error) {
 	d, err := lockFile(dir, os.O_RDONLY)
 	if err != nil && !dirLockUnsupported(err) {
