@@ -3,9 +3,12 @@ package analyticstest
 // The control API over a socket, as a harness in another process uses it.
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -291,6 +294,33 @@ func TestControlPublic(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, "Public, its own origin by that name: %s", body)
 	code, body = controlAs(t, c, http.MethodPost, l.URL+"/_reset", "mockapi:8787", http.Header{"Origin": {"http://attacker.example"}})
 	assert.Equal(t, http.StatusForbidden, code, "Public, a cross-site origin: %s", body)
+}
+
+// The address a request came in on counts as the mock's own, as loopback
+// does: a harness that reaches a mock on a LAN address by that address is
+// answered, another address is not. (Tests listen on 127.0.0.1 only, so
+// the connection's address is given as net/http gives it.)
+func TestControlAnswersItsListenAddress(t *testing.T) {
+	s := New()
+	local := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8787}
+	for _, tc := range []struct {
+		host, origin string
+		code         int
+	}{
+		{"192.0.2.7:8787", "", http.StatusOK},
+		{"192.0.2.7", "http://192.0.2.7:8787", http.StatusOK},
+		{"192.0.2.8:8787", "", http.StatusForbidden},
+		{"192.0.2.7:8787", "http://192.0.2.8:8787", http.StatusForbidden},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "http://"+tc.host+"/_requests", nil)
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, local))
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		assert.Equal(t, tc.code, w.Code, "Host %s, Origin %q, on %v: %s", tc.host, tc.origin, local, w.Body)
+	}
 }
 
 func TestTrackingIgnoresHostAndOrigin(t *testing.T) {
