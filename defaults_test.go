@@ -276,3 +276,34 @@ func TestCallbackMessageCarriesType(t *testing.T) {
 		assert.Equal(t, want, got, "the Type of each message called back, answered %d", status)
 	}
 }
+
+// A 404 (a wrong endpoint path, or at a real gateway a write key whose
+// source is disabled) says what to check, in the log line and in the
+// failure's error, with the start of the body, as a 401 or 403 does.
+func TestNotFoundSaysWhatToCheck(t *testing.T) {
+	logs := &logBuffer{}
+	api := newAPI().Default(analyticstest.Answer{Status: 404, Body: "source is disabled"})
+	e := newEnv(t, api, WithLogger(jsonLogger(logs)))
+	e.enqueue(tracks("m", 2)...)
+	e.close()
+
+	const check = "check the endpoint URL and path (batches go to the endpoint + /v1/batch) and that the write key's source is enabled"
+	recs := ofLevel(records(t, logs.String()), "ERROR")
+	require.Len(t, recs, 1, "error records:\n%s", logs)
+	assert.Equal(t, "analytics: events not delivered: the tracking API answered 404 Not Found; "+check, recs[0]["msg"], "the record's message")
+	assert.Contains(t, recs[0]["error"], `HTTP 404 Not Found: "source is disabled"`, "the record's error has the body")
+
+	_, failed := e.out.counts()
+	require.Equal(t, 2, failed, "Failure callbacks")
+	err := e.out.failures[0].err
+	require.ErrorIs(t, err, ErrFatalStatus)
+	assert.Equal(t, `analytics: non-retryable status after 1 attempt: HTTP 404 Not Found: "source is disabled"; `+check, err.Error(), "the failure's error")
+	assert.NotContains(t, logs.String(), testWriteKey, "the log shows the write key")
+
+	// A 401's error says what to check too.
+	e = newEnv(t, newAPI().Default(analyticstest.Answer{Status: 401, Body: "bad key"}))
+	e.enqueue(tracks("k", 1)...)
+	e.close()
+	require.Len(t, e.out.failures, 1, "Failure callbacks")
+	assert.Equal(t, `analytics: non-retryable status after 1 attempt: HTTP 401 Unauthorized: "bad key"; check the write key`, e.out.failures[0].err.Error(), "a 401's error")
+}

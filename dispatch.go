@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -219,8 +220,12 @@ func (c *Client) end(r *report, hi int, err error) {
 		c.stats.latency.ended(run, false)
 		msg := "analytics: events not delivered"
 		var he *HTTPError
-		if errors.As(err, &he) && retry.RejectsCredentials(he.StatusCode) {
-			msg = "analytics: events not delivered: the tracking API refused the write key; check the write key"
+		switch {
+		case !errors.As(err, &he):
+		case retry.RejectsCredentials(he.StatusCode):
+			msg += ": the tracking API refused the write key; " + retry.Check(he.StatusCode)
+		case retry.RejectsEndpoint(he.StatusCode):
+			msg += fmt.Sprintf(": the tracking API answered %d %s; %s", he.StatusCode, http.StatusText(he.StatusCode), retry.Check(he.StatusCode))
 		}
 		c.failLog.LogAttrs(context.Background(), slog.LevelError, msg,
 			slog.Int("events", len(run)), slog.String("error", err.Error()))

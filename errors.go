@@ -67,8 +67,10 @@ type HTTPError struct {
 	Method string
 }
 
-// Error describes the response: status, redirect target, Retry-After, and
-// the start of the body, e.g. `HTTP 503 Service Unavailable: "busy"`.
+// Error describes the response: status, redirect target, Retry-After, the
+// start of the body, and on a 401, 403 or 404 what to check, e.g.
+// `HTTP 503 Service Unavailable: "busy"` or `HTTP 401 Unauthorized:
+// "bad key"; check the write key`.
 func (e *HTTPError) Error() string { return (*consumer.HTTPError)(e).Error() }
 
 // Phase is how far an attempt got before its transport error, from

@@ -216,11 +216,11 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // WithLogger sends the SDK's logs to logger: an error for events that
-// failed for good (with a hint to check the write key on a 401 or 403), a
-// warning for each failed attempt that will be retried, and recovered
-// callback panics. By default, and with nil, they go to slog.Default() as
-// it is when New runs. To silence them, give
-// slog.New(slog.DiscardHandler).
+// failed for good (with a hint to check the write key on a 401 or 403, the
+// endpoint and the source on a 404), a warning for each failed attempt
+// that will be retried, and recovered callback panics. By default, and
+// with nil, they go to slog.Default() as it is when New runs. To silence
+// them, give slog.New(slog.DiscardHandler).
 //
 // Whatever the logger, the failure errors and the attempt warnings are
 // each throttled, so that an outage does not flood the log: the first 5 of
@@ -257,7 +257,7 @@ func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.close
 // by that budget rather than by RetryCount times the backoff when many
 // batches wait. When the API answers 2xx again, batches sleeping through a
 // backoff wait go at once, and the backlog leaves at a rising rate: from
-// half the client's usual rate up to 2.75 times it, not all at once. A
+// half the client's usual rate up to 2.5 times it, not all at once. A
 // Retry-After pause ends a little after the server's time, by a jitter of
 // the client's own of up to a tenth of the wait (at most 1 s), so that a
 // fleet given the same answer does not return in the same instant; the
@@ -272,7 +272,7 @@ func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.close
 func WithAdaptiveSendRate(on bool) Option { return func(c *config) { c.adaptiveSendRate = on } }
 
 // WithProbeInterval caps the spacing of the send rate's probe (default
-// 5 s): while the API is down, one attempt at a time goes out, after the
+// 4 s): while the API is down, one attempt at a time goes out, after the
 // k-th failure in a row spaced the shortest backoff wait of retry k
 // (BackoffBase·2^(k−1)/2, at most BackoffCap/2), and never more than this
 // apart. It bounds how late the client notices that the API is back. A

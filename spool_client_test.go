@@ -247,6 +247,22 @@ func TestSpoolDirectoryIsLocked(t *testing.T) {
 	second.close()
 }
 
+// A cleanup that deletes the spool's LOCK file while the client runs does
+// not let a second New share the directory (and take the first client's
+// live events for leftovers).
+func TestSpoolDirectoryStaysLockedWithoutLockFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	first := newEnv(t, newAPI(), WithSpool(dir))
+	require.NoError(t, os.Remove(filepath.Join(dir, "LOCK")))
+	second, err := New(testWriteKey, WithSpool(dir), WithHTTPClient(newAPI().Client(CheckRedirect)))
+	if err == nil {
+		second.Close()
+	}
+	require.Error(t, err, "a second New on a directory in use, its LOCK removed")
+	assert.Contains(t, err.Error(), `directory "`+dir+`" is in use`, "the error names the directory")
+	first.close()
+}
+
 // The directory is 0700 and its files 0600, and no file ever holds the
 // write key, while the client runs nor after it.
 func TestSpoolFilesArePrivateAndKeyless(t *testing.T) {

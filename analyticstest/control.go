@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -22,6 +24,57 @@ const (
 const maxScriptBytes = 1 << 20
 
 func isControl(path string) bool { return strings.HasPrefix(path, "/_") }
+
+// foreign returns why a control request that came over a socket could be
+// a web page's, "" if it cannot: the record holds every write key the mock
+// was sent, and a reset or a script reprograms it. A page that rebinds its
+// own name to 127.0.0.1 (DNS rebinding) sends that name as Host, so
+// unless Public, only a loopback Host or the address the request came in
+// on is answered; and a cross-site request (Sec-Fetch-Site: cross-site, or
+// an Origin that is neither loopback nor the mock's own) never is. A
+// harness or curl sends a loopback Host and no Origin.
+func (s *Server) foreign(r *http.Request) string {
+	s.mu.Lock()
+	public := s.public
+	s.mu.Unlock()
+	if !public && !localHost(r, r.Host) {
+		return fmt.Sprintf("mockapi: the control API answers only a loopback Host or the address it listens on, not Host %q (a web page may be reaching it by DNS rebinding); run mockapi with -public (Server.Public in Go) to answer any Host", r.Host)
+	}
+	if strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site") {
+		return "mockapi: the control API refuses cross-site requests (Sec-Fetch-Site: cross-site)"
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		own := err == nil && u.Host != "" && (localHost(r, u.Host) || public && strings.EqualFold(u.Host, r.Host))
+		if !own {
+			return fmt.Sprintf("mockapi: the control API refuses cross-site requests: Origin %q is neither loopback nor the mock's own", origin)
+		}
+	}
+	return ""
+}
+
+// localHost reports whether host (a Host header's value, with or without
+// a port) names a loopback address (localhost, 127.0.0.0/8, ::1) or the
+// address the connection of r was accepted on.
+func localHost(r *http.Request, host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && local.IP.Equal(ip)
+}
 
 func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {

@@ -3,9 +3,12 @@ package analyticstest
 // The control API over a socket, as a harness in another process uses it.
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -180,4 +183,158 @@ func TestControlInMemory(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &reqs))
 	require.Len(t, reqs, 1, "requests")
 	assert.Equal(t, 418, reqs[0].Status)
+}
+
+// controlAs sends a control request to l with the Host and headers given
+// (a DNS-rebinding page's request reaches 127.0.0.1 with its own Host and
+// Origin) and returns the status and body.
+func controlAs(t *testing.T, c *http.Client, method, url, host string, header http.Header) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	if host != "" {
+		req.Host = host
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, b, err := doRead(c, req)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}
+
+// A page that rebinds its own name to 127.0.0.1 sends its Host: the
+// control API refuses it, so neither the record (write keys included) nor
+// a reset is open to it; a loopback Host, with or without a port, is
+// answered.
+func TestControlRefusesForeignHost(t *testing.T) {
+	s := New()
+	l := start(t, s)
+	c := plainClient(t)
+	_, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil)
+	require.NoError(t, err)
+	port := strings.TrimPrefix(l.URL, "http://127.0.0.1:")
+
+	for _, host := range []string{"rebind.attacker.example", "rebind.attacker.example:" + port, "localhost.attacker.example", "127.0.0.1.attacker.example:" + port} {
+		for _, path := range []string{"/_requests", "/_reset", "/_script"} {
+			method := http.MethodPost
+			if path == "/_requests" {
+				method = http.MethodGet
+			}
+			code, body := controlAs(t, c, method, l.URL+path, host, nil)
+			assert.Equal(t, http.StatusForbidden, code, "%s %s with Host %s: %s", method, path, host, body)
+			errCode, msg := errorFields(t, body)
+			assert.Equal(t, "forbidden", errCode, "Host %s", host)
+			assert.Contains(t, msg, host, "the message names the Host")
+			assert.Contains(t, msg, "-public", "the message says how to allow it")
+			assert.NotContains(t, body, writeKey, "no write key in the refusal")
+		}
+	}
+	assert.Len(t, s.Requests(), 1, "the reset from a foreign Host was not obeyed")
+
+	for _, host := range []string{"localhost", "localhost:" + port, "LocalHost:" + port, "127.0.0.1", "127.0.0.1:" + port, "127.9.8.7:1", "[::1]", "[::1]:" + port} {
+		code, body := controlAs(t, c, http.MethodGet, l.URL+"/_requests", host, nil)
+		assert.Equal(t, http.StatusOK, code, "GET /_requests with Host %s: %s", host, body)
+	}
+}
+
+// A cross-site request (a page elsewhere that reaches the mock by its
+// loopback address) is refused whatever its Host; the mock's own origin,
+// a loopback origin (an app under development on localhost) and a request
+// without Origin (curl, a harness) are answered.
+func TestControlRefusesCrossSite(t *testing.T) {
+	s := New()
+	l := start(t, s)
+	c := plainClient(t)
+	_, _, err := post(c, l.URL+"/v1/batch", []byte(batch("m1")), nil)
+	require.NoError(t, err)
+
+	for _, h := range []http.Header{
+		{"Origin": {"http://rebind.attacker.example"}},
+		{"Origin": {"https://attacker.example:8443"}},
+		{"Origin": {"null"}},
+		{"Sec-Fetch-Site": {"cross-site"}},
+		{"Origin": {"http://localhost:3000"}, "Sec-Fetch-Site": {"cross-site"}},
+	} {
+		for _, path := range []string{"/_requests", "/_reset"} {
+			method := http.MethodPost
+			if path == "/_requests" {
+				method = http.MethodGet
+			}
+			code, body := controlAs(t, c, method, l.URL+path, "", h)
+			assert.Equal(t, http.StatusForbidden, code, "%s %s with %v: %s", method, path, h, body)
+			errCode, msg := errorFields(t, body)
+			assert.Equal(t, "forbidden", errCode, "%v", h)
+			assert.Contains(t, msg, "cross-site", "%v: the message says why", h)
+		}
+	}
+	assert.Len(t, s.Requests(), 1, "the cross-site reset was not obeyed")
+
+	for _, h := range []http.Header{
+		nil,
+		{"Origin": {l.URL}},
+		{"Origin": {"http://localhost:3000"}, "Sec-Fetch-Site": {"same-site"}},
+		{"Origin": {"http://[::1]:5173"}},
+		{"Sec-Fetch-Site": {"none"}},
+	} {
+		code, body := controlAs(t, c, http.MethodGet, l.URL+"/_requests", "", h)
+		assert.Equal(t, http.StatusOK, code, "GET /_requests with %v: %s", h, body)
+	}
+}
+
+// Public answers any Host (a mock reached by a container's name) but still
+// refuses a cross-site request; the tracking path never looks at either.
+func TestControlPublic(t *testing.T) {
+	s := New().Public()
+	l := start(t, s)
+	c := plainClient(t)
+	code, body := controlAs(t, c, http.MethodGet, l.URL+"/_requests", "mockapi:8787", nil)
+	assert.Equal(t, http.StatusOK, code, "Public, a foreign Host: %s", body)
+	code, body = controlAs(t, c, http.MethodGet, l.URL+"/_requests", "mockapi:8787", http.Header{"Origin": {"http://mockapi:8787"}})
+	assert.Equal(t, http.StatusOK, code, "Public, its own origin by that name: %s", body)
+	code, body = controlAs(t, c, http.MethodPost, l.URL+"/_reset", "mockapi:8787", http.Header{"Origin": {"http://attacker.example"}})
+	assert.Equal(t, http.StatusForbidden, code, "Public, a cross-site origin: %s", body)
+}
+
+// The address a request came in on counts as the mock's own, as loopback
+// does: a harness that reaches a mock on a LAN address by that address is
+// answered, another address is not. (Tests listen on 127.0.0.1 only, so
+// the connection's address is given as net/http gives it.)
+func TestControlAnswersItsListenAddress(t *testing.T) {
+	s := New()
+	local := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8787}
+	for _, tc := range []struct {
+		host, origin string
+		code         int
+	}{
+		{"192.0.2.7:8787", "", http.StatusOK},
+		{"192.0.2.7", "http://192.0.2.7:8787", http.StatusOK},
+		{"192.0.2.8:8787", "", http.StatusForbidden},
+		{"192.0.2.7:8787", "http://192.0.2.8:8787", http.StatusForbidden},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "http://"+tc.host+"/_requests", nil)
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, local))
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		assert.Equal(t, tc.code, w.Code, "Host %s, Origin %q, on %v: %s", tc.host, tc.origin, local, w.Body)
+	}
+}
+
+func TestTrackingIgnoresHostAndOrigin(t *testing.T) {
+	s := New()
+	l := start(t, s)
+	c := plainClient(t)
+	req, err := http.NewRequest(http.MethodPost, l.URL+"/v1/batch", strings.NewReader(batch("m1")))
+	require.NoError(t, err)
+	req.Host = "rebind.attacker.example"
+	req.Header.Set("Origin", "http://rebind.attacker.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.SetBasicAuth(writeKey, "")
+	resp, body, err := doRead(c, req)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "POST /v1/batch: %s", body)
+	assert.Equal(t, map[string]int{"m1": 1}, s.Delivered())
 }

@@ -4,7 +4,9 @@
 //
 //   - the e2e suite, which drives it from another process or language over
 //     HTTP: GET /_requests lists what it received, POST /_script loads a
-//     JSON script (see ParseScript), POST /_reset starts afresh;
+//     JSON script (see ParseScript), POST /_reset starts afresh (over a
+//     socket, only with a loopback Host and no cross-site Origin: see
+//     Server.Public);
 //   - local development: `go run ./analyticstest/cmd/mockapi`, point an app's
 //     endpoint at the URL it prints, and watch each event arrive on stdout;
 //   - Go tests of an application that uses the SDK, and the SDK's own,

@@ -68,6 +68,8 @@ func errorCode(status int) string {
 		return "invalid_request"
 	case http.StatusUnauthorized:
 		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
 	case http.StatusNotFound:
 		return "not_found"
 	case http.StatusMethodNotAllowed:

@@ -18,6 +18,10 @@ import (
 // handler with http.ErrAbortHandler instead.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isControl(r.URL.Path) {
+		if why := s.foreign(r); why != "" {
+			writeError(w, http.StatusForbidden, why)
+			return
+		}
 		s.control(w, r)
 		return
 	}

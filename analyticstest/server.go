@@ -24,6 +24,7 @@ type Server struct {
 	requests []Request
 	onReq    func(Request)
 	lenient  bool
+	public   bool
 }
 
 // New returns a Server that answers 200 to every request the real API
@@ -80,8 +81,8 @@ func (s *Server) Load(sc *Script) *Server {
 }
 
 // Reset clears the record, the script and the rules, and sets the default
-// back to 200: the Server is as New left it, except for OnRequest and
-// Lenient, which belong to the process that runs the Server rather than
+// back to 200: the Server is as New left it, except for OnRequest, Lenient
+// and Public, which belong to the process that runs the Server rather than
 // to a test.
 func (s *Server) Reset() *Server {
 	s.mu.Lock()
@@ -105,6 +106,22 @@ func (s *Server) Lenient() *Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lenient = true
+	return s
+}
+
+// Public lets the control API, over a socket, answer a request whatever
+// its Host: a mock reached by a container's or a machine's name. Without
+// it, only a loopback Host (localhost, 127.0.0.0/8, [::1], any port) or
+// the address the request came in on is answered, so that a web page
+// cannot read the record (every write key sent) or reprogram the mock by
+// DNS rebinding. A cross-site request (an Origin other than a loopback
+// one or the mock's own, or Sec-Fetch-Site: cross-site) is refused either
+// way. The tracking API and the in-memory RoundTrip never check either.
+// Like Lenient, Reset and Load keep it.
+func (s *Server) Public() *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.public = true
 	return s
 }
 

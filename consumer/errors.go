@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/dualpath/analytics-go/retry"
 )
 
 // HTTPError is a non-2xx response to an upload attempt.
@@ -25,8 +27,8 @@ type HTTPError struct {
 	Method string
 }
 
-// Error describes the response: status, redirect target, Retry-After, and
-// the start of the body.
+// Error describes the response: status, redirect target, Retry-After, the
+// start of the body, and what to check when the status says (retry.Check).
 func (e *HTTPError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
@@ -45,6 +47,9 @@ func (e *HTTPError) Error() string {
 			body = body[:show] + "..."
 		}
 		fmt.Fprintf(&b, ": %q", body)
+	}
+	if check := retry.Check(e.StatusCode); check != "" {
+		b.WriteString("; " + check)
 	}
 	return b.String()
 }

@@ -85,6 +85,26 @@ func RejectsCredentials(status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusForbidden
 }
 
+// RejectsEndpoint reports whether status says the request reached no
+// tracking API that takes it: 404 Not Found, for a path that is not the
+// API's (an endpoint that is not its base URL) or, at a real gateway,
+// "source is disabled" for a write key whose source is turned off. It is
+// fatal like any other 4xx; this picks what a log and an error say.
+func RejectsEndpoint(status int) bool { return status == http.StatusNotFound }
+
+// Check returns what to check when a request is refused with status, for
+// the log and the error to say: the write key on 401 or 403, the
+// endpoint and the source on 404; "" for any other status.
+func Check(status int) string {
+	switch {
+	case RejectsCredentials(status):
+		return "check the write key"
+	case RejectsEndpoint(status):
+		return "check the endpoint URL and path (batches go to the endpoint + /v1/batch) and that the write key's source is enabled"
+	}
+	return ""
+}
+
 // MayFollowRedirect reports whether a redirect of this status may be
 // followed: only 307 and 308, which keep the method and the body. A 301,
 // 302 or 303 would turn the POST into a bodiless GET.

@@ -83,6 +83,16 @@ func TestMayFollowRedirect(t *testing.T) {
 	}
 }
 
+func TestRejectsEndpoint(t *testing.T) {
+	for status := 100; status <= 599; status++ {
+		want := status == 404
+		assert.Equal(t, want, RejectsEndpoint(status), "RejectsEndpoint(%d)", status)
+		if want {
+			assert.Equal(t, OutcomeFatal, Classify(status, http.Header{}, now).Outcome, "a wrong endpoint is fatal: %d", status)
+		}
+	}
+}
+
 func TestRejectsCredentials(t *testing.T) {
 	for status := 100; status <= 599; status++ {
 		want := status == 401 || status == 403

@@ -12,8 +12,12 @@ import (
 
 // Without flock the lock is best effort: a registry of the directories
 // this process holds, and a LOCK file created with O_EXCL for other
-// processes. A process that dies holding a directory leaves LOCK behind,
-// and the directory stays refused until someone removes that file.
+// processes. LOCK stays open while held: Windows refuses to delete a file
+// open without FILE_SHARE_DELETE (Go opens none with it), so a cleanup
+// cannot remove it from under a running client; elsewhere a removed LOCK
+// still refuses a second Open in this process, through the registry. A
+// process that dies holding a directory leaves LOCK behind, and the
+// directory stays refused until someone removes that file.
 var (
 	heldMu sync.Mutex
 	held   = map[string]bool{} // absolute directory paths this process holds
@@ -37,12 +41,11 @@ func lockDir(dir string) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
 	held[abs] = true
 	return func() error {
 		heldMu.Lock()
 		defer heldMu.Unlock()
 		delete(held, abs)
-		return os.Remove(name)
+		return errors.Join(f.Close(), os.Remove(name))
 	}, nil
 }

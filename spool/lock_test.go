@@ -26,6 +26,24 @@ func TestSecondOpenInProcessRefused(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
+// A cleanup that deletes LOCK while a spool is open does not free the
+// directory: a second Open still fails, naming it, until the first closes.
+func TestOpenAfterLockRemovedRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(dir, lockName)))
+	second, err := Open(dir, Options{})
+	if err == nil {
+		second.Close()
+	}
+	assert.EqualError(t, err, `spool: directory "`+dir+`" is in use by another client`)
+	require.NoError(t, s.Close())
+	s, err = Open(dir, Options{})
+	require.NoError(t, err, "after Close")
+	require.NoError(t, s.Close())
+}
+
 // lockHolderEnv names the directory holdLock opens, in the
 // child process TestLockedByAnotherProcess starts.
 const lockHolderEnv = "SPOOL_TEST_LOCK_HOLDER_DIR"
@@ -69,6 +87,10 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	_, err = Open(dir, Options{})
 	require.Error(t, err)
 	assert.EqualError(t, err, `spool: directory "`+dir+`" is in use by another client`)
+	if os.Remove(filepath.Join(dir, lockName)) == nil { // a cleanup, where the platform lets it
+		_, err = Open(dir, Options{})
+		assert.EqualError(t, err, `spool: directory "`+dir+`" is in use by another client`, "once LOCK is removed")
+	}
 
 	require.NoError(t, stdin.Close())
 	io.Copy(io.Discard, stdout) // the rest of the child's output, to its exit

@@ -9,14 +9,42 @@ import (
 	"syscall"
 )
 
-// lockDir takes an flock on dir/LOCK. An flock belongs to the open file
-// description, so a second Open in this process, which opens LOCK again,
-// is refused as one in another process is; the kernel gives it back when
-// the process dies, however it dies. LOCK stays in dir: removing it would
-// let a newcomer lock a fresh file while an old holder still has the
-// unlinked one.
+// lockDir takes an flock on dir itself and one on dir/LOCK. An flock
+// belongs to the open file description, so a second Open in this process,
+// which opens them again, is refused as one in another process is; the
+// kernel gives them back when the process dies, however it dies.
+//
+// The directory's lock is the one that counts: a cleanup can delete LOCK
+// from under a running client (a newcomer would then lock a fresh LOCK and
+// share the directory), but not the directory it works in. LOCK keeps the
+// layout every platform has, and its lock is what remains where a file
+// system refuses to flock a directory (some network file systems, which
+// emulate flock with byte-range locks that want a file open for writing).
 func lockDir(dir string) (func() error, error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	d, err := lockFile(dir, os.O_RDONLY)
+	if err != nil && !dirLockUnsupported(err) {
+		return nil, err
+	}
+	f, err := lockFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		if d != nil {
+			d.Close()
+		}
+		return nil, err
+	}
+	return func() error { // closing a description drops its lock
+		err := f.Close()
+		if d != nil {
+			err = errors.Join(err, d.Close())
+		}
+		return err
+	}, nil
+}
+
+// lockFile opens name and takes an exclusive flock on it without waiting:
+// errInUse if another open description holds one.
+func lockFile(name string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(name, flag, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -26,12 +54,19 @@ func lockDir(dir string) (func() error, error) {
 			break
 		}
 	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errInUse
-		}
-		return nil, err
+	if err == nil {
+		return f, nil
 	}
-	return f.Close, nil // closing the description drops the lock
+	f.Close()
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, errInUse
+	}
+	return nil, err
+}
+
+// dirLockUnsupported reports whether err is a file system's refusal to
+// flock a directory at all, not a lock that someone holds.
+func dirLockUnsupported(err error) bool {
+	return errors.Is(err, syscall.EBADF) || errors.Is(err, syscall.ENOLCK) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL)
 }

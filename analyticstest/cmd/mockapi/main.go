@@ -15,8 +15,12 @@
 // batch (400), whatever the script says; -lenient turns that off. A
 // harness reads the record with GET /_requests and drives the mock with
 // POST /_script and POST /_reset; -h describes each. It listens on
-// loopback only, unless -public is given, since it shows every request,
-// write keys included, to whoever asks.
+// loopback only, and its control API answers only a loopback Host (or the
+// address it listens on), unless -public is given, since it shows every
+// request, write keys included, to whoever asks: a web page that rebinds
+// its name to 127.0.0.1 sends its own Host. A cross-site request (an
+// Origin that is not loopback or the mock's own, Sec-Fetch-Site:
+// cross-site) is refused 403 even with -public.
 //
 // SIGINT or SIGTERM stops it after the requests in progress have been
 // answered. `go run` runs the command as a child process, which a signal
@@ -81,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8787", "`host:port` to listen on; port 0 picks a free one")
 	scriptFile := fs.String("script", "", "JSON script `file` to answer from (the form of POST /_script); without it, every valid batch is answered 200")
 	lenient := fs.Bool("lenient", false, "answer every request from the script, whatever its path, method, write key or body (up to 64 MiB)")
-	public := fs.Bool("public", false, "allow a non-loopback -addr: anyone who reaches it can read every request recorded")
+	public := fs.Bool("public", false, "allow a non-loopback -addr, and a control request with any Host header: anyone who reaches it can read every request recorded")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), usage, shutdownGrace)
 		fs.PrintDefaults()
@@ -102,6 +106,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	api := analyticstest.New()
 	if *lenient {
 		api.Lenient()
+	}
+	if *public {
+		api.Public()
 	}
 	if *scriptFile != "" {
 		data, err := os.ReadFile(*scriptFile)

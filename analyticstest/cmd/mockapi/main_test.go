@@ -198,6 +198,28 @@ func TestCheckAddr(t *testing.T) {
 	}
 }
 
+// The control API answers a foreign Host (a DNS-rebinding page's) only
+// with -public; a cross-site Origin never.
+func TestRunPublicControlHost(t *testing.T) {
+	get := func(url string, header http.Header) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, url+"/_requests", nil)
+		require.NoError(t, err)
+		req.Host = "rebind.attacker.example"
+		req.Header = header
+		resp, err := client(t).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	local, _ := started(t)
+	assert.Equal(t, http.StatusForbidden, get(local, nil), "a foreign Host without -public")
+	public, _ := started(t, "-public")
+	assert.Equal(t, http.StatusOK, get(public, nil), "a foreign Host with -public")
+	assert.Equal(t, http.StatusForbidden, get(public, http.Header{"Origin": {"http://attacker.example"}}), "a cross-site Origin with -public")
+}
+
 func TestPrinter(t *testing.T) {
 	var b strings.Builder
 	p := &printer{w: &b}

@@ -19,7 +19,11 @@ checks of the real API, which win whatever the script says:
 Each refusal has the body {"code": "...", "message": "..."} and is recorded
 with its status. -lenient turns the checks off.
 
-Control API (its requests are not recorded; errors have the same body):
+Control API (its requests are not recorded; errors have the same body).
+Without -public it answers only a loopback Host (localhost, 127.0.0.0/8,
+[::1], any port) or the address it listens on; a cross-site request (an
+Origin neither loopback nor the mock's own, or Sec-Fetch-Site: cross-site)
+is refused 403 even with -public:
   GET /_requests
       200, a JSON array of every request received, in the order recorded:
         {"at": "2024-05-06T07:08:09.123Z", "method": "POST",
