@@ -51,7 +51,8 @@ type ID struct {
 // Options configure Open.
 type Options struct {
 	// MaxBytes bounds the total size of the spool's files, the
-	// acknowledgement files included: Append refuses a record that would
+	// acknowledgement files and the damaged ones set aside (*.corrupt,
+	// which stay until someone removes them) included: Append refuses a record that would
 	// take the segments over MaxBytes less 1/64 of it, which is left to
 	// the acknowledgement files (a record alone in the spool may use all
 	// of it). Space comes back when a segment whose records are all done
@@ -73,7 +74,10 @@ type Options struct {
 }
 
 // FS is the file system under the spool: the operating system's, or a
-// test's that injects faults.
+// test's that injects faults. On Linux, a segment file an FS opens as an
+// *os.File is mapped, its blocks reserved with fallocate(2); an FS that
+// also has a method Allocate(fd int, size int64) error reserves them
+// through it instead (a test's that sets how much space the disk has).
 type FS interface {
 	MkdirAll(path string, perm fs.FileMode) error
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
@@ -107,15 +111,20 @@ type Stats struct {
 
 // Spool is an open spool directory. It is safe for concurrent use.
 type Spool struct {
-	dir       string
-	fs        FS
-	log       *slog.Logger
-	maxBytes  int64         // Options.MaxBytes; 0 for no bound
-	segBytes  int64         // Options.SegmentBytes, or its default
+	dir      string
+	fs       FS
+	log      *slog.Logger
+	maxBytes int64 // Options.MaxBytes; 0 for no bound
+	segBytes int64 // Options.SegmentBytes, or its default
+	// cutAt is the size at which a written (not mapped) segment is
+	// closed: segBytes, or less once a write found the disk full
+	// (writeFailed). s.mu guards it.
+	cutAt     int64
 	syncEvery time.Duration // Options.Sync
 	unlock    func() error  // gives the directory lock back
 	// allocate reserves a new mapped segment's blocks (mmap_linux.go):
-	// fallocate when nil; tests inject a full disk through it.
+	// fallocate when nil, or the FS's Allocate; tests inject a full disk
+	// through it.
 	allocate func(fd int, size int64) error
 
 	mu sync.Mutex
