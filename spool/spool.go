@@ -51,12 +51,12 @@ type ID struct {
 // Options configure Open.
 type Options struct {
 	// MaxBytes bounds the total size of the spool's files, the
-	// acknowledgement files and the damaged ones set aside (*.corrupt,
-	// which stay until someone removes them) included: Append refuses a record that would
-	// take the segments over MaxBytes less 1/64 of it, which is left to
-	// the acknowledgement files (a record alone in the spool may use all
-	// of it). Space comes back when a segment whose records are all done
-	// is removed. 0 (or less) sets no bound.
+	// acknowledgement files included, and the damaged ones set aside
+	// (*.corrupt, kept until someone removes them): Append refuses a
+	// record that would take the segments over MaxBytes less 1/64 of it,
+	// which is left to the acknowledgement files (a record alone in the
+	// spool may use all of it). Space comes back when a segment whose
+	// records are all done is removed. 0 (or less) sets no bound.
 	MaxBytes int64
 	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
 	// syncs written data at most d after it was written, from a goroutine
@@ -111,15 +111,11 @@ type Stats struct {
 
 // Spool is an open spool directory. It is safe for concurrent use.
 type Spool struct {
-	dir      string
-	fs       FS
-	log      *slog.Logger
-	maxBytes int64 // Options.MaxBytes; 0 for no bound
-	segBytes int64 // Options.SegmentBytes, or its default
-	// cutAt is the size at which a written (not mapped) segment is
-	// closed: segBytes, or less once a write found the disk full
-	// (writeFailed). s.mu guards it.
-	cutAt     int64
+	dir       string
+	fs        FS
+	log       *slog.Logger
+	maxBytes  int64         // Options.MaxBytes; 0 for no bound
+	segBytes  int64         // Options.SegmentBytes, or its default
 	syncEvery time.Duration // Options.Sync
 	unlock    func() error  // gives the directory lock back
 	// allocate reserves a new mapped segment's blocks (mmap_linux.go):
@@ -144,6 +140,10 @@ type Spool struct {
 	active  *segment   // the one appended to; nil until the next Append creates one
 	rotate  bool       // the next Append starts a new segment: a write or sync failed
 	nextNum uint64     // the number of the next segment created
+	// cutAt is the size at which a written (not mapped) segment is
+	// closed: segBytes, or less once a write found the disk full
+	// (writeFailed).
+	cutAt int64
 	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
 	// no number is left above it. nextNum never wraps: a segment numbered
 	// below an older one would sort before it, out of the log's order.
