@@ -29,9 +29,7 @@ func open(dir string, o Options) (*Spool, error) {
 	if s.fs == nil {
 		s.fs = osFS{}
 	}
-	if a, ok := s.fs.(interface {
-		Allocate(fd int, size int64) error
-	}); ok {
+	if a, ok := s.fs.(allocator); ok {
 		s.allocate = a.Allocate
 	}
 	if s.segBytes <= 0 {

@@ -152,16 +152,20 @@ func (s *Spool) reclaim(seg *segment) error {
 
 // closeRetired closes seg's file if it waits in s.retired for the
 // syncer: all its records are done, so nothing in it needs the disk, and
-// a removed file's space comes back only once it is closed. s.mu is held.
+// a removed file's space comes back only once it is closed. A file being
+// synced outside the lock is closed as that sync ends. s.mu is held.
 func (s *Spool) closeRetired(seg *segment) {
 	for i, r := range s.retired {
-		if r.num == seg.num {
-			if err := r.f.Close(); err != nil {
-				s.warn("spool: close segment", "file", s.segPath(r.num), "err", err)
-			}
-			s.retired = slices.Delete(s.retired, i, i+1)
-			return
+		if r.num != seg.num {
+			continue
 		}
+		s.retired = slices.Delete(s.retired, i, i+1)
+		if r.f == s.syncFile {
+			s.closeAfterSync = r.f
+		} else if err := r.f.Close(); err != nil {
+			s.warn("spool: close segment", "file", s.segPath(r.num), "err", err)
+		}
+		return
 	}
 }
 
