@@ -102,12 +102,6 @@ func (s *Spool) mapSegment(f File, path string, size, need int64) (*mapped, erro
 	return m, nil
 }
 
-// noSpace reports whether err is a shortage of space (the disk's, or a
-// quota's), which frees up as segments are removed.
-func noSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
-
 // unsupported reports whether fallocate failed for want of support (the
 // file system, the kernel, a sandbox) rather than of space: the segment
 // is then written, not mapped.

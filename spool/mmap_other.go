@@ -2,10 +2,7 @@
 
 package spool
 
-import (
-	"errors"
-	"syscall"
-)
+import "errors"
 
 // Segments are mapped for appends on Linux only (mmap_linux.go); on other
 // systems every append is a write, and these are never reached.
@@ -15,10 +12,6 @@ type mapped struct{ size int64 }
 
 // mapSegment returns nil: appends are writes.
 func (s *Spool) mapSegment(File, string, int64, int64) (*mapped, error) { return nil, nil }
-
-// noSpace reports whether err is a shortage of space, which frees up as
-// segments are removed.
-func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 
 func (m *mapped) put(int64, []byte) error { return errors.New("spool: segments are not mapped here") }
 func (m *mapped) unmap() error            { return nil }
