@@ -140,7 +140,9 @@ func TestSpoolNearlyFullDisk(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			disk := &smallDiskFS{dir: dir, capacity: tt.free}
+			real, err := filepath.EvalSymlinks(dir) // as /proc/self/fd names it
+			require.NoError(t, err)
+			disk := &smallDiskFS{dir: real, capacity: tt.free}
 			opts := append([]Option{WithSpool(dir), func(c *config) { c.spoolFS = disk }}, tt.opts...)
 			e := newEnv(t, newAPI(), opts...)
 			pad := strings.Repeat("p", 100) // about 300 bytes an event, as written

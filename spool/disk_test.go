@@ -36,6 +36,9 @@ type diskFS struct {
 }
 
 func newDiskFS(dir string, capacity int64, mapped bool) *diskFS {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // as /proc/self/fd names it
+	}
 	return &diskFS{dir: dir, capacity: capacity, mapped: mapped}
 }
 
