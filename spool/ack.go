@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 )
@@ -262,6 +263,15 @@ func (s *Spool) writeAck(seg *segment, buf []byte) error {
 		if terr := f.Truncate(seg.ackSize); terr != nil {
 			seg.ackSize += int64(w) // on disk, torn, counted
 			s.bytes += int64(w)
+		}
+	}
+	if seg.ackSize == 0 {
+		// This write created the file, and nothing of it stays: no file
+		// either (rewriteAck writes it whole when it can), so that no
+		// empty .ack outlasts the failure (a full disk).
+		s.acks.close(seg)
+		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			s.warn("spool: remove an empty acknowledgement file", "file", path, "err", rerr)
 		}
 	}
 	return ioErr("write", path, err)

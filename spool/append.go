@@ -2,9 +2,12 @@ package spool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"slices"
 )
 
 // errEmpty and errTooLarge refuse records the format cannot hold.
@@ -28,33 +31,15 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 	if !s.makeRoom(frame) {
 		return ID{}, ErrFull
 	}
-	if s.mustRotate(frame) {
-		if err := s.rotateSegment(frame); err != nil {
-			return ID{}, err
-		}
+	seg, off, err := s.store(data, frame)
+	if err != nil && noSpace(err) && seg != nil && seg.records > 0 && seg.live == 0 {
+		// The disk is full, and the segment's records, all done, hold
+		// space no Ack gives back while it is active: the next segment
+		// is begun without it (rotateSegment), and the record goes there.
+		seg, off, err = s.store(data, frame)
 	}
-	seg := s.active
-	off := seg.end
-	if seg.m != nil {
-		// Stored in the page cache through the mapping, straight from
-		// data: no write, and no copy into wbuf first.
-		if err := seg.m.put(off, data); err != nil {
-			s.rotate = true // the mapping may fault again: abandon it
-			return ID{}, ioErr("write", s.segPath(seg.num), err)
-		}
-	} else {
-		// One buffer, one write: a record never reaches the file in pieces
-		// that another write could come between.
-		s.wbuf = appendFrame(s.wbuf[:0], data)
-		n, err := seg.f.Write(s.wbuf)
-		if err == nil && n < len(s.wbuf) {
-			err = io.ErrShortWrite
-		}
-		if err != nil {
-			return ID{}, s.writeFailed(seg, off, n, err)
-		}
-		seg.size += frame
-		s.bytes += frame
+	if err != nil {
+		return ID{}, err
 	}
 	id := ID{Seg: seg.num, N: seg.records}
 	seg.end += frame
@@ -82,6 +67,41 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 	return id, nil
 }
 
+// store writes data, framed in frame bytes, at the end of the active
+// segment (a new one if needed), and returns the segment and the offset
+// written at. The segment is nil when none could be created. s.mu is held.
+func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
+	if s.mustRotate(frame) {
+		if err := s.rotateSegment(frame); err != nil {
+			return nil, 0, err
+		}
+	}
+	seg := s.active
+	off := seg.end
+	if seg.m != nil {
+		// Stored in the page cache through the mapping, straight from
+		// data: no write, and no copy into wbuf first.
+		if err := seg.m.put(off, data); err != nil {
+			s.rotate = true // the mapping may fault again: abandon it
+			return seg, off, ioErr("write", s.segPath(seg.num), err)
+		}
+		return seg, off, nil
+	}
+	// One buffer, one write: a record never reaches the file in pieces
+	// that another write could come between.
+	s.wbuf = appendFrame(s.wbuf[:0], data)
+	n, err := seg.f.Write(s.wbuf)
+	if err == nil && n < len(s.wbuf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return seg, off, s.writeFailed(seg, off, n, err)
+	}
+	seg.size += frame
+	s.bytes += frame
+	return seg, off, nil
+}
+
 // decide hands the record id, framed from off to next in seg, to direct if
 // the backlog is empty and direct takes it; otherwise it joins the
 // backlog. s.mu is held.
@@ -103,24 +123,42 @@ func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) boo
 // of which n bytes reached the file, and returns the error. The bytes are
 // cut off again; and appends go on in a new segment, so that bytes that
 // could not be cut off never sit ahead of a record (the next Open sees
-// them as a torn tail). s.mu is held.
+// them as a torn tail), and so that a segment of done records does not
+// hold a full disk's space: a segment holding none (its header only) stays
+// active if its bytes were cut off, so that no segment number goes to a
+// try. A disk found full cuts later written segments at half this one's
+// size (cutAt): one that held the disk's free space would fill it again.
+// s.mu is held.
 func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
-	s.rotate = true
+	if seg.records > 0 {
+		s.rotate = true
+		if noSpace(err) {
+			s.cutAt = min(s.cutAt, max(off/2, minCutAt))
+		}
+	}
 	path := s.segPath(seg.num)
 	if n > 0 {
 		if terr := seg.f.Truncate(off); terr != nil {
 			seg.size = off + int64(n) // on disk, counted; not framed: end stays
 			s.bytes += int64(n)
+			s.rotate = true
 			s.warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
 		}
 	}
 	return ioErr("write", path, err)
 }
 
+// minCutAt is the least size at which a written segment is closed after a
+// disk was found full: any smaller would be mostly headers and files.
+const minCutAt = 4 << 10
+
 // rotateSegment starts a new active segment, for a first record of frame
-// bytes, and retires the old one. If the new one cannot be created, the
-// old one stays active (and s.rotate set, so that the next Append tries
-// again). s.mu is held.
+// bytes, and retires the old one. An old one whose records are all done
+// goes first, so that its space is there for the new one's reserve (a
+// nearly full disk). If the new one cannot be created, the old one, if
+// it stays, stays active (and s.rotate set, so that the next Append
+// tries again); its number is tried again too, unless a file of it is
+// left. s.mu is held.
 func (s *Spool) rotateSegment(frame int64) error {
 	if s.numbersUsed {
 		s.rotate = true
@@ -134,18 +172,21 @@ func (s *Spool) rotateSegment(frame int64) error {
 		// created (s.rotate stays set): cut its reserve back first, so
 		// that the new reserve is sized with the room it gave back.
 		s.unmap(a)
+		if a.live == 0 {
+			s.active = nil
+			s.retire(a) // and removed
+		}
 	}
 	num := s.nextNum
-	if num == math.MaxUint64 {
-		s.numbersUsed = true // this is the last number: none after it
-	} else {
-		s.nextNum++ // a number that failed once is not tried again
-	}
-	f, m, err := s.createSegment(num, s.reserve(frame))
+	f, m, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
 	if err != nil {
 		s.rotate = true
+		if errors.Is(err, fs.ErrExist) || slices.ContainsFunc(s.strays, func(x stray) bool { return x.num == num }) {
+			s.useNumber(num) // a file of that name is there: never tried again
+		}
 		return err
 	}
+	s.useNumber(num)
 	seg := &segment{num: num, f: f, m: m, size: int64(headerSize), end: int64(headerSize)}
 	if m != nil {
 		seg.size = m.size // on disk from now, zeros past the records
@@ -158,6 +199,16 @@ func (s *Spool) rotateSegment(frame int64) error {
 		s.retire(old)
 	}
 	return nil
+}
+
+// useNumber marks segment number num used: the next segment gets the one
+// after it, or none if it is the last. s.mu is held.
+func (s *Spool) useNumber(num uint64) {
+	if num == math.MaxUint64 {
+		s.numbersUsed = true // no number after it
+	} else {
+		s.nextNum = max(s.nextNum, num+1)
+	}
 }
 
 // makeRoom reports whether a record of frame bytes fits under MaxBytes.

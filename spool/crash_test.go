@@ -136,7 +136,7 @@ func TestWrongMagicSetAside(t *testing.T) {
 	assert.Equal(t, []string{string(event(0)), string(event(2))}, datas(loadAll(t, s)))
 	assert.Contains(t, files(t, dir), fileName(2, corruptExt))
 	assert.Contains(t, l.String(), "level=WARN")
-	assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes, ".corrupt files are not the spool's")
+	assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes, "a .corrupt file counts, as it stays on disk")
 }
 
 func TestFutureVersionRefused(t *testing.T) {

@@ -50,9 +50,12 @@ type mapped struct {
 // mapSegment reserves size bytes for a new segment's file f (its header
 // written) and maps it. It returns nil, and no error, when appends must be
 // writes: f is not an *os.File (a test's FS, whose writes are what the
-// test is about), or its file system cannot reserve or map. A reserve
-// refused (no space, a quota, an I/O error) is an error naming path.
-func (s *Spool) mapSegment(f File, path string, size int64) (*mapped, error) {
+// test is about), or its file system cannot reserve or map. A disk too
+// full for size bytes gets a smaller reserve: half, and half again, down
+// to need, what the segment's first record needs, so that a nearly full
+// disk holds smaller segments rather than none. A reserve refused at need
+// too (no space, a quota, an I/O error) is an error naming path.
+func (s *Spool) mapSegment(f File, path string, size, need int64) (*mapped, error) {
 	of, ok := f.(*os.File)
 	if !ok {
 		return nil, nil
@@ -66,8 +69,19 @@ func (s *Spool) mapSegment(f File, path string, size int64) (*mapped, error) {
 		allocate = fallocate
 	}
 	var aerr error
-	if err := conn.Control(func(fd uintptr) { aerr = allocate(int(fd), size) }); err != nil {
-		return nil, nil
+	for {
+		if err := conn.Control(func(fd uintptr) { aerr = allocate(int(fd), size) }); err != nil {
+			return nil, nil
+		}
+		if aerr == nil || !noSpace(aerr) || size <= need {
+			break
+		}
+		// A refused reserve may have grown the file part way: back to
+		// its header, so that the next try's size is the file's.
+		if terr := f.Truncate(int64(headerSize)); terr != nil {
+			return nil, ioErr("truncate", path, terr)
+		}
+		size = max(size/2, need)
 	}
 	switch {
 	case aerr == nil:

@@ -121,6 +121,7 @@ func TestMappedReserveNoSpace(t *testing.T) {
 
 	s.allocate = nil
 	appendN(t, s, 100, 110)
+	assert.Equal(t, first+1, s.active.num, "no segment number used up by the failed tries")
 	want := append(events(0, n-1), events(100, 110)...)
 	assert.Equal(t, want, datas(loadAll(t, s)))
 	assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)

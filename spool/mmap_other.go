@@ -11,7 +11,7 @@ import "errors"
 type mapped struct{ size int64 }
 
 // mapSegment returns nil: appends are writes.
-func (s *Spool) mapSegment(File, string, int64) (*mapped, error) { return nil, nil }
+func (s *Spool) mapSegment(File, string, int64, int64) (*mapped, error) { return nil, nil }
 
 func (m *mapped) put(int64, []byte) error { return errors.New("spool: segments are not mapped here") }
 func (m *mapped) unmap() error            { return nil }

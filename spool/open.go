@@ -29,12 +29,16 @@ func open(dir string, o Options) (*Spool, error) {
 	if s.fs == nil {
 		s.fs = osFS{}
 	}
+	if a, ok := s.fs.(allocator); ok {
+		s.allocate = a.Allocate
+	}
 	if s.segBytes <= 0 {
 		s.segBytes = maxSegmentBytes
 		if s.maxBytes > 0 {
 			s.segBytes = min(max(s.maxBytes/16, minSegmentBytes), maxSegmentBytes)
 		}
 	}
+	s.cutAt = s.segBytes
 	s.cond.L = &s.mu
 	if err := s.fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, ioErr("create directory", dir, err)

@@ -48,6 +48,12 @@ func (s *Spool) recover() error {
 			s.nextNum = max(s.nextNum, num+1)
 		}
 		switch ext {
+		case corruptExt, ackExt + corruptExt:
+			// Set aside by an earlier Open or client, kept for whoever
+			// looks into it: on disk, so counted against MaxBytes.
+			if info, err := e.Info(); err == nil {
+				s.bytes += info.Size()
+			}
 		case segExt:
 			segs = append(segs, num)
 		case ackExt:
@@ -120,7 +126,7 @@ const (
 func (sc *scanner) segment(num uint64) (*segment, error) {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
-	what, err := sc.file(path, segMagic, func(f File, size int64) error {
+	what, size, err := sc.file(path, segMagic, func(f File, size int64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
@@ -140,7 +146,7 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 		return nil
 	})
 	if err != nil || what != keep {
-		sc.s.dispose(what, path, filepath.Join(sc.s.dir, fileName(num, corruptExt)))
+		sc.s.dispose(what, path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), size)
 		return nil, err
 	}
 	return seg, nil
@@ -149,7 +155,7 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 // ack reads seg's ack file and adds the runs it holds to seg.done.
 func (sc *scanner) ack(seg *segment) error {
 	path := sc.s.ackPath(seg.num)
-	what, err := sc.file(path, ackMagic, func(f File, size int64) error {
+	what, size, err := sc.file(path, ackMagic, func(f File, size int64) error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
 			if ok && !seg.addRuns(sc.payload) {
 				ok = false
@@ -175,44 +181,45 @@ func (sc *scanner) ack(seg *segment) error {
 		}
 		return nil
 	})
-	sc.s.dispose(what, path, path+corruptExt)
+	sc.s.dispose(what, path, path+corruptExt, size)
 	return err
 }
 
 // file opens a file of the spool, checks its header, and hands it to read
-// when it is one of ours; the file is closed before it is removed or set
-// aside (some systems refuse either on an open file).
-func (sc *scanner) file(path, magic string, read func(f File, size int64) error) (fate, error) {
+// when it is one of ours; it returns the file's size too. The file is
+// closed before it is removed or set aside (some systems refuse either on
+// an open file).
+func (sc *scanner) file(path, magic string, read func(f File, size int64) error) (fate, int64, error) {
 	f, err := sc.s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return keep, ioErr("open", path, err)
+		return keep, 0, ioErr("open", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return keep, ioErr("stat", path, err)
+		return keep, 0, ioErr("stat", path, err)
 	}
 	if st.Size() < int64(headerSize) {
 		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", st.Size())
-		return remove, nil
+		return remove, st.Size(), nil
 	}
 	ok, err := sc.header(f, path, magic)
 	if err != nil {
-		return keep, err
+		return keep, st.Size(), err
 	}
 	if !ok {
-		return setAside, nil // closed by the defer before the rename
+		return setAside, st.Size(), nil // closed by the defer before the rename
 	}
-	return keep, read(f, st.Size())
+	return keep, st.Size(), read(f, st.Size())
 }
 
-// dispose removes or sets aside a file as Open decided.
-func (s *Spool) dispose(what fate, path, aside string) {
+// dispose removes or sets aside a file of size bytes as Open decided.
+func (s *Spool) dispose(what fate, path, aside string, size int64) {
 	switch what {
 	case remove:
 		s.removeStray(path)
 	case setAside:
-		s.setAside(path, aside)
+		s.setAside(path, aside, size)
 	}
 }
 
@@ -369,10 +376,14 @@ func (sc *scanner) truncate(f File, path string, end, size int64) int64 {
 	return end
 }
 
-// setAside renames a damaged file out of the spool's way, for whoever
-// looks into it; if it cannot, the file stays and Open goes on without it.
-func (s *Spool) setAside(path, aside string) {
+// setAside renames a damaged file of size bytes out of the spool's way,
+// for whoever looks into it; its bytes count against MaxBytes while it
+// stays. If it cannot be renamed, the file stays and Open goes on without
+// it (not counted: it is not one of the spool's names).
+func (s *Spool) setAside(path, aside string, size int64) {
 	if err := s.fs.Rename(path, aside); err != nil {
 		s.warn("spool: cannot set a damaged file aside", "file", path, "err", err)
+		return
 	}
+	s.bytes += size
 }

@@ -50,7 +50,7 @@ func (s *Spool) mustRotate(frame int64) bool {
 	case a.m != nil:
 		return a.end+frame > a.size
 	}
-	return a.records > 0 && a.end+frame > s.segBytes
+	return a.records > 0 && a.end+frame > s.cutAt
 }
 
 // find returns the segment numbered num, or nil.
@@ -111,6 +111,7 @@ func (s *Spool) reclaim(seg *segment) error {
 	if s.rd.seg == seg {
 		s.rd.drop()
 	}
+	s.closeRetired(seg)
 	path := s.segPath(seg.num)
 	var err error
 	if seg.damaged {
@@ -122,16 +123,19 @@ func (s *Spool) reclaim(seg *segment) error {
 		s.warn("spool: remove a finished segment", "file", path, "err", err)
 		return ioErr("remove", path, err)
 	}
-	s.bytes -= seg.size
-	if seg.ackSize > 0 {
-		ack := s.ackPath(seg.num)
-		if err := s.fs.Remove(ack); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			// Its bytes stay counted, as they stay on disk; the next Open
-			// removes an .ack without its segment.
-			s.warn("spool: remove a finished segment's acknowledgements", "file", ack, "err", err)
-		} else {
-			s.bytes -= seg.ackSize
-		}
+	if !seg.damaged {
+		s.bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
+	}
+	// An .ack is removed even when none was written: a write refused on
+	// a full disk may have left it empty (writeAck removes that too, if
+	// it can).
+	ack := s.ackPath(seg.num)
+	if err := s.fs.Remove(ack); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Its bytes stay counted, as they stay on disk; the next Open
+		// removes an .ack without its segment.
+		s.warn("spool: remove a finished segment's acknowledgements", "file", ack, "err", err)
+	} else {
+		s.bytes -= seg.ackSize
 	}
 	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
@@ -144,6 +148,25 @@ func (s *Spool) reclaim(seg *segment) error {
 	}
 	s.wakeFirst()
 	return nil
+}
+
+// closeRetired closes seg's file if it waits in s.retired for the
+// syncer: all its records are done, so nothing in it needs the disk, and
+// a removed file's space comes back only once it is closed. A file being
+// synced outside the lock is closed as that sync ends. s.mu is held.
+func (s *Spool) closeRetired(seg *segment) {
+	for i, r := range s.retired {
+		if r.num != seg.num {
+			continue
+		}
+		s.retired = slices.Delete(s.retired, i, i+1)
+		if r.f == s.syncFile {
+			s.closeAfterSync = r.f
+		} else if err := r.f.Close(); err != nil {
+			s.warn("spool: close segment", "file", s.segPath(r.num), "err", err)
+		}
+		return
+	}
 }
 
 // index returns seg's index in s.segs, or -1 once it is removed.
@@ -166,10 +189,11 @@ func (s *Spool) markDone(seg *segment, lo, hi uint32) uint32 {
 }
 
 // createSegment creates segment num, header written, as the new active
-// segment's file, and maps it for appends, capacity bytes reserved, where
-// the system can (mmap_linux.go); m is nil where it cannot. A file left
-// half-made is removed again.
-func (s *Spool) createSegment(num uint64, capacity int64) (f File, m *mapped, err error) {
+// segment's file, and maps it for appends, capacity bytes reserved (or
+// less on a nearly full disk, need at least), where the system can
+// (mmap_linux.go); m is nil where it cannot. A file left half-made is
+// removed again.
+func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapped, err error) {
 	path := s.segPath(num)
 	f, err = s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
@@ -183,7 +207,7 @@ func (s *Spool) createSegment(num uint64, capacity int64) (f File, m *mapped, er
 	if err != nil {
 		err = ioErr("write", path, err)
 	} else {
-		m, err = s.mapSegment(f, path, capacity)
+		m, err = s.mapSegment(f, path, capacity, need)
 	}
 	if err != nil {
 		size := int64(n) // what the header write left, if Stat cannot say

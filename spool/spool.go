@@ -51,11 +51,12 @@ type ID struct {
 // Options configure Open.
 type Options struct {
 	// MaxBytes bounds the total size of the spool's files, the
-	// acknowledgement files included: Append refuses a record that would
-	// take the segments over MaxBytes less 1/64 of it, which is left to
-	// the acknowledgement files (a record alone in the spool may use all
-	// of it). Space comes back when a segment whose records are all done
-	// is removed. 0 (or less) sets no bound.
+	// acknowledgement files included, and the damaged ones set aside
+	// (*.corrupt, kept until someone removes them): Append refuses a
+	// record that would take the segments over MaxBytes less 1/64 of it,
+	// which is left to the acknowledgement files (a record alone in the
+	// spool may use all of it). Space comes back when a segment whose
+	// records are all done is removed. 0 (or less) sets no bound.
 	MaxBytes int64
 	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
 	// syncs written data at most d after it was written, from a goroutine
@@ -73,7 +74,10 @@ type Options struct {
 }
 
 // FS is the file system under the spool: the operating system's, or a
-// test's that injects faults.
+// test's that injects faults. On Linux, a segment file an FS opens as an
+// *os.File is mapped, its blocks reserved with fallocate(2); an FS that
+// also has a method Allocate(fd int, size int64) error reserves them
+// through it instead (a test's that sets how much space the disk has).
 type FS interface {
 	MkdirAll(path string, perm fs.FileMode) error
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
@@ -115,7 +119,8 @@ type Spool struct {
 	syncEvery time.Duration // Options.Sync
 	unlock    func() error  // gives the directory lock back
 	// allocate reserves a new mapped segment's blocks (mmap_linux.go):
-	// fallocate when nil; tests inject a full disk through it.
+	// fallocate when nil, or the FS's Allocate; tests inject a full disk
+	// through it.
 	allocate func(fd int, size int64) error
 
 	mu sync.Mutex
@@ -135,6 +140,10 @@ type Spool struct {
 	active  *segment   // the one appended to; nil until the next Append creates one
 	rotate  bool       // the next Append starts a new segment: a write or sync failed
 	nextNum uint64     // the number of the next segment created
+	// cutAt is the size at which a written (not mapped) segment is
+	// closed: segBytes, or less once a write found the disk full
+	// (writeFailed).
+	cutAt int64
 	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
 	// no number is left above it. nextNum never wraps: a segment numbered
 	// below an older one would sort before it, out of the log's order.
