@@ -99,3 +99,30 @@ func TestV3WireOffByDefault(t *testing.T) {
 	assert.Contains(t, string(b.Batch[0]["context"]), `"library"`)
 	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, b.SentAt)
 }
+
+// A message's context on the v3 wire: v3 wrote the caller's Context as it
+// was (an empty one as {}, a Library the caller set included, an Extra
+// "library" when the field is unset), with no library of the SDK's.
+func TestV3WireMessageContext(t *testing.T) {
+	tests := []struct {
+		name string
+		ctx  *Context
+		want string
+	}{
+		{"empty", &Context{}, `{}`},
+		{"the caller's library", &Context{Library: LibraryInfo{Name: "mine"}}, `{"library":{"name":"mine"}}`},
+		{"library in Extra", &Context{Extra: map[string]any{"library": "x", "k": 1}}, `{"k":1,"library":"x"}`},
+		{"the field wins over Extra", &Context{Library: LibraryInfo{Version: "2"}, Extra: map[string]any{"library": "x"}}, `{"library":{"version":"2"}}`},
+	}
+	for _, tt := range tests {
+		e := getEncoder()
+		e.v3Wire = true
+		_, err := e.encodeMessage(Track{MessageId: "m", UserId: "u", Event: "E", Context: tt.ctx}, fixedTime)
+		require.NoError(t, err, tt.name)
+		var got map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(e.buf, &got), tt.name)
+		putEncoder(e)
+		assert.JSONEq(t, tt.want, string(got["context"]), tt.name)
+		assert.Equal(t, `"2026-11-29T12:34:56.789123456Z"`, string(got["timestamp"]), tt.name)
+	}
+}
