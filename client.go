@@ -101,6 +101,8 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		WriteKey:              writeKey,
 		UserAgent:             "analytics-go/" + Version,
 		Context:               []byte(`{"library":` + libraryJSON + `}`),
+		JSONTimes:             cfg.v3Wire,
+		BatchMessageID:        cfg.v3Wire,
 		Client:                httpClient,
 		Gzip:                  cfg.gzip,
 		RequestTimeout:        cfg.requestTimeout,
@@ -181,6 +183,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 	}
 	e := getEncoder()
 	defer putEncoder(e)
+	e.v3Wire = c.cfg.v3Wire
 	now := time.Now()
 	generated, err := e.encodeMessage(msg, now)
 	if err != nil {

@@ -128,16 +128,23 @@ var contextFields = []string{
 }
 
 // encodeContext writes the message's context: the SDK's library, then the
-// caller's members, if any.
+// caller's members, if any. With v3Wire the library is the batch's alone
+// (the envelope's context), and a library the caller set is written as
+// it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
-	o.name("library")
-	e.buf = append(e.buf, libraryJSON...)
+	if !e.v3Wire {
+		o.name("library")
+		e.buf = append(e.buf, libraryJSON...)
+	}
 	if c == nil {
 		o.close()
 		return nil
 	}
-	written := append(make([]string, 0, len(contextFields)), "library")
+	written := make([]string, 0, len(contextFields))
+	if !e.v3Wire {
+		written = append(written, "library")
+	}
 	for _, s := range [...]struct {
 		name string
 		v    any
@@ -146,6 +153,7 @@ func (e *encoder) encodeContext(c *Context) error {
 		{"app", c.App, c.App == AppInfo{}},
 		{"campaign", c.Campaign, c.Campaign == CampaignInfo{}},
 		{"device", c.Device, c.Device == DeviceInfo{}},
+		{"library", c.Library, !e.v3Wire || c.Library == LibraryInfo{}},
 		{"location", c.Location, c.Location == LocationInfo{}},
 		{"network", c.Network, c.Network == NetworkInfo{}},
 		{"os", c.OS, c.OS == OSInfo{}},

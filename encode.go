@@ -52,6 +52,11 @@ type encoder struct {
 	over int
 	// times writes timestamps; those of a burst share their second's text.
 	times consumer.TimeCache
+	// v3Wire writes the message as segmentio/analytics-go v3 did
+	// (WithV3Wire): no context.library, a context only when the message
+	// has one, timestamps as encoding/json writes a time.Time. The caller
+	// sets it before each encodeMessage.
+	v3Wire bool
 }
 
 // pair is one member of a map being written.
@@ -154,6 +159,7 @@ func getEncoder() *encoder { return encoders.Get().(*encoder) }
 func putEncoder(e *encoder) {
 	if cap(e.buf) <= 64<<10 { // do not pin a huge buffer in the pool
 		clear(e.pairs[:cap(e.pairs)])
+		e.v3Wire = false
 		encoders.Put(e)
 	}
 }
@@ -202,12 +208,18 @@ func (o *object) str(k, v string) {
 	}
 }
 
-// time writes a timestamp member in the wire layout, omitted when zero.
+// time writes a timestamp member in the wire layout, omitted when zero:
+// UTC with milliseconds, or with v3Wire as encoding/json writes t (RFC
+// 3339 in t's location, with as many fraction digits as t has).
 func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.name(k)
 		o.e.buf = append(o.e.buf, '"')
-		o.e.buf = o.e.times.Append(o.e.buf, t)
+		if o.e.v3Wire {
+			o.e.buf = t.AppendFormat(o.e.buf, time.RFC3339Nano)
+		} else {
+			o.e.buf = o.e.times.Append(o.e.buf, t)
+		}
 		o.e.buf = append(o.e.buf, '"')
 	}
 }

@@ -8,11 +8,14 @@ import (
 // tail writes the members after the head (context, then the free-form
 // maps) and closes the object. A value JSON cannot hold becomes a
 // *FieldError naming typ, the field and the path inside it; errStop (the
-// message is too large) passes through as it is.
+// message is too large) passes through as it is. With v3Wire, a message
+// without a Context has no context member, as in v3.
 func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
-	o.name("context")
-	if err := o.e.encodeContext(ctx); err != nil {
-		return fieldError(typ, "Context", err)
+	if ctx != nil || !o.e.v3Wire {
+		o.name("context")
+		if err := o.e.encodeContext(ctx); err != nil {
+			return fieldError(typ, "Context", err)
+		}
 	}
 	for _, m := range maps {
 		if err := o.fields(m.key, m.m); err != nil {

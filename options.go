@@ -70,6 +70,7 @@ type config struct {
 	policy                retry.Policy
 	requestTimeout        time.Duration
 	gzip                  bool
+	v3Wire                bool
 	httpClient            *http.Client
 	httpClientSet         bool
 	logger                *slog.Logger
@@ -162,6 +163,19 @@ func WithBackoffBase(d time.Duration) Option { return func(c *config) { c.policy
 // positive, at most 7 days.
 func WithBackoffCap(d time.Duration) Option { return func(c *config) { c.policy.BackoffCap = d } }
 
+// WithBackoffFunc sets the wait before each backoff-path retry: wait(n) for
+// retry n (n = 1 for the first), in place of the jittered formula of
+// WithBackoffBase and WithBackoffCap (default nil: the formula). A
+// negative wait counts as 0. WithRetryCount and WithMaxTotalBackoffDuration
+// still bound the path, and rate-limited retries (a valid Retry-After)
+// still wait what the server asked. With the adaptive send rate, the
+// probe after the k-th failure in a row is spaced wait(k), at most
+// ProbeInterval, so wait is called for that too: it must depend on n
+// alone, return quickly and be safe for concurrent use.
+func WithBackoffFunc(wait func(n int) time.Duration) Option {
+	return func(c *config) { c.policy.Backoff = wait }
+}
+
 // WithMaxTotalBackoffDuration bounds one batch's backoff path, measured on
 // the monotonic clock from its first backoff-path failure (default 12 h). A
 // wait that does not fit fails the batch at once with
@@ -196,6 +210,19 @@ func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.req
 
 // WithGzip turns gzip compression of request bodies on or off (default on).
 func WithGzip(on bool) Option { return func(c *config) { c.gzip = on } }
+
+// WithV3Wire writes request bodies in the shape segmentio/analytics-go v3
+// sent (default off), for a receiver, or a test double, written against
+// v3's bodies: context.library is on the batch alone, not in each
+// message, and a message has a "context" member only when it has a
+// Context; every time (each message's timestamp, the caller's or the
+// default, and the batch's sentAt) is written as encoding/json writes a
+// time.Time, RFC 3339 in the time's own location with as many fraction
+// digits as it has (2009-11-10T23:00:00Z), instead of in UTC with
+// milliseconds; and the batch carries a "messageId" of its own, a UUID v4
+// sent on each of its attempts. Member names are the same either way. It
+// leaves compression to WithGzip. See docs/SPEC.md §4.
+func WithV3Wire(on bool) Option { return func(c *config) { c.v3Wire = on } }
 
 // WithHTTPClient sends requests with client instead of the SDK's own. Use
 // it for a proxy, a custom CA or a custom transport. Leave client.Timeout at

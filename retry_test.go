@@ -151,3 +151,37 @@ func TestStatsAddUp(t *testing.T) {
 		assert.Equal(t, bytes, st.BytesSent, "bytes sent: those the server read")
 	})
 }
+
+// WithBackoffFunc sets the wait of each counted retry, called with the
+// retry's number; a valid Retry-After still takes the rate-limit path,
+// without a call.
+func TestBackoffFuncSetsTheCountedWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Script(
+			analyticstest.Status(503),
+			analyticstest.Status(500),
+			analyticstest.RetryAfter(429, "7"),
+			analyticstest.Answer{Drop: true},
+			analyticstest.Status(200),
+		)
+		var calls []int
+		wait := func(n int) time.Duration {
+			calls = append(calls, n) // one batch: one goroutine calls it
+			return time.Duration(n) * time.Second
+		}
+		e := newEnv(t, api, WithBackoffFunc(wait), WithAdaptiveSendRate(false))
+		e.enqueue(tracks("m", 1)...)
+		e.close()
+		reqs := api.Requests()
+		require.Len(t, reqs, 5)
+		var gaps []time.Duration
+		for i := 1; i < len(reqs); i++ {
+			gaps = append(gaps, reqs[i].At.Sub(reqs[i-1].At))
+		}
+		assert.Equal(t, []int{1, 2, 3}, calls, "called for each counted retry, with its number")
+		assert.Equal(t, []time.Duration{1 * time.Second, 2 * time.Second, 7 * time.Second, 3 * time.Second}, gaps,
+			"the waits used: wait(n) on the backoff path, Retry-After on the rate-limit path")
+		ok, _ := e.out.counts()
+		assert.Equal(t, 1, ok)
+	})
+}

@@ -12,27 +12,28 @@ import (
 )
 
 // attempt sends the batch once, holding slot until the response has been
-// read, then releasing it. retryCount is the value of X-Retry-Count, 0 on a
-// first attempt (no header). It returns the classified result and, unless
+// read, then releasing it. id is the batch's messageId, when the body
+// carries one. retryCount is the value of X-Retry-Count, 0 on a first
+// attempt (no header). It returns the classified result and, unless
 // the result is a success, an *HTTPError or *TransportError, scrubbed of
 // the write key: every error of an attempt leaves through here.
-func (u *Uploader) attempt(ctx context.Context, slot *Slot, events [][]byte, retryCount int) (retry.Result, error) {
+func (u *Uploader) attempt(ctx context.Context, slot *Slot, events [][]byte, id string, retryCount int) (retry.Result, error) {
 	defer slot.Release()
-	res, err := u.send(ctx, events, retryCount)
+	res, err := u.send(ctx, events, id, retryCount)
 	return res, u.scrub.error(err)
 }
 
 // send is attempt before scrubbing: it builds the request, sends it under
 // the attempt's own deadline, resends it once if a kept-alive connection
 // lost it (see lostToClose), and reads the response.
-func (u *Uploader) send(ctx context.Context, events [][]byte, retryCount int) (retry.Result, error) {
+func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCount int) (retry.Result, error) {
 	u.stats.attempts.Add(1)
 	// Each attempt has its own deadline, from a context, so no transport
 	// level retry hidden in net/http can outlive it, nor can the resend.
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	var phase progress
-	req, err := u.newRequest(ctx, events, retryCount, &phase)
+	req, err := u.newRequest(ctx, events, id, retryCount, &phase)
 	if err != nil {
 		// The endpoint was validated by the analytics package; a request
 		// that cannot even be built will not build on a retry either.

@@ -13,7 +13,7 @@ func BenchmarkBatchBody(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = compress(newBatchBody(evs, ctx, now))
+		_ = compress(newBatchBody(evs, envelope{context: ctx}, "", now))
 	}
 }
 
@@ -26,7 +26,7 @@ func BenchmarkBatchBodyPlain(b *testing.B) {
 	buf := make([]byte, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		r := newBatchBody(evs, ctx, now).Reader()
+		r := newBatchBody(evs, envelope{context: ctx}, "", now).Reader()
 		for {
 			if _, err := r.Read(buf); err != nil {
 				break

@@ -13,22 +13,47 @@ import (
 // milliseconds.
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
+// jsonTimeMax is the longest time.RFC3339Nano text of a year in
+// 0000-9999, as encoding/json writes a time.Time: the layout of sentAt
+// with Config.JSONTimes.
+const jsonTimeMax = len("2006-01-02T15:04:05.999999999-07:00")
+
 const (
-	bodyOpen    = `{"batch":[`
-	bodySentAt  = `],"sentAt":"`
-	bodyContext = `","context":`
-	bodyClose   = `}`
+	bodyOpen      = `{"batch":[`
+	bodyMessageID = `],"messageId":"`
+	bodyIDSentAt  = `","sentAt":"`
+	bodySentAt    = `],"sentAt":"`
+	bodyContext   = `","context":`
+	bodyClose     = `}`
+	batchIDLen    = len("00000000-0000-0000-0000-000000000000")
 )
 
-// envelopeSize is the length of a body's envelope around its events.
-func envelopeSize(context []byte) int {
-	return len(bodyOpen) + len(bodySentAt) + len(timeLayout) + len(bodyContext) + len(context) + len(bodyClose)
+// envelope is what a body holds around its events: the context member,
+// and how sentAt and the batch's messageId are written (Config's
+// Context, JSONTimes and BatchMessageID).
+type envelope struct {
+	context   []byte
+	jsonTimes bool
+	batchID   bool
+}
+
+// size is the most bytes the envelope takes around the events.
+func (env envelope) size() int {
+	n := len(bodyOpen) + len(bodySentAt) + len(timeLayout) + len(bodyContext) + len(env.context) + len(bodyClose)
+	if env.jsonTimes {
+		n += jsonTimeMax - len(timeLayout)
+	}
+	if env.batchID {
+		n += len(bodyMessageID) + batchIDLen + len(bodyIDSentAt) - len(bodySentAt)
+	}
+	return n
 }
 
 // batchBody is the body of one attempt: the batch's events, shared by
 // every attempt and never copied, between an opening and this attempt's
-// tail (sentAt and the envelope context). Only the tail differs between
-// attempts, so the events are byte-identical on each.
+// tail (the batch's messageId, sentAt and the envelope context). Only the
+// tail differs between attempts, so the events are byte-identical on
+// each.
 type batchBody struct {
 	events [][]byte
 	tail   []byte
@@ -48,12 +73,24 @@ func eventsLen(events [][]byte) int {
 	return n
 }
 
-func newBatchBody(events [][]byte, context []byte, sentAt time.Time) batchBody {
-	tail := make([]byte, 0, envelopeSize(context)-len(bodyOpen))
-	tail = append(tail, bodySentAt...)
-	tail = AppendTime(tail, sentAt)
+// newBatchBody is the body of events in env, with id as the batch's
+// messageId (written when env.batchID) and sentAt.
+func newBatchBody(events [][]byte, env envelope, id string, sentAt time.Time) batchBody {
+	tail := make([]byte, 0, env.size()-len(bodyOpen))
+	if env.batchID {
+		tail = append(tail, bodyMessageID...)
+		tail = append(tail, id...)
+		tail = append(tail, bodyIDSentAt...)
+	} else {
+		tail = append(tail, bodySentAt...)
+	}
+	if env.jsonTimes {
+		tail = sentAt.AppendFormat(tail, time.RFC3339Nano)
+	} else {
+		tail = AppendTime(tail, sentAt)
+	}
 	tail = append(tail, bodyContext...)
-	tail = append(tail, context...)
+	tail = append(tail, env.context...)
 	tail = append(tail, bodyClose...)
 	return batchBody{events: events, tail: tail}
 }

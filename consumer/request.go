@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// newRequest builds the POST of one attempt: the body (sentAt is now,
-// gzipped when on), the headers, and a trace that records in phase how far
+// newRequest builds the POST of one attempt: the body (id is the batch's
+// messageId when it carries one, sentAt is now, gzipped when on), the headers, and a trace that records in phase how far
 // the send gets.
-func (u *Uploader) newRequest(ctx context.Context, events [][]byte, retryCount int, phase *progress) (*http.Request, error) {
-	body := newBatchBody(events, u.context, time.Now())
+func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, retryCount int, phase *progress) (*http.Request, error) {
+	body := newBatchBody(events, u.env, id, time.Now())
 	var reader func() io.Reader
 	length := body.Len()
 	if u.gzip {

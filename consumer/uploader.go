@@ -24,6 +24,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/dualpath/analytics-go/retry"
 )
 
@@ -44,6 +46,14 @@ type Config struct {
 	// Context is the JSON of the body's "context" member, e.g.
 	// {"library":{"name":"analytics-go","version":"1.0.0"}}.
 	Context []byte
+	// JSONTimes is optional: it writes the body's sentAt as encoding/json
+	// writes a time.Time (RFC 3339 in local time, with as many fraction
+	// digits as the time has) instead of in UTC with milliseconds.
+	JSONTimes bool
+	// BatchMessageID is optional: it gives each batch a "messageId"
+	// member, a UUID v4 drawn once per batch (each half of a split batch
+	// draws its own) and sent on each of its attempts.
+	BatchMessageID bool
 	// Client sends the requests.
 	Client *http.Client
 	// Gzip compresses request bodies.
@@ -81,7 +91,7 @@ type Uploader struct {
 	auth      string
 	scrub     *scrubber // removes the write key from what servers send back
 	userAgent string
-	context   []byte
+	env       envelope
 	client    *http.Client
 	gzip      bool
 	timeout   time.Duration
@@ -103,7 +113,7 @@ func New(cfg Config) *Uploader {
 		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
 		scrub:     newScrubber(cfg.WriteKey),
 		userAgent: cfg.UserAgent,
-		context:   cfg.Context,
+		env:       envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID},
 		client:    cfg.Client,
 		gzip:      cfg.Gzip,
 		timeout:   cfg.RequestTimeout,
@@ -126,7 +136,7 @@ func New(cfg Config) *Uploader {
 // EventBytes is how many bytes the events of one batch may take, joined by
 // commas, so that the whole body stays within Config.MaxBodyBytes.
 func (u *Uploader) EventBytes() int {
-	return u.maxBody - envelopeSize(u.context)
+	return u.maxBody - u.env.size()
 }
 
 // EventsDoneAtReturn reports whether nothing reads a batch's events once
@@ -173,12 +183,16 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 	// Spliced first, checked second: a body over the limit is split before
 	// it is sent. A single event always fits: the analytics package refuses
 	// events over MaxMessageBytes at Enqueue.
-	if len(events) > 1 && eventsLen(events)+envelopeSize(u.context) > u.maxBody {
+	if len(events) > 1 && eventsLen(events)+u.env.size() > u.maxBody {
 		u.split(ctx, slot, events, offset, report)
 		return
 	}
 
 	budget := u.policy.NewBudget(len(events))
+	var id string // the batch's messageId, when the body carries one
+	if u.env.batchID {
+		id = uuid.NewString()
+	}
 	var last error
 	fail := func(reason error, attempts int) {
 		u.stats.failed.Add(1)
@@ -190,7 +204,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 			fail(err, budget.Attempts())
 			return
 		}
-		res, err := u.attempt(ctx, held, events, budget.Attempts())
+		res, err := u.attempt(ctx, held, events, id, budget.Attempts())
 		u.line.end(turn, res.Outcome)
 		if err != nil {
 			last = err

@@ -365,8 +365,26 @@ func (c cancelAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestEventBytesLeavesRoomForTheEnvelope(t *testing.T) {
 	r := newRig(t)
 	evs := events(1)
-	body := newBatchBody(evs, r.up.context, time.Now())
+	body := newBatchBody(evs, r.up.env, "", time.Now())
 	assert.Equal(t, maxBodyBytes-r.up.EventBytes(), body.Len()-len(evs[0]), "the envelope's size, as EventBytes assumes it")
+}
+
+// With JSONTimes and BatchMessageID, the envelope's size is the length of
+// its longest tail: a sentAt with nine fraction digits and an offset, and
+// a messageId; a shorter sentAt leaves room to spare.
+func TestV3EnvelopeSizeIsItsLongest(t *testing.T) {
+	env := envelope{context: []byte(`{"library":{}}`), jsonTimes: true, batchID: true}
+	evs := events(1)
+	id := "6ba7b810-9dad-41d1-80b4-00c04fd430c8"
+	longest := time.Date(2026, 1, 2, 3, 4, 5, 123_456_789, time.FixedZone("", -7*3600))
+	b := newBatchBody(evs, env, id, longest)
+	assert.Equal(t, env.size(), b.Len()-len(evs[0]))
+	var w bytes.Buffer
+	_, err := b.WriteTo(&w)
+	require.NoError(t, err)
+	assert.Equal(t, `{"batch":[`+string(evs[0])+`],"messageId":"`+id+`","sentAt":"2026-01-02T03:04:05.123456789-07:00","context":{"library":{}}}`, w.String())
+	short := newBatchBody(evs, env, id, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	assert.Less(t, short.Len()-len(evs[0]), env.size())
 }
 
 func TestErrorTexts(t *testing.T) {
@@ -434,7 +452,7 @@ func TestBodyReaderWriterAndLenAgree(t *testing.T) {
 	ctx := []byte(`{"library":{"name":"analytics-go","version":"t"}}`)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
 	for _, n := range []int{0, 1, 2, 7, 250} {
-		b := newBatchBody(events(n), ctx, at)
+		b := newBatchBody(events(n), envelope{context: ctx}, "", at)
 		var want bytes.Buffer
 		want.WriteString(`{"batch":[`)
 		for i, e := range events(n) {

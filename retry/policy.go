@@ -50,6 +50,13 @@ type Policy struct {
 	// so that the client notices the API is back within about this long.
 	// 0 or less: no cap but BackoffCap's.
 	ProbeInterval time.Duration
+	// Backoff, when set, is the wait before backoff retry n (n = 1, 2,
+	// ...) in place of the jittered formula of BackoffBase and BackoffCap;
+	// a negative wait counts as 0. The probe's spacing after the k-th
+	// failure in a row is then Backoff(k), capped at ProbeInterval, so it
+	// is also called for that: it must be a function of n alone, safe
+	// for concurrent use.
+	Backoff func(retry int) time.Duration
 	// Jitter returns a uniformly random duration in [0, n) for n > 0. Nil
 	// uses math/rand/v2. Tests set it to make waits exact.
 	Jitter func(n time.Duration) time.Duration
@@ -71,9 +78,12 @@ func DefaultPolicy() Policy {
 }
 
 // backoff returns the wait before backoff retry n (n = 1, 2, ...):
-// d/2 + rand[0, d/2) with d = min(BackoffCap, BackoffBase·2^(n−1)). The
+// Backoff(n) when set, else d/2 + rand[0, d/2) with d = min(BackoffCap, BackoffBase·2^(n−1)). The
 // doubling saturates at BackoffCap, never overflows.
 func (p *Policy) backoff(n int) time.Duration {
+	if p.Backoff != nil {
+		return max(p.Backoff(n), 0)
+	}
 	d := p.backoffCeiling(n)
 	half := d / 2
 	if half <= 0 {
@@ -129,11 +139,14 @@ func (p *Policy) ResumeJitter(wait time.Duration) time.Duration {
 // probeSpacing is how long the client-wide probe waits after its k-th
 // backoff-path failure in a row (k = 1, 2, ...): d/2, the shortest wait
 // of backoff retry k, with d = min(BackoffCap, BackoffBase·2^(k−1)),
-// capped at ProbeInterval. A batch's own wait on retry k is at least d/2,
-// so a batch alone in flight never waits for the probe beyond its own
-// backoff.
+// capped at ProbeInterval; with Backoff set, Backoff(k) in place of d/2.
+// A batch's own wait on retry k is at least that, so a batch alone in
+// flight never waits for the probe beyond its own backoff.
 func (p *Policy) probeSpacing(k int) time.Duration {
 	s := p.backoffCeiling(k) / 2
+	if p.Backoff != nil {
+		s = max(p.Backoff(k), 0)
+	}
 	if p.ProbeInterval > 0 {
 		s = min(s, p.ProbeInterval)
 	}

@@ -155,6 +155,19 @@ func TestProbeSpacingNeverExceedsTheBatchsOwnWait(t *testing.T) {
 	}
 }
 
+// With Backoff set, it is the backoff path's wait (a negative one counts as
+// 0), and the probe's spacing follows it, so that a batch alone in flight
+// still waits no more than its own wait.
+func TestBackoffFuncSetsWaitsAndProbeSpacing(t *testing.T) {
+	p := DefaultPolicy()
+	p.Backoff = func(n int) time.Duration { return time.Duration(n-2) * time.Second }
+	for k := 1; k <= 10; k++ {
+		want := max(time.Duration(k-2)*time.Second, 0)
+		assert.Equal(t, want, p.backoff(k), "retry %d", k)
+		assert.Equal(t, min(want, p.ProbeInterval), p.probeSpacing(k), "probe after %d failures", k)
+	}
+}
+
 // A client that sends 1,000 attempts a second, and an API that fails: the
 // limit halves at each failure, from 500 a second, down to the probe.
 // Attempts in flight together count once.

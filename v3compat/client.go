@@ -44,13 +44,10 @@ func NewWithConfig(writeKey string, config Config) (Client, error) {
 	if err != nil {
 		return nil, config.configError(err)
 	}
-	if config.RetryAfter != nil {
-		logger.Logf("analytics: Config.RetryAfter is not used: failed uploads are retried with " +
-			"jittered exponential backoff, and as long as the server's Retry-After asks")
-	}
-	c := &client{root: rc}
+	c := &client{root: rc, verbose: verboseLogger(config, logger)}
 	if config.DefaultContext != nil {
 		def := *config.DefaultContext
+		def.Library = LibraryInfo{} // v3 sent its own on the batch, whatever this said
 		c.defaultContext = &def
 	}
 	return c, nil
@@ -61,6 +58,7 @@ type client struct {
 	root           *root.Client
 	err            error    // New's error when root is nil: Enqueue returns it
 	defaultContext *Context // a copy of Config.DefaultContext, or nil
+	verbose        *verbose // logs each queued message, or nil: see Config.Verbose
 	closed         atomic.Bool
 }
 
@@ -80,7 +78,11 @@ func (c *client) Enqueue(msg Message) error {
 	if c.defaultContext != nil {
 		m = withContext(m, mergeContext(contextOf(m), c.defaultContext))
 	}
-	return c.root.EnqueueContext(context.Background(), m)
+	if err := c.root.EnqueueContext(context.Background(), m); err != nil {
+		return err
+	}
+	c.verbose.queued(c.root, m)
+	return nil
 }
 
 // Close sends what is queued and waits for every message's outcome, as the

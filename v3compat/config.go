@@ -55,8 +55,9 @@ type Config struct {
 	// batch also stays under 500,000 bytes, whatever BatchSize says.
 	BatchSize int
 
-	// Verbose lets debug records through to Logger. The client writes
-	// none today.
+	// Verbose logs each message Enqueue queues to Logger.Logf, as v3 did:
+	// "buffer (n/BatchSize) <message>", n being the messages queued
+	// before it. It also lets the root client's debug records through.
 	Verbose bool
 
 	// DefaultContext is merged into the context of every message at
@@ -64,9 +65,22 @@ type Config struct {
 	// NewWithConfig and not kept: changing it later changes nothing.
 	DefaultContext *Context
 
-	// RetryAfter is not used: the root client's retry policy replaces it
-	// (see the package doc). NewWithConfig logs that when it is set.
+	// RetryAfter is the wait before each retry of a failed upload, as in
+	// v3: it is called with how many times the batch has been retried (0
+	// before the first retry) and returns how long to wait. Default: the
+	// root client's jittered exponential backoff. It sets the waits of the
+	// counted retries only: an answer with a valid Retry-After is retried
+	// after what the server asked, without a call. A batch is retried at
+	// most 10 times, as v3 called RetryAfter(0) to RetryAfter(9); v3
+	// stopped after the 10th attempt, this client after the 11th. With
+	// RetryAfter set, the client-wide adaptive send rate is off, so that
+	// every batch waits what RetryAfter says and RetryAfter is called once
+	// per retry, as in v3.
 	RetryAfter func(int) time.Duration
+
+	// Gzip compresses request bodies with gzip. Default false: plain JSON,
+	// as v3 sent, which a test double that decodes the body reads.
+	Gzip bool
 
 	// options are appended to those Config makes, for this package's
 	// tests. The field is unexported, as v3's unexported fields were, so
@@ -85,6 +99,15 @@ func (c Config) rootOptions() ([]root.Option, Logger) {
 		root.WithFlushInterval(cmp(c.Interval, DefaultInterval)),
 		root.WithFlushAt(cmp(c.BatchSize, DefaultBatchSize)),
 		root.WithLogger(slog.New(&logHandler{logger: logger, verbose: c.Verbose})),
+		root.WithGzip(c.Gzip),
+		root.WithV3Wire(true),
+	}
+	if c.RetryAfter != nil {
+		// v3's RetryAfter(i) is the wait after i retries: the root's retry
+		// n is the n-th, so it waits RetryAfter(n-1).
+		retryAfter := c.RetryAfter
+		opts = append(opts, root.WithAdaptiveSendRate(false),
+			root.WithBackoffFunc(func(n int) time.Duration { return retryAfter(n - 1) }))
 	}
 	if c.Endpoint != "" {
 		opts = append(opts, root.WithEndpoint(c.Endpoint))

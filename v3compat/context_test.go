@@ -79,8 +79,9 @@ func TestDefaultContextIsSent(t *testing.T) {
 	require.Len(t, reqs, 1)
 	require.Len(t, reqs[0].Events, len(msgs))
 	library := map[string]any{"name": "analytics-go", "version": Version}
+	assert.Equal(t, map[string]any{"library": library}, reqs[0].Context, "the library is the batch's, as in v3")
 	for i, e := range reqs[0].Events {
-		want := map[string]any{"library": library, "app": map[string]any{"name": "svc"}, "groupId": "acme"}
+		want := map[string]any{"app": map[string]any{"name": "svc"}, "groupId": "acme"}
 		switch i {
 		case 0:
 			want["locale"] = "fr"

@@ -41,18 +41,19 @@
 //   - Retries follow the root's dual-path policy: 408, 410, 429, 460, 5xx
 //     other than 501, 505 and 511, and transport errors are retried; other
 //     4xx fail at once (v3 retried every failure). A valid Retry-After is
-//     honoured, capped, and does not spend a retry (v3 ignored it). Backoff
-//     waits are jittered and exponential, from 500 ms to 60 s, 10 retries,
-//     each path bounded by a time budget. Config.RetryAfter is not used:
-//     NewWithConfig logs that once when it is set. To tune retries, use the
-//     root package's options.
+//     honoured, capped, does not spend a retry and calls no RetryAfter (v3
+//     ignored it). Config.RetryAfter(i) is the wait before each counted
+//     retry, i retries before it, as in v3 (i = 0 to 9: at most 11
+//     attempts, v3 made 10); with it set, the root's adaptive send rate is
+//     off. Unset, backoff waits are jittered and exponential, from 500 ms
+//     to 60 s, 10 retries, each path bounded by a time budget. To tune
+//     retries further, use the root package's options.
 //   - Retries survive Close. v3's Close cut the waits of batches waiting
 //     to retry and reported them to Callback.Failure: it dropped them. Here
 //     Close waits for them up to the root's Close deadline (30 s,
 //     DefaultCloseTimeout of the root package), then reports what is left
 //     to Callback.Failure with the root's ErrShutdown. A second Close
 //     returns ErrClosed, as in v3.
-//   - Batches are gzip-compressed (v3 sent plain JSON).
 //   - One connection pool: with Transport nil, the client uploads with the
 //     root's own http.Client, at most 8 requests at once over at most 8
 //     connections that it reuses; v3 used http.DefaultTransport, opened a
@@ -85,15 +86,19 @@
 //     Interval over 7 days. Zero still means the default.
 //   - Logs: Logger.Errorf gets the root's warnings (an attempt failed and
 //     will be retried) and errors (events not delivered), Logger.Logf the
-//     rest; a record is one line, its message then key=value pairs. Verbose
-//     lets debug records through, of which the root writes none, so it
-//     adds nothing; v3 logged every message and response with it. By
-//     default logs go to os.Stderr, as in v3.
-//   - On the wire: timestamps in UTC with milliseconds; a product's SKU
-//     under "sku" (v3 wrote "sky"); Integrations.EnableAll sets "All", the
-//     key of the Segment spec (v3: "all"); User-Agent analytics-go/<version>;
-//     X-Retry-Count on every resend; no messageId on the batch itself. Page
-//     and Screen have a Category field.
+//     rest; a record is one line, its message then key=value pairs.
+//     Verbose logs each queued message through Logf as v3 did, "buffer
+//     (n/BatchSize) <message>", the message as Enqueue got it (v3's had its
+//     messageId and timestamp filled); v3's lines for each flush and
+//     answer are not written. By default logs go to os.Stderr, as in v3.
+//   - On the wire, the body is v3's (the root's WithV3Wire): plain JSON
+//     unless Config.Gzip is set, context.library on the batch only,
+//     timestamps as encoding/json writes them, a messageId on the batch.
+//     What differs: context.library.version is this SDK's Version (v3 sent
+//     "3.0.0"); a product's SKU under "sku" (v3 wrote "sky");
+//     Integrations.EnableAll sets "All", the key of the Segment spec (v3:
+//     "all"); User-Agent analytics-go/<version>; X-Retry-Count on every
+//     resend. Page and Screen have a Category field.
 //   - The queue is bounded by 10,000 events and 32 MiB, counting events
 //     being sent or waiting to retry; Enqueue waits while it is full. v3's
 //     Enqueue waited on a channel of 100 messages.

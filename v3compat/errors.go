@@ -66,12 +66,9 @@ type ConfigError struct {
 	Value any
 }
 
-// Error reads like "analytics: invalid Config.Interval: must be positive,
-// got -1s". It never shows the write key, nor an endpoint's user
-// information.
+// Error reads as v3's: "analytics.NewWithConfig: must be positive, got
+// -1s (analytics.Config.Interval: -1000000000)". It never shows the write
+// key, nor an endpoint's user information.
 func (e ConfigError) Error() string {
-	if e.Field == "WriteKey" {
-		return "analytics: invalid write key: " + e.Reason
-	}
-	return "analytics: invalid Config." + e.Field + ": " + e.Reason
+	return fmt.Sprintf("analytics.NewWithConfig: %s (analytics.Config.%s: %#v)", e.Reason, e.Field, e.Value)
 }

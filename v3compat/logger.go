@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	root "github.com/dualpath/analytics-go"
 )
 
 // Logger receives the client's logs, as in v3. Implementations must be safe
@@ -33,6 +35,32 @@ func (s stdLogger) Logf(format string, args ...any) {
 
 func (s stdLogger) Errorf(format string, args ...any) {
 	s.l.Print("ERROR: " + fmt.Sprintf(format, args...))
+}
+
+// verbose logs each message Enqueue queued, as v3 did with Verbose.
+type verbose struct {
+	logger    Logger
+	batchSize int
+}
+
+// verboseLogger returns the verbose logger of config, or nil when
+// config.Verbose is off.
+func verboseLogger(config Config, logger Logger) *verbose {
+	if !config.Verbose {
+		return nil
+	}
+	return &verbose{logger: logger, batchSize: cmp(config.BatchSize, DefaultBatchSize)}
+}
+
+// queued logs m, just queued in rc, with v3's text: "buffer (n/size)
+// <message>", n being the messages queued before it and size the batch
+// size. It does nothing on a nil v.
+func (v *verbose) queued(rc *root.Client, m root.Message) {
+	if v == nil {
+		return
+	}
+	before := max(rc.Stats().QueueDepth-1, 0)
+	v.logger.Logf("buffer (%d/%d) %v", before, v.batchSize, v3Message(m))
 }
 
 // defaultLogger is Config.Logger's default: standard error, as in v3.

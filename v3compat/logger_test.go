@@ -3,6 +3,7 @@ package analytics
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log"
 	"log/slog"
 	"strings"
@@ -68,4 +69,30 @@ func TestClientLogsThroughLogger(t *testing.T) {
 		assert.Contains(t, got[0], "503")
 		assert.NotContains(t, got[0], testWriteKey)
 	})
+}
+
+// Verbose logs each queued message to Logf, with v3's text: "buffer
+// (n/BatchSize) <message>", n the messages queued before it. Off, nothing
+// is logged for it.
+func TestVerboseLogsEachMessage(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			api := analyticstest.New()
+			c, l, _ := newTestClient(t, api, Config{BatchSize: 10, Verbose: verbose})
+			m1 := Track{UserId: "u", Event: "One"}
+			m2 := Identify{UserId: "u"}
+			require.NoError(t, c.Enqueue(m1))
+			require.NoError(t, c.Enqueue(&m2))
+			got := l.all()
+			require.NoError(t, c.Close())
+			if !verbose {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, []string{
+				fmt.Sprintf("INFO buffer (0/10) %v", m1),
+				fmt.Sprintf("INFO buffer (1/10) %v", m2),
+			}, got)
+		})
+	}
 }

@@ -231,13 +231,24 @@ func message(msg Message) (root.Message, error) {
 		if err := msg.Validate(); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: messages of type %T cannot be enqueued", root.ErrInvalidMessage, msg)
+		return nil, customTypeError{fmt.Sprintf("%T", msg)}
 	}
 	if m == nil {
 		return nil, FieldError{Type: fmt.Sprintf("%T", msg), Name: "(nil)"}
 	}
 	return m, validate(m)
 }
+
+// customTypeError is Enqueue's error for a Message of a type of the
+// caller's own, with v3's text. errors.Is(err, ErrInvalidMessage) of the
+// root package is true.
+type customTypeError struct{ typ string }
+
+func (e customTypeError) Error() string {
+	return "messages with custom types cannot be enqueued: " + e.typ
+}
+
+func (e customTypeError) Is(target error) bool { return target == root.ErrInvalidMessage }
 
 // v3Message returns the root's message m as this package's type, for a
 // Callback.

@@ -162,14 +162,13 @@ func TestV3ProgramsRun(t *testing.T) {
 
 		events := delivered(t, api, key)
 		require.Len(t, events, 9)
-		library := map[string]any{"name": "analytics-go", "version": Version}
 		app := map[string]any{"name": "billing-service", "version": "2.4.1"}
 		for _, e := range events {
 			group := "tenant-42" // DefaultContext
 			if e["event"] == "Joined Team" {
 				group = "team-7" // the message's own context
 			}
-			assert.Equal(t, map[string]any{"library": library, "app": app, "groupId": group}, e["context"], "%v", e)
+			assert.Equal(t, map[string]any{"app": app, "groupId": group}, e["context"], "%v", e)
 			if e["event"] == "Invoice Paid" {
 				assert.Equal(t, map[string]any{"revenue": json.Number("99.5"), "currency": "EUR", "orderId": "inv-grace", "notes": "paid by card"}, e["properties"])
 			}
