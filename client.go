@@ -353,6 +353,9 @@ func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 	c.beginShutdown.Do(func() {
 		first = true
 		c.stopIntake()
+		if !c.cfg.closeRetries {
+			c.up.StopRetries()
+		}
 		close(c.closing)
 	})
 	select {

@@ -45,6 +45,10 @@ var (
 	// fix (4xx other than 408, 410, 413, 429, 460; 501, 505, 511), or 413
 	// for a single event.
 	ErrFatalStatus = retry.ErrFatalStatus
+	// ErrRetriesStopped: Close or Shutdown began with WithCloseRetries
+	// off, and the batch was waiting to retry or its attempt failed then;
+	// the error also wraps the last attempt's error.
+	ErrRetriesStopped = retry.ErrRetriesStopped
 )
 
 // HTTPError is a non-2xx response to an upload attempt. A failed event's

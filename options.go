@@ -75,6 +75,7 @@ type config struct {
 	logger                *slog.Logger
 	callback              Callback
 	closeTimeout          time.Duration
+	closeRetries          bool
 	adaptiveSendRate      bool
 	spoolDir              string        // "" when the spool is off
 	spoolMaxBytes         int64         // WithSpoolMaxBytes
@@ -94,6 +95,7 @@ func defaultConfig() config {
 		requestTimeout:        10 * time.Second,
 		gzip:                  true,
 		closeTimeout:          DefaultCloseTimeout,
+		closeRetries:          true,
 		adaptiveSendRate:      true,
 		spoolMaxBytes:         DefaultSpoolMaxBytes,
 		spoolSync:             DefaultSpoolSync,
@@ -246,6 +248,23 @@ func WithCallback(cb Callback) Option { return func(c *config) { c.callback = cb
 // long as the retry budgets allow. Not negative, at most 7 days. Shutdown
 // is bounded by its context alone.
 func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.closeTimeout = d } }
+
+// WithCloseRetries sets whether batches go on retrying once Close or
+// Shutdown has begun (default on: Close waits for them, up to its
+// timeout). Off, a close makes one last attempt of everything, as
+// segmentio/analytics-go v3's Close did: each batch still queued, or cut
+// and not yet attempted, is sent once, at once (neither a Retry-After
+// pause nor the send rate holds it back); a batch waiting to retry fails
+// at once; and a batch whose attempt fails from then on fails without a
+// retry. Those are reported to Callback.Failure with a *BatchError whose
+// Reason is ErrRetriesStopped and whose Err is the last attempt's error
+// (with WithSpool they stay in the spool for the next New instead). Close
+// then takes about one request's time, at most the request timeout
+// (WithRequestTimeout) for each round of MaxConcurrentRequests batches,
+// and the close timeout still bounds it. What off trades: events that one
+// more retry would have delivered (the API briefly down, a network
+// blip) are failed instead.
+func WithCloseRetries(on bool) Option { return func(c *config) { c.closeRetries = on } }
 
 // WithAdaptiveSendRate turns the client-wide send rate on or off (default
 // on). Every attempt, a batch's first or a retry, then takes a turn from one
