@@ -69,6 +69,11 @@ type HTTPError struct {
 	// was not the POST the SDK sent (a user-supplied http.Client that
 	// follows a 301, 302 or 303 turns it into a GET); empty otherwise.
 	Method string
+	// BodyErr is the error that cut reading the body's excerpt short, as
+	// the response body returned it (with the write key removed); nil when
+	// the excerpt was read. It does not change the outcome, which the
+	// status decides.
+	BodyErr error
 }
 
 // Error describes the response: status, redirect target, Retry-After, and

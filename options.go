@@ -76,6 +76,7 @@ type config struct {
 	callback              Callback
 	closeTimeout          time.Duration
 	closeRetries          bool
+	blockingCallbacks     bool
 	adaptiveSendRate      bool
 	spoolDir              string        // "" when the spool is off
 	spoolMaxBytes         int64         // WithSpoolMaxBytes
@@ -265,6 +266,21 @@ func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.close
 // more retry would have delivered (the API briefly down, a network
 // blip) are failed instead.
 func WithCloseRetries(on bool) Option { return func(c *config) { c.closeRetries = on } }
+
+// WithBlockingCallbacks lets callbacks block without stopping the uploads
+// (default off). By default a batch keeps its place among the batches in
+// flight (4 × MaxConcurrentRequests) until its callbacks return, so that
+// slow callbacks slow the client down instead of piling up; but callbacks
+// that wait for the client itself (an EnqueueContext on a full queue)
+// then stop every upload, and with them the room they wait for. On, a
+// batch gives its place back once its events have their outcome, before
+// its callbacks run: a callback may block, and the client goes on cutting
+// and sending batches. What on trades: each batch whose callbacks are
+// blocked keeps a goroutine and its messages until they return, beyond
+// the queue's bounds, so callbacks that block for ever under a sustained
+// load pile up. Flush and Close still wait for every callback, so a
+// callback must not call them.
+func WithBlockingCallbacks(on bool) Option { return func(c *config) { c.blockingCallbacks = on } }
 
 // WithAdaptiveSendRate turns the client-wide send rate on or off (default
 // on). Every attempt, a batch's first or a retry, then takes a turn from one
