@@ -14,7 +14,7 @@ type blockingCallback struct {
 	called  atomic.Int64
 }
 
-func (b *blockingCallback) Success(Message) { b.called.Add(1); <-b.release }
+func (b *blockingCallback) Success(Message)        { b.called.Add(1); <-b.release }
 func (b *blockingCallback) Failure(Message, error) {}
 
 // TestBlockingCallbacksDoNotStopUploads: with WithBlockingCallbacks, the
