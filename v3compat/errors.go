@@ -1,7 +1,9 @@
 package analytics
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 
 	root "github.com/dualpath/analytics-go"
 )
@@ -75,3 +77,64 @@ func (e ConfigError) Error() string {
 	}
 	return "analytics: invalid Config." + e.Field + ": " + e.Reason
 }
+
+// ErrEmptyWriteKey is what Callback.Failure gets for every event of a
+// client made with an empty write key: v3 accepted the key, and each of its
+// uploads failed; here nothing is sent. NewWithConfig logs it once.
+var ErrEmptyWriteKey = errors.New("analytics: the write key is empty: the event was not sent")
+
+// FailureDetail is a Callback that also wants the root package's account
+// of each failure. When Config.Callback has the method, the client calls
+// it instead of Failure, once per failed event, with err as Failure would
+// get it (v3's error) and, for an upload that failed, the root's
+// *BatchError: why the batch stopped, after how many attempts, and the
+// last attempt's *HTTPError or *TransportError. batch is nil for a
+// failure that is no upload's (a message JSON cannot encode, an empty
+// write key).
+type FailureDetail interface {
+	Callback
+	FailureDetail(msg Message, err error, batch *root.BatchError)
+}
+
+// v3Error is the error v3 gave Callback.Failure for what the root reports
+// as err: the *url.Error of a request that got no response, as the HTTP
+// client returned it; the error that cut reading an error response's body
+// short; else, for a non-2xx answer, v3's status error ("400 400 Bad
+// Request"). A failure no attempt made (a Shutdown cut short before the
+// batch was sent) keeps the root's *BatchError, for which v3 had no
+// equivalent.
+func v3Error(err error) (v3 error, batch *root.BatchError) {
+	if !errors.As(err, &batch) || batch.Err == nil {
+		return err, batch
+	}
+	var te *root.TransportError
+	if errors.As(batch.Err, &te) {
+		return te.Err, batch
+	}
+	var he *root.HTTPError
+	if errors.As(batch.Err, &he) {
+		if he.BodyErr != nil {
+			return he.BodyErr, batch
+		}
+		return &statusError{code: he.StatusCode, batch: batch}, batch
+	}
+	return err, batch
+}
+
+// statusError is v3's error for a non-2xx answer. Its text is v3's, the
+// status code then the status line: "503 503 Service Unavailable". It
+// unwraps to the root's *BatchError, which errors.As finds.
+type statusError struct {
+	code  int
+	batch *root.BatchError
+}
+
+func (e *statusError) Error() string {
+	text := http.StatusText(e.code)
+	if text == "" {
+		text = fmt.Sprintf("status code %d", e.code) // as net/http names an unknown status
+	}
+	return fmt.Sprintf("%d %d %s", e.code, e.code, text)
+}
+
+func (e *statusError) Unwrap() error { return e.batch }
