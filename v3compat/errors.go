@@ -21,10 +21,9 @@ var (
 	// exists so that v3 code that names it compiles.
 	ErrTooManyRequests = root.ErrQueueFull
 
-	// ErrMessageTooBig is matched (errors.Is) by the error Enqueue returns
-	// for a message whose JSON is over 32,000 bytes. It is the root
-	// package's ErrMessageTooLarge. v3 reported it to Callback.Failure
-	// instead.
+	// ErrMessageTooBig is what Callback.Failure gets, as in v3, for a
+	// message whose JSON is over 32,000 bytes, which Enqueue accepts. It is
+	// the root package's ErrMessageTooLarge.
 	ErrMessageTooBig = root.ErrMessageTooLarge
 )
 
