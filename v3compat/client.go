@@ -276,7 +276,7 @@ func inCallback() bool {
 // uploadFailure passes a failure the root reported to cb, with v3's
 // error.
 func uploadFailure(cb Callback, msg Message, err error) {
-	v3, batch := v3Error(err)
+	batch, v3 := v3Error(err)
 	runCallback(cb, msg, false, v3, batch)
 }
 

@@ -102,22 +102,22 @@ type FailureDetail interface {
 // Request"). A failure no attempt made (a Shutdown cut short before the
 // batch was sent) keeps the root's *BatchError, for which v3 had no
 // equivalent.
-func v3Error(err error) (v3 error, batch *root.BatchError) {
+func v3Error(err error) (batch *root.BatchError, v3 error) {
 	if !errors.As(err, &batch) || batch.Err == nil {
-		return err, batch
+		return batch, err
 	}
 	var te *root.TransportError
 	if errors.As(batch.Err, &te) {
-		return te.Err, batch
+		return batch, te.Err
 	}
 	var he *root.HTTPError
 	if errors.As(batch.Err, &he) {
 		if he.BodyErr != nil {
-			return he.BodyErr, batch
+			return batch, he.BodyErr
 		}
-		return &statusError{code: he.StatusCode, batch: batch}, batch
+		return batch, &statusError{code: he.StatusCode, batch: batch}
 	}
-	return err, batch
+	return batch, err
 }
 
 // statusError is v3's error for a non-2xx answer. Its text is v3's, the

@@ -39,7 +39,7 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // failOnce sends one event through transport, closes, and returns what
 // Failure and FailureDetail got.
-func failOnce(t *testing.T, transport http.RoundTripper) (error, *root.BatchError) {
+func failOnce(t *testing.T, transport http.RoundTripper) (*root.BatchError, error) {
 	t.Helper()
 	var err error
 	var batch *root.BatchError
@@ -52,11 +52,11 @@ func failOnce(t *testing.T, transport http.RoundTripper) (error, *root.BatchErro
 		require.Len(t, out.failures, 1)
 		err, batch = out.failures[0], out.all()[0]
 	})
-	return err, batch
+	return batch, err
 }
 
 func TestFailureGetsTheURLErrorOfATransportFailure(t *testing.T) {
-	err, batch := failOnce(t, roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errTest }))
+	batch, err := failOnce(t, roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errTest }))
 	ue, ok := err.(*url.Error)
 	require.True(t, ok, "want a *url.Error, got %T %v", err, err)
 	assert.Same(t, errTest, ue.Err, "v3 code compares the *url.Error's Err")
@@ -67,7 +67,7 @@ func TestFailureGetsTheURLErrorOfATransportFailure(t *testing.T) {
 }
 
 func TestFailureGetsTheBodyReadError(t *testing.T) {
-	err, batch := failOnce(t, answering(http.StatusBadRequest, errReader{errTest}))
+	batch, err := failOnce(t, answering(http.StatusBadRequest, errReader{errTest}))
 	assert.Same(t, errTest, err, "v3 code compares the body's error")
 	require.NotNil(t, batch)
 	var he *root.HTTPError
@@ -76,7 +76,7 @@ func TestFailureGetsTheBodyReadError(t *testing.T) {
 }
 
 func TestFailureGetsV3sStatusError(t *testing.T) {
-	err, batch := failOnce(t, answering(http.StatusBadRequest, strings.NewReader("nope")))
+	batch, err := failOnce(t, answering(http.StatusBadRequest, strings.NewReader("nope")))
 	assert.EqualError(t, err, "400 400 Bad Request", "v3's text")
 	var be *root.BatchError
 	require.ErrorAs(t, err, &be, "the root's error through Unwrap")
