@@ -7,7 +7,8 @@ package analytics
 //
 // The calls come from the client's upload goroutines, several at once:
 // implementations must be safe for concurrent use, and should return
-// quickly, since a batch's upload slot is held until its callbacks return.
+// quickly, since a batch's upload slot is held until its callbacks return
+// (WithBlockingCallbacks gives it back before they run).
 // A panic in a callback is recovered and logged. A callback must return:
 // one that calls Flush, Close or Shutdown waits for the uploads, which wait
 // for it, and one that ends its goroutine (runtime.Goexit, t.Fatal) leaves

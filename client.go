@@ -309,7 +309,8 @@ func (c *Client) Flush(ctx context.Context) error {
 // uploads in progress are cancelled and every event not yet delivered is
 // reported to Callback.Failure with an error wrapping ErrShutdown and
 // context.DeadlineExceeded, as Shutdown does; Close then returns such an
-// error too. Waiting calls of EnqueueContext return ErrClosed at once.
+// error too. With WithCloseRetries(false), it waits for one last attempt
+// of each batch instead of their retries. Waiting calls of EnqueueContext return ErrClosed at once.
 //
 // It is safe to call from several goroutines. As in segmentio/analytics-go
 // v3, only the call that closes the client reports how it went: any other
@@ -357,6 +358,9 @@ func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 	c.beginShutdown.Do(func() {
 		first = true
 		c.stopIntake()
+		if !c.cfg.closeRetries {
+			c.up.StopRetries()
+		}
 		close(c.closing)
 	})
 	select {

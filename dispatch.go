@@ -119,11 +119,11 @@ func (c *Client) cut(slot *consumer.Slot) {
 // send uploads one batch, its first attempt on slot, and reports every
 // event of it exactly once.
 func (c *Client) send(b queue.Batch[held], slot *consumer.Slot) {
-	r := &report{items: b.Items}
+	r := &report{items: b.Items, token: true}
 	defer slot.Release() // Deliver releases it; this covers a panic before Deliver runs
 	defer func() {
 		c.batchDone(b.Seq)
-		<-c.batches
+		c.giveBackToken(r)
 		c.uploads.Done()
 	}()
 	defer func() {
@@ -189,6 +189,18 @@ type report struct {
 	err    error // the outcome of events [called, ended)
 	called int   // events [0, called) have had their callback
 	acked  int   // events [0, acked) are marked done in the spool (if any)
+	// token: r holds a batch token, which send gives back when the batch
+	// ends, or end before the first callback (WithBlockingCallbacks).
+	token bool
+}
+
+// giveBackToken gives the batch's token back, if r still holds it, so
+// that the loop may cut another batch.
+func (c *Client) giveBackToken(r *report) {
+	if r.token {
+		r.token = false
+		<-c.batches
+	}
 }
 
 // end records that the events up to hi ended with err (nil: delivered):
@@ -229,6 +241,11 @@ func (c *Client) end(r *report, hi int, err error) {
 		}
 		c.failLog.LogAttrs(context.Background(), slog.LevelError, msg,
 			slog.Int("events", len(run)), slog.String("error", err.Error()))
+	}
+	if c.cfg.blockingCallbacks {
+		// The callbacks may block (on EnqueueContext, say): what the loop
+		// needs to cut the next batch is given back before they run.
+		c.giveBackToken(r)
 	}
 	c.callBack(r)
 }

@@ -45,6 +45,10 @@ var (
 	// fix (4xx other than 408, 410, 413, 429, 460; 501, 505, 511), or 413
 	// for a single event.
 	ErrFatalStatus = retry.ErrFatalStatus
+	// ErrRetriesStopped: Close or Shutdown began with WithCloseRetries
+	// off, and the batch was waiting to retry or its attempt failed then;
+	// the error also wraps the last attempt's error.
+	ErrRetriesStopped = retry.ErrRetriesStopped
 )
 
 // HTTPError is a non-2xx response to an upload attempt. A failed event's
@@ -65,6 +69,11 @@ type HTTPError struct {
 	// was not the POST the SDK sent (a user-supplied http.Client that
 	// follows a 301, 302 or 303 turns it into a GET); empty otherwise.
 	Method string
+	// BodyErr is the error that cut reading the body's excerpt short, as
+	// the response body returned it (with the write key removed); nil when
+	// the excerpt was read. It does not change the outcome, which the
+	// status decides.
+	BodyErr error
 }
 
 // Error describes the response: status, redirect target, Retry-After, the

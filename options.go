@@ -76,6 +76,8 @@ type config struct {
 	logger                *slog.Logger
 	callback              Callback
 	closeTimeout          time.Duration
+	closeRetries          bool
+	blockingCallbacks     bool
 	adaptiveSendRate      bool
 	spoolDir              string        // "" when the spool is off
 	spoolMaxBytes         int64         // WithSpoolMaxBytes
@@ -95,6 +97,7 @@ func defaultConfig() config {
 		requestTimeout:        10 * time.Second,
 		gzip:                  true,
 		closeTimeout:          DefaultCloseTimeout,
+		closeRetries:          true,
 		adaptiveSendRate:      true,
 		spoolMaxBytes:         DefaultSpoolMaxBytes,
 		spoolSync:             DefaultSpoolSync,
@@ -273,6 +276,38 @@ func WithCallback(cb Callback) Option { return func(c *config) { c.callback = cb
 // long as the retry budgets allow. Not negative, at most 7 days. Shutdown
 // is bounded by its context alone.
 func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.closeTimeout = d } }
+
+// WithCloseRetries sets whether batches go on retrying once Close or
+// Shutdown has begun (default on: Close waits for them, up to its
+// timeout). Off, a close makes one last attempt of everything, as
+// segmentio/analytics-go v3's Close did: each batch still queued, or cut
+// and not yet attempted, is sent once, at once (neither a Retry-After
+// pause nor the send rate holds it back); a batch waiting to retry fails
+// at once; and a batch whose attempt fails from then on fails without a
+// retry. Those are reported to Callback.Failure with a *BatchError whose
+// Reason is ErrRetriesStopped and whose Err is the last attempt's error
+// (with WithSpool they stay in the spool for the next New instead). Close
+// then takes about one request's time, at most the request timeout
+// (WithRequestTimeout) for each round of MaxConcurrentRequests batches,
+// and the close timeout still bounds it. What off trades: events that one
+// more retry would have delivered (the API briefly down, a network
+// blip) are failed instead.
+func WithCloseRetries(on bool) Option { return func(c *config) { c.closeRetries = on } }
+
+// WithBlockingCallbacks lets callbacks block without stopping the uploads
+// (default off). By default a batch keeps its place among the batches in
+// flight (4 × MaxConcurrentRequests) until its callbacks return, so that
+// slow callbacks slow the client down instead of piling up; but callbacks
+// that wait for the client itself (an EnqueueContext on a full queue)
+// then stop every upload, and with them the room they wait for. On, a
+// batch gives its place back once its events have their outcome, before
+// its callbacks run: a callback may block, and the client goes on cutting
+// and sending batches. What on trades: each batch whose callbacks are
+// blocked keeps a goroutine and its messages until they return, beyond
+// the queue's bounds, so callbacks that block for ever under a sustained
+// load pile up. Flush and Close still wait for every callback, so a
+// callback must not call them.
+func WithBlockingCallbacks(on bool) Option { return func(c *config) { c.blockingCallbacks = on } }
 
 // WithAdaptiveSendRate turns the client-wide send rate on or off (default
 // on). Every attempt, a batch's first or a retry, then takes a turn from one

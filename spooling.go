@@ -186,7 +186,7 @@ func goodFirst(it queue.Item[held]) int {
 // the next start instead of failing: with a spool, those a shutdown cut
 // short.
 func (c *Client) leaves(err error) bool {
-	return c.spool != nil && err != nil && errors.Is(err, ErrShutdown)
+	return c.spool != nil && err != nil && (errors.Is(err, ErrShutdown) || errors.Is(err, ErrRetriesStopped))
 }
 
 // ack marks done in the spool the records of the events called back since

@@ -25,6 +25,9 @@ type HTTPError struct {
 	// was not the POST the SDK sent (a followed 301/302/303 turns it into a
 	// GET); empty otherwise.
 	Method string
+	// BodyErr is the error that cut reading the body's excerpt short, as
+	// the response body returned it; nil when the excerpt was read.
+	BodyErr error
 }
 
 // Error describes the response: status, redirect target, Retry-After, the

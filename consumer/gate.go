@@ -17,7 +17,7 @@ import (
 // ErrBackoffBudgetExceeded from the send rate, instead.
 func (u *Uploader) ready(ctx context.Context, slot *Slot, budget *retry.Budget) (*Slot, retry.Turn, <-chan struct{}, error) {
 	for {
-		if u.pause.Until().After(time.Now()) {
+		if u.pause.Until().After(time.Now()) && !u.retriesStopped() {
 			// The client is paused by a Retry-After: wait without the slot.
 			slot.Release()
 			waited, err := u.wait(ctx)
@@ -28,7 +28,7 @@ func (u *Uploader) ready(ctx context.Context, slot *Slot, budget *retry.Budget) 
 				return nil, retry.Turn{}, nil, err
 			}
 		}
-		turn, recovered, err := u.line.admit(ctx, slot, budget)
+		turn, recovered, err := u.line.admit(ctx, slot, budget, u.stop)
 		if err != nil {
 			return nil, retry.Turn{}, nil, err
 		}
@@ -38,7 +38,7 @@ func (u *Uploader) ready(ctx context.Context, slot *Slot, budget *retry.Budget) 
 				return nil, retry.Turn{}, nil, err
 			}
 		}
-		if !u.pause.Until().After(time.Now()) {
+		if !u.pause.Until().After(time.Now()) || u.retriesStopped() {
 			return slot, turn, recovered, nil
 		}
 		// A pause began while this attempt waited: it waits again.
@@ -58,18 +58,18 @@ func (u *Uploader) wait(ctx context.Context) (waited bool, err error) {
 			return waited, err
 		}
 		waited = true
-		if err := sleep(ctx, d, nil); err != nil {
+		if err := sleep(ctx, d, nil, u.stop); err != nil || u.retriesStopped() {
 			return waited, err
 		}
 	}
 }
 
-// sleep waits d, until wake is closed (nil: never), or until ctx ends;
-// then it returns context.Cause(ctx). A backoff wait passes the channel the
-// send line closes when the API recovers, so that a batch sleeping through
-// a long backoff goes at once (the send rate still spaces it); the pause
-// passes nil.
-func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
+// sleep waits d, until wake or stop is closed (nil: never), or until ctx
+// ends; then it returns context.Cause(ctx). A backoff wait passes the
+// channel the send line closes when the API recovers, so that a batch
+// sleeping through a long backoff goes at once (the send rate still spaces
+// it); the pause passes nil. Both pass the Uploader's stop (StopRetries).
+func sleep(ctx context.Context, d time.Duration, wake, stop <-chan struct{}) error {
 	if d <= 0 {
 		return context.Cause(ctx)
 	}
@@ -79,6 +79,8 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
 	case <-t.C:
 		return nil
 	case <-wake:
+		return context.Cause(ctx)
+	case <-stop:
 		return context.Cause(ctx)
 	case <-ctx.Done():
 		return context.Cause(ctx)

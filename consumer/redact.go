@@ -80,6 +80,7 @@ func (s *scrubber) error(err error) error {
 		c := *e
 		c.Body = s.text(c.Body)
 		c.Location = s.text(c.Location)
+		c.BodyErr = s.cause(c.BodyErr)
 		return &c
 	case *TransportError:
 		c := *e

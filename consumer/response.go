@@ -46,10 +46,12 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response) (retry
 		drain(resp.Body)
 		return res, nil
 	}
+	body, cut, bodyErr := excerpt(resp.Body)
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       u.scrub.excerpt(excerpt(resp.Body)),
+		Body:       u.scrub.excerpt(body, cut),
 		RetryAfter: res.RetryAfter,
+		BodyErr:    bodyErr,
 	}
 	if res.Outcome == retry.OutcomeRedirect {
 		herr.Location = resp.Header.Get("Location")
@@ -59,10 +61,11 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response) (retry
 }
 
 // excerpt reads the start of an error response's body, and reports
-// whether it was cut at excerptBytes.
-func excerpt(body io.Reader) (string, bool) {
-	b, _ := io.ReadAll(io.LimitReader(body, excerptBytes))
-	return strings.ToValidUTF8(string(b), "\uFFFD"), len(b) == excerptBytes
+// whether it was cut at excerptBytes, and the error that ended the read
+// early, if any.
+func excerpt(body io.Reader) (string, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(body, excerptBytes))
+	return strings.ToValidUTF8(string(b), "\uFFFD"), len(b) == excerptBytes, err
 }
 
 // drain reads what is left of a body, up to a bound, so that closing it

@@ -51,9 +51,10 @@ func newSendLine(rate *retry.SendRate) *sendLine {
 // slot back first (a batch waits in line without a request slot). It
 // fails with retry.ErrBackoffBudgetExceeded when budget has no room for
 // the wait (at once when the wait is known, else when the budget ends), or
-// with the context's cause.
-func (l *sendLine) admit(ctx context.Context, slot *Slot, budget *retry.Budget) (retry.Turn, <-chan struct{}, error) {
-	if l.rate == nil {
+// with the context's cause. Once stop is closed (the Uploader's
+// StopRetries), it admits at once, with no turn: nothing is held back.
+func (l *sendLine) admit(ctx context.Context, slot *Slot, budget *retry.Budget, stop <-chan struct{}) (retry.Turn, <-chan struct{}, error) {
+	if l.rate == nil || closed(stop) {
 		return retry.Turn{}, nil, nil
 	}
 	l.mu.Lock()
@@ -79,6 +80,11 @@ func (l *sendLine) admit(ctx context.Context, slot *Slot, budget *retry.Budget) 
 	}
 	l.mu.Lock()
 	for {
+		if closed(stop) {
+			l.leave(me)
+			l.mu.Unlock()
+			return retry.Turn{}, nil, nil
+		}
 		var wait time.Duration
 		if l.first() == me {
 			now := time.Now()
@@ -105,6 +111,16 @@ func (l *sendLine) admit(ctx context.Context, slot *Slot, budget *retry.Budget) 
 			l.mu.Unlock()
 			return retry.Turn{}, nil, err
 		}
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

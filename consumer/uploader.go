@@ -22,6 +22,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,6 +104,9 @@ type Uploader struct {
 	line     *sendLine     // the send rate's line; its rate is nil when off
 	requests chan struct{} // a token per request in flight: see Slot
 	stats    counters
+
+	stop     chan struct{} // closed by StopRetries
+	stopOnce sync.Once
 }
 
 // New returns an Uploader for cfg. It does not validate cfg: the analytics
@@ -121,6 +125,7 @@ func New(cfg Config) *Uploader {
 		policy:    cfg.Policy,
 		log:       cfg.Logger,
 		requests:  make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
+		stop:      make(chan struct{}),
 	}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
@@ -176,6 +181,33 @@ func (u *Uploader) Deliver(ctx context.Context, slot *Slot, events [][]byte, rep
 	u.deliver(ctx, slot, events, 0, report)
 }
 
+// StopRetries ends every batch's retries, from now on: a batch waiting to
+// retry (through a backoff wait, a Retry-After pause or the send rate)
+// fails at once, and one whose attempt fails from now on fails without
+// waiting, each with a *BatchError whose Reason is retry.ErrRetriesStopped
+// and whose Err is its last attempt's error. A batch not yet attempted
+// still makes its first attempt, at once: neither the pause nor the send
+// rate holds it back. It is safe to call more than once, from any
+// goroutine.
+func (u *Uploader) StopRetries() {
+	u.stopOnce.Do(func() {
+		close(u.stop)
+		u.line.mu.Lock()
+		u.line.announce() // attempts waiting in line for a turn look again
+		u.line.mu.Unlock()
+	})
+}
+
+// retriesStopped reports whether StopRetries has been called.
+func (u *Uploader) retriesStopped() bool {
+	select {
+	case <-u.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // deliver runs the loop of one batch. slot, if it still holds one, is the
 // slot of the first attempt.
 func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
@@ -199,9 +231,20 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
+		if budget.Attempts() > 0 && u.retriesStopped() {
+			fail(retry.ErrRetriesStopped, budget.Attempts())
+			return
+		}
 		held, turn, recovered, err := u.ready(ctx, slot, budget)
 		if err != nil {
 			fail(err, budget.Attempts())
+			return
+		}
+		if budget.Attempts() > 0 && u.retriesStopped() {
+			// Stopped while this retry waited for its turn.
+			u.line.end(turn, 0)
+			held.Release()
+			fail(retry.ErrRetriesStopped, budget.Attempts())
 			return
 		}
 		res, err := u.attempt(ctx, held, events, id, budget.Attempts())
@@ -256,7 +299,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 		u.stats.backoffRetries.Add(1)
 		// A batch sleeping through its backoff goes as soon as the client
 		// sees the API recover; the send rate spaces it from the others.
-		if err := sleep(ctx, d.Wait, recovered); err != nil {
+		if err := sleep(ctx, d.Wait, recovered, u.stop); err != nil {
 			fail(err, budget.Attempts())
 			return
 		}

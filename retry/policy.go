@@ -22,6 +22,9 @@ var (
 	// ErrRedirect: the server answered a 3xx, or a redirect turned the POST
 	// into another method. Redirects of a POST are never counted as success.
 	ErrRedirect = errors.New("analytics: redirect not followed")
+	// ErrRetriesStopped: the batch's attempt failed after its retries were
+	// stopped (a Close without retries), or it was waiting to retry then.
+	ErrRetriesStopped = errors.New("analytics: retries stopped by close")
 )
 
 // Policy is the retry configuration shared by every batch of a client. A

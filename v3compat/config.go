@@ -82,6 +82,16 @@ type Config struct {
 	// as v3 sent, which a test double that decodes the body reads.
 	Gzip bool
 
+	// CloseTimeout makes Close wait for retries, up to this long: the
+	// root's WithCloseTimeout. 0, the default, closes as v3 did: each
+	// queued batch gets one last attempt, retries stop, what fails is
+	// reported to Callback.Failure at once, and Close returns (at once
+	// against a refused port, within the request timeout of 10 s against
+	// an API that does not answer). Waiting delivers what one more retry
+	// would (the API briefly down), at the cost of an exit delayed by as
+	// much, when the API is out of reach. This field is not v3's.
+	CloseTimeout time.Duration
+
 	// options are appended to those Config makes, for this package's
 	// tests. The field is unexported, as v3's unexported fields were, so
 	// code outside the package writes Config with field names.
@@ -96,8 +106,8 @@ func (c Config) rootOptions() ([]root.Option, Logger) {
 		logger = defaultLogger()
 	}
 	opts := []root.Option{
-		root.WithFlushInterval(cmp(c.Interval, DefaultInterval)),
-		root.WithFlushAt(cmp(c.BatchSize, DefaultBatchSize)),
+		root.WithFlushInterval(min(cmp(c.Interval, DefaultInterval), maxInterval)),
+		root.WithFlushAt(min(cmp(c.BatchSize, DefaultBatchSize), maxBatchSize)),
 		root.WithLogger(slog.New(&logHandler{logger: logger, verbose: c.Verbose})),
 		root.WithGzip(c.Gzip),
 		root.WithV3Wire(true),
@@ -118,6 +128,7 @@ func (c Config) rootOptions() ([]root.Option, Logger) {
 	if c.Callback != nil {
 		opts = append(opts, root.WithCallback(callback{c.Callback}))
 	}
+	opts = append(opts, v3Lifecycle(c)...)
 	return append(opts, c.options...), logger
 }
 
@@ -156,5 +167,5 @@ func (c Config) configError(err error) error {
 // callback passes the root client's outcomes to a v3 Callback.
 type callback struct{ cb Callback }
 
-func (c callback) Success(msg root.Message)            { c.cb.Success(v3Message(msg)) }
-func (c callback) Failure(msg root.Message, err error) { c.cb.Failure(v3Message(msg), err) }
+func (c callback) Success(msg root.Message)            { runCallback(c.cb, v3Message(msg), true, nil, nil) }
+func (c callback) Failure(msg root.Message, err error) { uploadFailure(c.cb, v3Message(msg), err) }

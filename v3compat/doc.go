@@ -27,7 +27,43 @@
 // decision about uploads (batching, the queue's bounds, retries, redirects,
 // timeouts) is the root's. Enqueue, like v3's, blocks while the queue is
 // full: it waits for room, in arrival order, and never polls. The package
-// starts no goroutine of its own.
+// starts goroutines of its own only to report to Callback.Failure a
+// message Enqueue accepted and could not send (as v3 did, from its own),
+// and for a Close called from a Callback; Close waits for them.
+//
+// # Where it behaves as v3
+//
+//   - Close makes one last attempt of each queued batch, stops every retry,
+//     reports what is left to Callback.Failure with its last error, and
+//     returns: at once against a refused port, within the 10 s request
+//     timeout against an API that does not answer (the root's
+//     WithCloseRetries(false)). Config.CloseTimeout, which v3 lacks, lets
+//     retries run for up to that long instead. Two bounds v3 lacked: at
+//     most 8 requests at once, and 30 s in all (the root's
+//     DefaultCloseTimeout), after which what is left fails with the
+//     root's ErrShutdown.
+//   - Every Config v3 accepted gives a client. With an empty write key
+//     each event fails with ErrEmptyWriteKey; with an Endpoint that is not
+//     an http or https URL with a host (or has a query or fragment), with
+//     the *url.Error v3's HTTP client gave; nothing is sent, and
+//     NewWithConfig logs it once. A BatchSize over 10,000 is taken as
+//     10,000, an Interval over 7 days as 7 days. NewWithConfig refuses
+//     what v3 refused: a negative Interval or BatchSize.
+//   - Callback.Failure gets v3's errors: the *url.Error of the HTTP client
+//     for a request that got no answer, the error that cut reading an
+//     error answer's body short, or v3's status error ("503 503 Service
+//     Unavailable"), whose Unwrap gives the root's *BatchError. A
+//     Callback with a FailureDetail method gets that instead, with the
+//     root's *BatchError for every failed upload.
+//   - Enqueue accepts a message whose JSON is over 32,000 bytes, or that
+//     holds a value JSON cannot (or whose DefaultContext does), and
+//     Callback.Failure gets ErrMessageTooBig or encoding/json's error, as
+//     in v3.
+//   - A Callback may call Enqueue whatever the load: the uploads go on
+//     while callbacks wait for room (the root's WithBlockingCallbacks),
+//     each waiting callback keeping its batch's messages until it
+//     returns. Close called from a Callback begins the close and returns
+//     at once (v3's deadlocked); the package has no Flush.
 //
 // # Deliberate differences from v3
 //
@@ -48,12 +84,6 @@
 //     off. Unset, backoff waits are jittered and exponential, from 500 ms
 //     to 60 s, 10 retries, each path bounded by a time budget. To tune
 //     retries further, use the root package's options.
-//   - Retries survive Close. v3's Close cut the waits of batches waiting
-//     to retry and reported them to Callback.Failure: it dropped them. Here
-//     Close waits for them up to the root's Close deadline (30 s,
-//     DefaultCloseTimeout of the root package), then reports what is left
-//     to Callback.Failure with the root's ErrShutdown. A second Close
-//     returns ErrClosed, as in v3.
 //   - One connection pool: with Transport nil, the client uploads with the
 //     root's own http.Client, at most 8 requests at once over at most 8
 //     connections that it reuses; v3 used http.DefaultTransport, opened a
@@ -62,15 +92,6 @@
 //     used, in an http.Client with the root's redirect rule
 //     (CheckRedirect of the root package) and never more than 8 requests
 //     at once.
-//   - Enqueue refuses, and returns the error of, a message whose JSON is
-//     over 32,000 bytes (errors.Is(err, ErrMessageTooBig)) or holds a value
-//     JSON cannot (NaN, a channel, a cycle: a *FieldError of the root
-//     package, matching its ErrInvalidMessage). v3 accepted both and
-//     reported them to Callback.Failure. No callback follows an error of
-//     Enqueue.
-//   - Callback.Failure gets the root's *BatchError: why the batch stopped
-//     (a sentinel such as the root's ErrRetriesExhausted), the number of
-//     attempts, and the last *HTTPError or *TransportError.
 //   - ErrTooManyRequests is never returned: v3 failed a batch with it when
 //     1000 uploads were in flight; here Enqueue waits for room instead.
 //   - Config.DefaultContext is merged into the context of every message at
@@ -78,12 +99,6 @@
 //     (its Extra, member by member). v3 sent it as the batch's context,
 //     which the tracking API applies to every message of the batch. The
 //     message a Callback gets carries the merged context.
-//   - An empty write key is a ConfigError (Field "WriteKey") from
-//     NewWithConfig; New returns a client whose Enqueue returns it. v3
-//     accepted the key and every upload failed.
-//   - NewWithConfig also refuses what the root refuses: an Endpoint that is
-//     not an absolute http or https URL, a BatchSize over 10,000, an
-//     Interval over 7 days. Zero still means the default.
 //   - Logs: Logger.Errorf gets the root's warnings (an attempt failed and
 //     will be retried) and errors (events not delivered), Logger.Logf the
 //     rest; a record is one line, its message then key=value pairs.

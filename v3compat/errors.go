@@ -1,7 +1,9 @@
 package analytics
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 
 	root "github.com/dualpath/analytics-go"
 )
@@ -19,10 +21,9 @@ var (
 	// exists so that v3 code that names it compiles.
 	ErrTooManyRequests = root.ErrQueueFull
 
-	// ErrMessageTooBig is matched (errors.Is) by the error Enqueue returns
-	// for a message whose JSON is over 32,000 bytes. It is the root
-	// package's ErrMessageTooLarge. v3 reported it to Callback.Failure
-	// instead.
+	// ErrMessageTooBig is what Callback.Failure gets, as in v3, for a
+	// message whose JSON is over 32,000 bytes, which Enqueue accepts. It is
+	// the root package's ErrMessageTooLarge.
 	ErrMessageTooBig = root.ErrMessageTooLarge
 )
 
@@ -72,3 +73,64 @@ type ConfigError struct {
 func (e ConfigError) Error() string {
 	return fmt.Sprintf("analytics.NewWithConfig: %s (analytics.Config.%s: %#v)", e.Reason, e.Field, e.Value)
 }
+
+// ErrEmptyWriteKey is what Callback.Failure gets for every event of a
+// client made with an empty write key: v3 accepted the key, and each of its
+// uploads failed; here nothing is sent. NewWithConfig logs it once.
+var ErrEmptyWriteKey = errors.New("analytics: the write key is empty: the event was not sent")
+
+// FailureDetail is a Callback that also wants the root package's account
+// of each failure. When Config.Callback has the method, the client calls
+// it instead of Failure, once per failed event, with err as Failure would
+// get it (v3's error) and, for an upload that failed, the root's
+// *BatchError: why the batch stopped, after how many attempts, and the
+// last attempt's *HTTPError or *TransportError. batch is nil for a
+// failure that is no upload's (a message JSON cannot encode, an empty
+// write key).
+type FailureDetail interface {
+	Callback
+	FailureDetail(msg Message, err error, batch *root.BatchError)
+}
+
+// v3Error is the error v3 gave Callback.Failure for what the root reports
+// as err: the *url.Error of a request that got no response, as the HTTP
+// client returned it; the error that cut reading an error response's body
+// short; else, for a non-2xx answer, v3's status error ("400 400 Bad
+// Request"). A failure no attempt made (a Shutdown cut short before the
+// batch was sent) keeps the root's *BatchError, for which v3 had no
+// equivalent.
+func v3Error(err error) (batch *root.BatchError, v3 error) {
+	if !errors.As(err, &batch) || batch.Err == nil {
+		return batch, err
+	}
+	var te *root.TransportError
+	if errors.As(batch.Err, &te) {
+		return batch, te.Err
+	}
+	var he *root.HTTPError
+	if errors.As(batch.Err, &he) {
+		if he.BodyErr != nil {
+			return batch, he.BodyErr
+		}
+		return batch, &statusError{code: he.StatusCode, batch: batch}
+	}
+	return batch, err
+}
+
+// statusError is v3's error for a non-2xx answer. Its text is v3's, the
+// status code then the status line: "503 503 Service Unavailable". It
+// unwraps to the root's *BatchError, which errors.As finds.
+type statusError struct {
+	code  int
+	batch *root.BatchError
+}
+
+func (e *statusError) Error() string {
+	text := http.StatusText(e.code)
+	if text == "" {
+		text = fmt.Sprintf("status code %d", e.code) // as net/http names an unknown status
+	}
+	return fmt.Sprintf("%d %d %s", e.code, e.code, text)
+}
+
+func (e *statusError) Unwrap() error { return e.batch }

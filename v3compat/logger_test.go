@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,8 +59,9 @@ func TestLogHandlerFormat(t *testing.T) {
 func TestClientLogsThroughLogger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := analyticstest.New().Script(analyticstest.Answer{Status: 503, Body: "busy " + testWriteKey})
-		c, l, out := newTestClient(t, api, Config{})
+		c, l, out := newTestClient(t, api, Config{Interval: time.Second})
 		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+		time.Sleep(time.Minute) // sent, answered 503, retried and delivered
 		require.NoError(t, c.Close())
 		ok, _ := out.counts()
 		assert.Equal(t, 1, ok)

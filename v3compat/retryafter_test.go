@@ -34,6 +34,10 @@ func TestRetryAfterSetsTheWaits(t *testing.T) {
 			return time.Duration(i+1) * time.Second
 		}})
 		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+		// Close stops retries, as v3's did: let them run first (the
+		// bubble's clock, so the minute passes at once).
+		time.Sleep(time.Minute)
+		synctest.Wait()
 		require.NoError(t, c.Close())
 		reqs := api.Requests()
 		require.Len(t, reqs, 5)
@@ -65,6 +69,10 @@ func TestRetryAfterArguments(t *testing.T) {
 			return time.Millisecond
 		}})
 		require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+		// Close stops retries, as v3's did: let them run first (the
+		// bubble's clock, so the minute passes at once).
+		time.Sleep(time.Minute)
+		synctest.Wait()
 		require.NoError(t, c.Close())
 		mu.Lock()
 		defer mu.Unlock()
