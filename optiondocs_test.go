@@ -31,6 +31,10 @@ var optionFuncs = map[string]any{
 	"WithRateLimitRetryAfterCap":  WithRateLimitRetryAfterCap,
 	"WithRequestTimeout":          WithRequestTimeout,
 	"WithGzip":                    WithGzip,
+	"WithV3Wire":                  WithV3Wire,
+	"WithBackoffFunc":             WithBackoffFunc,
+	"WithCloseRetries":            WithCloseRetries,
+	"WithBlockingCallbacks":       WithBlockingCallbacks,
 	"WithCloseTimeout":            WithCloseTimeout,
 	"WithAdaptiveSendRate":        WithAdaptiveSendRate,
 	"WithProbeInterval":           WithProbeInterval,
@@ -81,7 +85,7 @@ func TestOptionDocsStateTheDefaults(t *testing.T) {
 
 // parseStated reads a stated default as a value of the option's parameter
 // type: a duration ("500 ms", "12 h"), a count ("10,000"), a size
-// ("32 MiB"), on or off, or a string (off: "").
+// ("32 MiB"), on or off, a string (off: ""), or nil for a function.
 func parseStated(s string, typ reflect.Type) (reflect.Value, error) {
 	s = strings.TrimSpace(s)
 	v := reflect.New(typ).Elem()
@@ -109,6 +113,8 @@ func parseStated(s string, typ reflect.Type) (reflect.Value, error) {
 		if s != "off" {
 			v.SetString(s)
 		}
+		return v, nil
+	case typ.Kind() == reflect.Func && s == "nil":
 		return v, nil
 	}
 	return v, strconv.ErrSyntax
