@@ -100,7 +100,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		Endpoint:              cfg.batchURLBase(),
 		WriteKey:              writeKey,
 		UserAgent:             "analytics-go/" + Version,
-		Context:               []byte(`{"library":` + libraryJSON + `}`),
+		Context:               []byte(`{"library":` + cfg.library() + `}`),
 		JSONTimes:             cfg.v3Wire,
 		BatchMessageID:        cfg.v3Wire,
 		Client:                httpClient,

@@ -222,6 +222,11 @@ func (e *encoder) encodeContext(c *Context) error {
 // libraryJSON is context.library as every message carries it.
 const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
 
+// v3LibraryJSON is context.library as segmentio/analytics-go v3 sent it on
+// each batch, whatever its release (v3.3.0 still said 3.0.0): the batch's
+// library on the v3 wire (WithV3Wire).
+const v3LibraryJSON = `{"name":"analytics-go","version":"3.0.0"}`
+
 // MarshalJSON writes the context as it goes on the wire, Extra inline.
 // (The library member is the caller's here; Enqueue sets the SDK's.)
 func (c Context) MarshalJSON() ([]byte, error) {

@@ -217,7 +217,9 @@ func WithGzip(on bool) Option { return func(c *config) { c.gzip = on } }
 // WithV3Wire writes request bodies in the shape segmentio/analytics-go v3
 // sent (default off), for a receiver, or a test double, written against
 // v3's bodies: context.library is on the batch alone, not in each
-// message, and a message has a "context" member only when it has a
+// message, and is v3's own, {"name":"analytics-go","version":"3.0.0"} as
+// every v3 release sent it (the User-Agent still names this SDK and its
+// version); a message has a "context" member only when it has a
 // Context; every time (each message's timestamp, the caller's or the
 // default, and the batch's sentAt) is written as encoding/json writes a
 // time.Time, RFC 3339 in the time's own location with as many fraction
@@ -226,6 +228,15 @@ func WithGzip(on bool) Option { return func(c *config) { c.gzip = on } }
 // sent on each of its attempts. Member names are the same either way. It
 // leaves compression to WithGzip. See docs/SPEC.md §4.
 func WithV3Wire(on bool) Option { return func(c *config) { c.v3Wire = on } }
+
+// library is the batch's context.library: v3's on the v3 wire, else this
+// SDK's.
+func (c *config) library() string {
+	if c.v3Wire {
+		return v3LibraryJSON
+	}
+	return libraryJSON
+}
 
 // WithHTTPClient sends requests with client instead of the SDK's own. Use
 // it for a proxy, a custom CA or a custom transport. Leave client.Timeout at

@@ -46,8 +46,8 @@ func TestV3WireShape(t *testing.T) {
 	reqs := api.Requests()
 	require.Len(t, reqs, 1)
 	b := decodeV3Body(t, reqs[0])
-	assert.Equal(t, map[string]any{"library": map[string]any{"name": "analytics-go", "version": Version}}, b.Context,
-		"the library is on the batch")
+	assert.Equal(t, map[string]any{"library": map[string]any{"name": "analytics-go", "version": "3.0.0"}}, b.Context,
+		"the library is on the batch, and v3's")
 	assert.Regexp(t, uuidV4, b.MessageID, "the batch has a messageId")
 	_, err := time.Parse(time.RFC3339Nano, b.SentAt)
 	assert.NoError(t, err, "sentAt %q", b.SentAt)

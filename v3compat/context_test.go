@@ -78,7 +78,7 @@ func TestDefaultContextIsSent(t *testing.T) {
 	reqs := api.Requests()
 	require.Len(t, reqs, 1)
 	require.Len(t, reqs[0].Events, len(msgs))
-	library := map[string]any{"name": "analytics-go", "version": Version}
+	library := map[string]any{"name": "analytics-go", "version": "3.0.0"} // v3's, as every v3 release sent it
 	assert.Equal(t, map[string]any{"library": library}, reqs[0].Context, "the library is the batch's, as in v3")
 	for i, e := range reqs[0].Events {
 		want := map[string]any{"app": map[string]any{"name": "svc"}, "groupId": "acme"}

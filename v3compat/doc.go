@@ -108,9 +108,10 @@
 //     answer are not written. By default logs go to os.Stderr, as in v3.
 //   - On the wire, the body is v3's (the root's WithV3Wire): plain JSON
 //     unless Config.Gzip is set, context.library on the batch only,
-//     timestamps as encoding/json writes them, a messageId on the batch.
-//     What differs: context.library.version is this SDK's Version (v3 sent
-//     "3.0.0"); a product's SKU under "sku" (v3 wrote "sky");
+//     timestamps as encoding/json writes them, a messageId on the batch,
+//     and v3's library, {"name":"analytics-go","version":"3.0.0"}, as every
+//     v3 release sent it (Version is this SDK's; the User-Agent names it).
+//     What differs: a product's SKU under "sku" (v3 wrote "sky");
 //     Integrations.EnableAll sets "All", the key of the Segment spec (v3:
 //     "all"); User-Agent analytics-go/<version>; X-Retry-Count on every
 //     resend. Page and Screen have a Category field.

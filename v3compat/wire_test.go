@@ -52,7 +52,7 @@ func TestWireDecodesAsV3s(t *testing.T) {
 	require.Len(t, bodies, 1)
 	var b v3Batch
 	require.NoError(t, json.Unmarshal(bodies[0], &b), "plain JSON: %q", bodies[0])
-	assert.Equal(t, &Context{Library: LibraryInfo{Name: "analytics-go", Version: Version}}, b.Context, "the library is the batch's")
+	assert.Equal(t, &Context{Library: LibraryInfo{Name: "analytics-go", Version: "3.0.0"}}, b.Context, "the library is the batch's, v3's own")
 	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, b.MessageId, "the batch's messageId")
 	assert.False(t, b.SentAt.IsZero())
 	require.Len(t, b.Batch, 2)
