@@ -1,7 +1,10 @@
 package analytics
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -86,5 +89,65 @@ func TestAdaptiveSendRateOff(t *testing.T) {
 		down.Store(false)
 		e.close()
 		e.assertDeliveredOnce(msgs)
+	})
+}
+
+// panicOnce is a transport that panics on the first request once armed,
+// and passes every other request to next.
+type panicOnce struct {
+	next     http.RoundTripper
+	armed    atomic.Bool
+	panicked atomic.Bool
+}
+
+func (p *panicOnce) RoundTrip(req *http.Request) (*http.Response, error) {
+	if p.armed.Load() && p.panicked.CompareAndSwap(false, true) {
+		panic("transport bug")
+	}
+	return p.next.RoundTrip(req)
+}
+
+// A panic in the transport on the probe's attempt is recovered, fails that
+// batch, and ends the probe: the next attempt goes, and with the API up
+// everything else is delivered.
+func TestPanicInTheProbeEndsTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var down atomic.Bool
+		down.Store(true)
+		api := outageAPI(&down)
+		rt := &panicOnce{next: api}
+		e := newEnv(t, api, WithHTTPClient(&http.Client{Transport: rt, CheckRedirect: CheckRedirect}),
+			WithFlushAt(1), withExactBackoff(), WithLogger(slog.New(slog.DiscardHandler)))
+		msgs := tracks("m", 3)
+		e.enqueue(msgs...)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		require.True(t, e.client.Stats().SendRate.Probing, "probing during the outage")
+
+		down.Store(false)
+		rt.armed.Store(true) // the next attempt, the probe's, panics
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		require.True(t, rt.panicked.Load(), "the probe's attempt panicked")
+		later := tracks("later", 2)
+		e.enqueue(later...)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if !assert.NoError(t, e.client.Flush(ctx), "Flush after the panic") {
+			_ = e.client.Close() // bounded by the close timeout
+			return
+		}
+		e.close()
+
+		failures := e.out.failed()
+		require.Len(t, failures, 1, "the batch whose attempt panicked fails")
+		assert.ErrorContains(t, failures[0].err, "internal error", "its error")
+		var delivered []Message
+		for _, m := range msgs {
+			if MessageID(m) != MessageID(failures[0].msg) {
+				delivered = append(delivered, m)
+			}
+		}
+		e.assertDeliveredOnce(append(delivered, later...))
 	})
 }
