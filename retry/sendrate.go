@@ -262,10 +262,10 @@ func (s *SendRate) fail(now time.Time, o Outcome) {
 	}
 	// After a rate-limited answer the Pause spaces what follows, but
 	// for the eighth of the healthy rate.
-	spacing := s.leastSpacing()
+	spacing := s.jittered(s.leastSpacing())
 	if o == OutcomeRetryable {
 		s.streak++
-		spacing = s.spacing(s.streak)
+		spacing = max(s.policy.probeSpacing(s.streak), spacing)
 	}
 	// A rate-limited answer is the server saying it is overloaded: the
 	// client probes at once.
@@ -394,6 +394,19 @@ const longestSpacing = 64
 // probes of a client that sends little cost the API little.
 func (s *SendRate) spacing(k int) time.Duration {
 	return max(s.policy.probeSpacing(k), s.leastSpacing())
+}
+
+// jittered is d, the healthy rate's share of the probe's spacing, plus a
+// jitter of up to half of it: clients that fail at the same instant (a
+// fleet's replicas, all of whose batches went at the outage's first
+// second) do not probe, and find the API back, in the same instant. The
+// backoff schedule's own spacing needs none: it is at most ProbeInterval,
+// short enough for a fleet to spread over.
+func (s *SendRate) jittered(d time.Duration) time.Duration {
+	if d/2 <= 0 {
+		return d
+	}
+	return d + s.policy.jitter(d/2)
 }
 
 // leastSpacing is the shortest spacing of the probe: 1/(probeShare × the
