@@ -63,6 +63,11 @@ const (
 	// drain, and a client whose traffic grew meanwhile is not held back.
 	ceilingHold = 10 * time.Second
 	ceilingRise = 1.5
+	// rampTime: after a recovery, the limit rises from the healthy rate
+	// to the ceiling over this long, so that a fleet whose clients find
+	// the API back in the same second sends less than the ceiling's 2.5
+	// times its rate in that second.
+	rampTime = 2 * time.Second
 	// quietToHealthy: a limit that has held no attempt back for this long,
 	// while the throttle is 0, is lifted.
 	quietToHealthy = time.Second
@@ -147,6 +152,7 @@ type SendRate struct {
 	atCeiling time.Time // when the limit reached the ceiling; zero if not there
 	lastHeld  time.Time // until when the limit last held an attempt back
 	lastFail  time.Time // when the last counted failure came
+	recovered time.Time // when the client last found the API back after probing
 
 	run       int       // counted failures since the last success
 	streak    int       // of them, those of the backoff path (the probe's spacing)
@@ -279,7 +285,7 @@ func (s *SendRate) fail(now time.Time, o Outcome) {
 // recover leaves the probe after a success at now: the limit starts with
 // one turn ready (the burst), so that a batch alone goes at once.
 func (s *SendRate) recover(now time.Time) {
-	s.lastHeld = now
+	s.lastHeld, s.recovered = now, now
 	s.limited(now)
 }
 
@@ -300,6 +306,14 @@ func (s *SendRate) setLimit(now time.Time) {
 // one.
 func (s *SendRate) limitAt(now time.Time) float64 {
 	limit := (1 - s.recent.throttle(now)) * s.ceiling
+	if since := now.Sub(s.recovered); s.trusted && since < rampTime {
+		// Right after the recovery the limit rises from the healthy rate
+		// to the ceiling: clients that found the API back in the same
+		// second (their outage began in the same instant) do not all
+		// send at the ceiling at once, with their probe and their ready
+		// turn on top.
+		limit = min(limit, s.healthy*(1+(ceilingFactor-1)*since.Seconds()/rampTime.Seconds()))
+	}
 	if d := s.spacing(longestSpacing); d > 0 {
 		limit = max(limit, 1/d.Seconds())
 	} else {

@@ -199,7 +199,8 @@ func TestSendRateProbesAfterThreeFailuresInARow(t *testing.T) {
 
 // A client that sends little probes little: one that sends an attempt
 // every 5s probes every 40s at most, its healthy rate over 8, though
-// ProbeInterval is 4s; one that sends less, at most every BackoffCap.
+// ProbeInterval is 4s, plus a jitter of up to half that; one that sends
+// less, at most every BackoffCap.
 // A client whose healthy rate is not known probes on the backoff
 // schedule, at most ProbeInterval apart.
 func TestSendRateProbeSpacing(t *testing.T) {
@@ -212,6 +213,18 @@ func TestSendRateProbeSpacing(t *testing.T) {
 	assert.InDelta(t, 0.2, r.s.healthy, 0.06, "the healthy rate, measured")
 	assert.Equal(t, time.Duration(float64(time.Second)/(probeShare*r.s.healthy)), wait, "after the third failure: 8 over the healthy rate, about 40s")
 	assert.Equal(t, wait, r.failures(5, "probes"), "and after more")
+
+	// With a jitter, up to half more: clients whose outage began in the
+	// same instant probe apart.
+	r = newRateRig(t)
+	r.policy.Jitter = fullJitter
+	for range 24 {
+		r.attempt(OutcomeSuccess, "healthy")
+		r.now = r.now.Add(5 * time.Second)
+	}
+	wait = r.failures(3, "the outage")
+	least := time.Duration(float64(time.Second) / (probeShare * r.s.healthy))
+	assert.Equal(t, least+least/2-1, wait, "with the most jitter")
 
 	r = newRateRig(t)
 	for range 10 { // one a minute
@@ -250,7 +263,8 @@ func TestProbeSpacingNeverExceedsTheBatchsOwnWait(t *testing.T) {
 }
 
 // After the API recovers, the limit is (1 − p) times 2.5 times the
-// healthy rate, p the throttle: after a long outage, whose window holds
+// healthy rate, p the throttle, and in the first 2s at most the healthy
+// rate rising to the ceiling: after a long outage, whose window holds
 // only failures, it starts low and rises with each success as the formula
 // says, up to the ceiling; after 10s at the ceiling, the ceiling rises by
 // half, and again after 10s more. The window forgets the outage.
@@ -268,12 +282,17 @@ func TestSendRateRecoversAsTheThrottleSays(t *testing.T) {
 	require.Zero(t, accepts, "the window: no accept")
 	assert.InDelta(t, 30, requests, 2, "the window: the probes of the last 2 minutes, 4s apart")
 	assert.True(t, r.s.End(r.next("the probe"), r.now, OutcomeSuccess), "the first success after the probe is a recovery")
+	recovered := r.now
 	limits := []float64{}
 	for range 40 {
 		st := r.state()
 		require.Equal(t, SendLimited, st.Mode, "after the recovery")
 		req, acc := r.s.recent.counts(r.now)
-		want := max((1-throttleProbability(req, acc))*ceilingFactor*healthy, 0.25)
+		want := (1 - throttleProbability(req, acc)) * ceilingFactor * healthy
+		if since := r.now.Sub(recovered); since < rampTime {
+			want = min(want, healthy*(1+(ceilingFactor-1)*since.Seconds()/rampTime.Seconds()))
+		}
+		want = max(want, 0.25)
 		assert.InDelta(t, want, st.Limit, 1e-9, "the limit with %d attempts, %d accepted", req, acc)
 		limits = append(limits, st.Limit)
 		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
@@ -282,10 +301,15 @@ func TestSendRateRecoversAsTheThrottleSays(t *testing.T) {
 	for i := 1; i < len(limits); i++ {
 		assert.GreaterOrEqual(t, limits[i], limits[i-1], "the limit rises with each success (%d)", i)
 	}
-	assert.Equal(t, ceilingFactor*healthy, limits[len(limits)-1], "at the ceiling once half the window's attempts are accepted")
+	for r.now.Before(recovered.Add(rampTime)) {
+		r.s.End(r.next("the backlog, through the ramp"), r.now, OutcomeSuccess)
+	}
+	assert.Equal(t, ceilingFactor*healthy, r.state().Limit, "at the ceiling once half the window's attempts are accepted, 2s after the recovery")
 
-	// A backlog at the ceiling, counted by second from there.
-	from := r.now
+	// A backlog at the ceiling, counted by second from when the limit
+	// reached it.
+	from := r.s.atCeiling
+	require.False(t, from.IsZero(), "at the ceiling")
 	perSecond := map[int]int{}
 	for r.now.Sub(from) < 25*time.Second {
 		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
