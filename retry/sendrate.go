@@ -69,7 +69,7 @@ const (
 	// times its rate in that second.
 	rampTime = 2 * time.Second
 	// quietToHealthy: a limit that has held no attempt back for this long,
-	// while the throttle is 0, is lifted.
+	// with no failure for as long or the throttle at 0, is lifted.
 	quietToHealthy = time.Second
 	// healthyWindow is the time constant of the healthy rate's moving
 	// average.
@@ -105,27 +105,30 @@ type Turn struct {
 // (SendLimited).
 //
 // Three retryable failures in a row (a status of the backoff path, a
-// transport error, a rate-limited answer), with no 2xx between, and the
-// API seems down: the client probes (SendProbing), one attempt at a time,
-// after the k-th backoff-path failure in a row spaced the longer of s(k)
-// and 8 over the healthy rate (probeShare), with s(k) = min(d/2,
-// ProbeInterval) and d the backoff ceiling of retry k. Attempts that were
-// in flight together when one failed count once in a row. A batch alone in
-// flight therefore waits for the send rate beyond its own backoff wait,
-// which is at least s(k), only to keep the probes to an eighth of what the
-// client sends when healthy.
+// transport error, a rate-limited answer), with no 2xx between, or one
+// rate-limited answer, and the API seems down: the client probes
+// (SendProbing), one attempt at a time, after the k-th backoff-path
+// failure in a row spaced the longer of s(k) less a jitter of up to
+// s(k)/4 and h plus a jitter of up to h/2, with s(k) = min(d/2,
+// ProbeInterval), d the backoff ceiling of retry k, and h 8 over the
+// healthy rate (probeShare; at most BackoffCap). Attempts that were in flight together when one failed count
+// once in a row. A batch alone in flight therefore waits for the send
+// rate beyond its own backoff wait, which is at least s(k), only to keep
+// the probes to an eighth of what the client sends when healthy.
 //
 // A success while probing means the API is back: End reports it, so that
 // the caller wakes the batches sleeping through their backoff. The limit
 // is then (1 − p) times the ceiling, with one turn ready, and rises with
 // each success as the failures of the outage weigh less in the window
-// (after a short outage p is 0 at once); after ceilingHold at the ceiling
+// (after a short outage p is 0 at once); in the first rampTime it rises
+// from the healthy rate to the ceiling. After ceilingHold at the ceiling
 // while it binds, the ceiling rises by ceilingRise. Once the limit has
-// held nothing back for quietToHealthy, with p at 0, it is lifted. The
-// limit never falls below one attempt per longest probe spacing.
+// held nothing back for quietToHealthy, with no failure for as long or p
+// at 0, it is lifted. The limit never falls below one attempt per longest
+// probe spacing.
 //
-// A rate-limited answer counts as a failure too, but the wait is the
-// client-wide Pause's: a probe after it goes as soon as the pause ends.
+// After a rate-limited answer the wait is the client-wide Pause's: a
+// probe after it goes as soon as the pause ends, or after h.
 //
 // A SendRate is safe for concurrent use.
 type SendRate struct {
@@ -271,7 +274,14 @@ func (s *SendRate) fail(now time.Time, o Outcome) {
 	spacing := s.jittered(s.leastSpacing())
 	if o == OutcomeRetryable {
 		s.streak++
-		spacing = max(s.policy.probeSpacing(s.streak), spacing)
+		sk := s.policy.probeSpacing(s.streak)
+		// Up to a quarter earlier than s(k), never later: clients whose
+		// outage began in the same instant drift apart, and a batch
+		// alone still never waits beyond its own backoff.
+		if sk/4 > 0 {
+			sk -= s.policy.jitter(sk / 4)
+		}
+		spacing = max(sk, spacing)
 	}
 	// A rate-limited answer is the server saying it is overloaded: the
 	// client probes at once.
@@ -413,9 +423,8 @@ func (s *SendRate) spacing(k int) time.Duration {
 // jittered is d, the healthy rate's share of the probe's spacing, plus a
 // jitter of up to half of it: clients that fail at the same instant (a
 // fleet's replicas, all of whose batches went at the outage's first
-// second) do not probe, and find the API back, in the same instant. The
-// backoff schedule's own spacing needs none: it is at most ProbeInterval,
-// short enough for a fleet to spread over.
+// second) do not probe, and find the API back, in the same instant. (The
+// backoff schedule's share is jittered the other way, earlier: see fail.)
 func (s *SendRate) jittered(d time.Duration) time.Duration {
 	if d/2 <= 0 {
 		return d

@@ -244,6 +244,13 @@ func TestSendRateProbeSpacing(t *testing.T) {
 	assert.Equal(t, want, got, "without a healthy rate: s(k) from the third failure on")
 	r.policy.ProbeInterval = 0 // no cap but BackoffCap's
 	assert.Equal(t, 30*time.Second, r.failures(10, "probes"), "BackoffCap/2")
+
+	// With a jitter, up to a quarter earlier, never later than a batch's
+	// own shortest wait: clients whose outage began in the same instant
+	// drift apart.
+	r = newRateRig(t)
+	r.policy.Jitter = fullJitter
+	assert.Equal(t, 3*time.Second+1, r.failures(6, "failures"), "s(6) = 4s, with the most jitter")
 }
 
 // A batch alone in flight never waits for the send rate beyond its own
