@@ -359,7 +359,7 @@ func TestSendRateState(t *testing.T) {
 			return status(200)
 		}
 		r.deliverMany("healthy", 4, 500*time.Millisecond) // a healthy rate of 2 a second
-		time.Sleep(down.Sub(time.Now()))
+		time.Sleep(time.Until(down))
 		var wg sync.WaitGroup
 		wg.Go(func() { r.deliverMany("m", 6, 0) })
 		time.Sleep(10 * time.Second)
