@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit modules e2e demo bench bench-packages fleet fuzz
+.PHONY: test vet staticcheck unit modules e2e demo bench bench-packages fleet fleet-quiet fuzz
 
 test: vet staticcheck unit modules
 
@@ -45,6 +45,12 @@ bench:
 # once with 429 + Retry-After (about a minute).
 fleet:
 	cd benchmarks && $(GO) run ./cmd/fleet -healthy 5s -outage 10s -after 10s
+
+# A quieter fleet in a longer outage: 20 clients × 20 events/s at the SDK's
+# defaults (a batch every 5 s each) through a 5-minute 503 outage (about
+# 7 minutes).
+fleet-quiet:
+	cd benchmarks && $(GO) run ./cmd/fleet -clients 20 -rate 20 -sdk-defaults -healthy 30s -outage 5m -after 90s -fault 503
 
 # The go test benchmarks of the SDK's packages.
 bench-packages:

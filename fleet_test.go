@@ -106,6 +106,7 @@ type fleetRun struct {
 	warmup, outage, after time.Duration
 	answerDown            func() (int, string)
 	opts                  []Option
+	spread                time.Duration // the clients are made over it, one after the other
 }
 
 type fleetResult struct {
@@ -138,6 +139,9 @@ func (r fleetRun) run(t *testing.T) fleetResult {
 		enqueuedAt := make([][]time.Time, r.clients)
 		clients := make([]*Client, r.clients)
 		for i := range clients {
+			// Clients made over spread have their flush timers at
+			// phases of their own, as a fleet's replicas do.
+			time.Sleep(r.spread / time.Duration(r.clients))
 			opts := append([]Option{
 				WithEndpoint("http://tracking.test"),
 				WithHTTPClient(&http.Client{Transport: api, CheckRedirect: CheckRedirect}),
@@ -264,6 +268,31 @@ func TestFleetOutage(t *testing.T) {
 			assert.Zero(t, res.failed, "events failed")
 		})
 	}
+}
+
+// The same targets for a quieter fleet in a longer outage: 20 clients of
+// 20 events a second at the default FlushAt and FlushInterval, one batch
+// every 5s each, started at phases spread over those 5s as a fleet's
+// replicas are, through a 5-minute 503 outage. A probe every 4s would be
+// more than such a client sends when healthy; the probes cost at most an
+// eighth of it. The backlog of 5 minutes takes longer than 15s at 2.5
+// times the healthy rate, and the recovery is seen up to 8 batch spacings
+// late: it is logged, not held to 15s.
+func TestFleetQuietLongOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet")
+	}
+	r := fleetRun{clients: min(fleetSize(), 20), rate: 20, warmup: 30 * time.Second, outage: 5 * time.Minute, after: 90 * time.Second,
+		answerDown: func() (int, string) { return 503, "" }, opts: []Option{WithFlushAt(250)}, spread: 5 * time.Second}
+	res := r.run(t)
+	t.Logf("%d clients: healthy %.1f/s, during the outage %.2f/s (%.2f×), busiest second after %d (%.2f×), last event enqueued before the recovery delivered %v after it",
+		r.clients, res.healthy, res.during, res.during/res.healthy, res.busiest, float64(res.busiest)/res.healthy, res.lastPreRecovery.Round(time.Millisecond))
+	t.Logf("requests per second from 20s before the recovery: %v", res.bins[len(res.bins)-40:])
+	assert.LessOrEqual(t, res.during, 0.25*res.healthy, "requests per second during the outage")
+	assert.LessOrEqual(t, float64(res.busiest), 3*res.healthy, "the busiest second in the 10s after the recovery")
+	assert.Zero(t, res.lost, "events lost")
+	assert.Zero(t, res.dups, "events delivered twice")
+	assert.Zero(t, res.failed, "events failed")
 }
 
 // Without the send rate, the same fleet is the one the issue measured:

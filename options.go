@@ -322,21 +322,29 @@ func WithBlockingCallbacks(on bool) Option { return func(c *config) { c.blocking
 
 // WithAdaptiveSendRate turns the client-wide send rate on or off (default
 // on). Every attempt, a batch's first or a retry, then takes a turn from one
-// limit per client. While the API answers, the limit does not bind.
-// Retryable failures (5xx, transport errors, 429) halve it, down to a
-// probe: one attempt at a time, spaced as the backoff schedule says, at
-// most ProbeInterval apart (WithProbeInterval). A batch held back keeps its
-// retries (only its MaxTotalBackoffDuration runs), so an outage is bounded
-// by that budget rather than by RetryCount times the backoff when many
-// batches wait. When the API answers 2xx again, batches sleeping through a
-// backoff wait go at once, and the backlog leaves at a rising rate: from
-// half the client's usual rate up to 2.5 times it, not all at once. A
-// Retry-After pause ends a little after the server's time, by a jitter of
-// the client's own of up to a tenth of the wait (at most 1 s), so that a
-// fleet given the same answer does not return in the same instant; the
-// uploads then resume the same way. With a single batch in flight, the
-// send rate adds nothing to the waits of the backoff schedule and of
-// Retry-After but that jitter.
+// send rate per client. It counts the attempts of the last 2 minutes and
+// those the API accepted: while at most half failed, it does not bind (an
+// API that answers every other request is not throttled); beyond that it
+// limits attempts as the SRE book's client-side throttling does, to
+// (1 − p) times 2.5 times the client's usual rate, with p = max(0,
+// (requests − 2·accepts)/(requests + 1)). Three retryable failures in a
+// row (5xx, transport errors), or a 429 with Retry-After, and the API
+// seems down: the client probes, one attempt at a time, spaced as the
+// backoff schedule says, at most ProbeInterval apart (WithProbeInterval),
+// but never more often than an eighth of its usual request rate (plus a
+// jitter of its own), so that a client that sends little probes little.
+// A batch held back keeps its retries (only its MaxTotalBackoffDuration
+// runs), so an outage is bounded by that budget rather than by RetryCount
+// times the backoff when many batches wait; new events wait in the queue
+// meanwhile. When the API answers 2xx again, batches sleeping through a
+// backoff wait go at once, and the backlog leaves at (1 − p) times 2.5
+// times the usual rate, not all at once. A Retry-After pause ends a little
+// after the server's time, by a jitter of the client's own of up to a
+// tenth of the wait (at most 1 s), so that a fleet given the same answer
+// does not return in the same instant; the uploads then resume the same
+// way. With a single batch in flight, the send rate adds nothing to the
+// waits of the backoff schedule and of Retry-After but that jitter, and,
+// once the client knows its usual rate, the probe's eighth of it.
 //
 // Off, a batch waits only for its own backoff and for the rate-limit
 // pause, which ends exactly at the server's time, as before the send rate
@@ -347,11 +355,14 @@ func WithAdaptiveSendRate(on bool) Option { return func(c *config) { c.adaptiveS
 // WithProbeInterval caps the spacing of the send rate's probe (default
 // 4 s): while the API is down, one attempt at a time goes out, after the
 // k-th failure in a row spaced the shortest backoff wait of retry k
-// (BackoffBase·2^(k−1)/2, at most BackoffCap/2), and never more than this
-// apart. It bounds how late the client notices that the API is back. A
-// shorter interval notices sooner but sends more during an outage, and
-// spends the waiting batches' retries faster. Must be positive, at most 7
-// days. Without the adaptive send rate it has no effect.
+// (BackoffBase·2^(k−1)/2, at most BackoffCap/2), and no more than this
+// apart, unless the client sends little when healthy: the probe never
+// goes more often than an eighth of the client's usual request rate
+// (with a jitter of up to half that; at most BackoffCap), so this is the
+// floor of that spacing. It bounds how late a busy client notices that
+// the API is back. A shorter interval notices sooner but sends more
+// during an outage. Must be positive, at most 7 days. Without the
+// adaptive send rate it has no effect.
 func WithProbeInterval(d time.Duration) Option {
 	return func(c *config) { c.policy.ProbeInterval = d }
 }

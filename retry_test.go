@@ -136,10 +136,9 @@ func TestStatsAddUp(t *testing.T) {
 			BytesSent:        st.BytesSent,
 			TransportErrors:  TransportErrorStats{Written: 1},
 			// The first attempt failed, so no healthy rate was measured:
-			// after the recovery the limit starts at the probe's rate, one
-			// per first backoff wait (250ms), and b's 400 says nothing
-			// about the load.
-			SendRate:      SendRateStats{Limit: 4},
+			// after the recovery no ceiling limits (Limit 0), and b's 400
+			// says nothing about the load.
+			SendRate:      SendRateStats{},
 			QueueMaxSize:  10_000,
 			QueueMaxBytes: 32 << 20,
 			Latency:       st.Latency, // the backoff waits are jittered

@@ -247,8 +247,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 			fail(retry.ErrRetriesStopped, budget.Attempts())
 			return
 		}
-		res, err := u.attempt(ctx, held, events, id, budget.Attempts())
-		u.line.end(turn, res.Outcome)
+		res, err := u.try(ctx, held, turn, events, id, budget.Attempts())
 		if err != nil {
 			last = err
 		}
@@ -304,6 +303,19 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 			return
 		}
 	}
+}
+
+// try makes one attempt on the turn the send rate gave it, and reports the
+// attempt's end to the send line however it ends: a panic in the transport
+// (a user's http.RoundTripper) included, which Client recovers further up.
+// A turn never reported would stay in flight for good, and a probe's would
+// hold back every attempt after it.
+func (u *Uploader) try(ctx context.Context, slot *Slot, turn retry.Turn, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
+	var o retry.Outcome // 0, not sent, unless the attempt returns
+	defer func() { u.line.end(turn, o) }()
+	res, err = u.attempt(ctx, slot, events, id, retryCount)
+	o = res.Outcome
+	return res, err
 }
 
 // split sends each half of events as a batch of its own. The first half's

@@ -14,11 +14,13 @@ type SendMode int
 const (
 	// SendHealthy: no limit; every attempt goes at once.
 	SendHealthy SendMode = iota
-	// SendLimited: a token bucket of Limit attempts per second, burst 1,
-	// lowered by failures and raised by successes.
+	// SendLimited: a token bucket of Limit attempts per second, burst 1:
+	// (1 − p) times the ceiling, with p the throttle of the share of
+	// attempts that failed over the last 2 minutes.
 	SendLimited
 	// SendProbing: the API seems down. One attempt at a time, spaced as the
-	// backoff schedule says (Policy.probeSpacing).
+	// backoff schedule says (Policy.probeSpacing), at most an eighth of the
+	// healthy rate.
 	SendProbing
 )
 
@@ -37,13 +39,19 @@ func (m SendMode) String() string {
 // they set how a client behaves in a fleet (see SendRate), and each is
 // chosen for that.
 const (
-	// rateDecrease: a retryable failure halves the limit.
-	rateDecrease = 0.5
-	// rateIncrease: a success raises the limit by a quarter. Against the
-	// halving, a limit rises while fewer than about 1 attempt in 4 fails:
-	// scattered failures (1 in 10) do not hold a client back, an outage
-	// brings it down to the probe within a few attempts.
-	rateIncrease = 1.25
+	// downAfter: this many retryable failures in a row, with no 2xx
+	// between, and the API seems down: the client probes. Fewer leave it
+	// to the throttle (window.go), which a share of failures of up to a
+	// half does not move: an API that answers every other request never
+	// fails three in a row.
+	downAfter = 3
+	// probeShare: while the API is down, a client's probes cost at most
+	// this share of its healthy request rate: one per 8/healthy seconds
+	// at the most, however short ProbeInterval. With the failures that
+	// tell the client the API is down, that keeps a fleet's load during
+	// an outage under a quarter of its healthy rate, for a client that
+	// sends a request every 250 ms as for one that sends one every 5 s.
+	probeShare = 1.0 / 8
 	// ceilingFactor: after an outage, the limit rises to this multiple of
 	// the healthy rate, and holds there while the backlog drains: every
 	// client of a fleet that recovers at once sends at most this multiple
@@ -55,18 +63,23 @@ const (
 	// drain, and a client whose traffic grew meanwhile is not held back.
 	ceilingHold = 10 * time.Second
 	ceilingRise = 1.5
+	// rampTime: after a recovery, the limit rises from the healthy rate
+	// to the ceiling over this long, so that a fleet whose clients find
+	// the API back in the same second sends less than the ceiling's 2.5
+	// times its rate in that second.
+	rampTime = 2 * time.Second
 	// quietToHealthy: a limit that has held no attempt back for this long,
-	// and seen no failure, is lifted.
+	// with no failure for as long or the throttle at 0, is lifted.
 	quietToHealthy = time.Second
 	// healthyWindow is the time constant of the healthy rate's moving
 	// average.
 	healthyWindow = 10 * time.Second
 	// healthyMinAge: a healthy rate measured over less than this sets no
-	// ceiling. Its first milliseconds say little of what a client sends:
-	// a client that fails as it starts ramps up without one.
+	// ceiling and no probe spacing. Its first milliseconds say little of
+	// what a client sends: a client that fails as it starts ramps up
+	// without one.
 	healthyMinAge = time.Second
-	// maxLimit bounds the limit, far above any request rate, so that a
-	// long run of successes cannot overflow it.
+	// maxLimit bounds the limit, far above any request rate.
 	maxLimit = 1e9
 )
 
@@ -82,29 +95,40 @@ type Turn struct {
 // reads the clock: the caller passes the time in, waits, and reports each
 // attempt's end.
 //
-// While the API answers, it does not bind (SendHealthy). A retryable
-// failure (a status of the backoff path, a transport error, a rate-limited
-// answer) halves the limit, starting from the client's healthy rate, the
-// moving average of its attempts while healthy; only an attempt admitted
-// after the last cut lowers it again, so that attempts in flight together
-// count once. Below the probe's own rate (one attempt per first spacing)
-// it probes (SendProbing): one attempt at a time, after the k-th
-// backoff-path failure in a row spaced d/2 with d the backoff ceiling of
-// retry k, capped at Policy.ProbeInterval. A batch alone in flight
-// therefore never waits for the send rate beyond its own backoff wait,
-// which is at least d/2; nor while the limit is lowered, as a turn comes
-// within the first spacing.
+// It keeps the attempts that ended over the last 2 minutes, and how many
+// the API accepted (a 2xx). While at most half of them failed, it does not
+// bind (SendHealthy): an API that answers every other request is not
+// throttled. Beyond that it throttles as the SRE book's client-side
+// throttling does: with p = max(0, (requests − 2·accepts)/(requests + 1))
+// over the window, the limit is (1 − p) times the ceiling, 2.5 times the
+// client's healthy rate, the moving average of its attempts while healthy
+// (SendLimited).
+//
+// Three retryable failures in a row (a status of the backoff path, a
+// transport error, a rate-limited answer), with no 2xx between, or one
+// rate-limited answer, and the API seems down: the client probes
+// (SendProbing), one attempt at a time, after the k-th backoff-path
+// failure in a row spaced the longer of s(k) less a jitter of up to
+// s(k)/4 and h plus a jitter of up to h/2, with s(k) = min(d/2,
+// ProbeInterval), d the backoff ceiling of retry k, and h 8 over the
+// healthy rate (probeShare; at most BackoffCap). Attempts that were in flight together when one failed count
+// once in a row. A batch alone in flight therefore waits for the send
+// rate beyond its own backoff wait, which is at least s(k), only to keep
+// the probes to an eighth of what the client sends when healthy.
 //
 // A success while probing means the API is back: End reports it, so that
 // the caller wakes the batches sleeping through their backoff. The limit
-// starts again at half the healthy rate (at least the probe's rate) and
-// each success raises it by a quarter, up to ceilingFactor times the
-// healthy rate, where it holds while the backlog drains; after ceilingHold
-// there, the ceiling rises by ceilingRise. Once the limit has held
-// nothing back, and seen no failure, for quietToHealthy, it is lifted.
+// is then (1 − p) times the ceiling, with one turn ready, and rises with
+// each success as the failures of the outage weigh less in the window
+// (after a short outage p is 0 at once); in the first rampTime it rises
+// from the healthy rate to the ceiling. After ceilingHold at the ceiling
+// while it binds, the ceiling rises by ceilingRise. Once the limit has
+// held nothing back for quietToHealthy, with no failure for as long or p
+// at 0, it is lifted. The limit never falls below one attempt per longest
+// probe spacing.
 //
-// A rate-limited answer lowers the limit too, but the wait is the
-// client-wide Pause's: a probe after it goes as soon as the pause ends.
+// After a rate-limited answer the wait is the client-wide Pause's: a
+// probe after it goes as soon as the pause ends, or after h.
 //
 // A SendRate is safe for concurrent use.
 type SendRate struct {
@@ -112,9 +136,10 @@ type SendRate struct {
 	policy *Policy
 	mode   SendMode
 	lim    *rate.Limiter // SendLimited's bucket
+	recent window        // the attempts of the last 2 minutes (the throttle's)
 
 	seq    uint64 // turns admitted so far
-	cutSeq uint64 // turns admitted before the last cut: their failures count no more
+	cutSeq uint64 // turns admitted before the last failure: theirs count no more in a row
 
 	// The healthy rate: a moving average of the attempts started while
 	// healthy, with time constant healthyWindow, corrected for the time
@@ -128,10 +153,12 @@ type SendRate struct {
 
 	ceiling   float64   // the most the limit rises to, for now
 	atCeiling time.Time // when the limit reached the ceiling; zero if not there
-	since     time.Time // when the limit was last lowered or the mode changed
-	lastHeld  time.Time // when the limit last held an attempt back
+	lastHeld  time.Time // until when the limit last held an attempt back
+	lastFail  time.Time // when the last counted failure came
+	recovered time.Time // when the client last found the API back after probing
 
-	streak    int       // backoff-path failures since the last success
+	run       int       // counted failures since the last success
+	streak    int       // of them, those of the backoff path (the probe's spacing)
 	probeOut  bool      // the probe is in flight
 	nextProbe time.Time // the next probe may start then
 }
@@ -153,10 +180,13 @@ func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool)
 	s.settle(now)
 	switch s.mode {
 	case SendLimited:
+		s.setLimit(now)
 		r := s.lim.ReserveN(now, 1)
 		if d := r.DelayFrom(now); d > 0 {
 			r.CancelAt(now)
-			s.lastHeld = now
+			// Held back until then: the one asked to wait asks again only
+			// then, however long that is.
+			s.lastHeld = now.Add(d)
 			return Turn{}, d, false
 		}
 		return s.admit(false), 0, true
@@ -174,10 +204,13 @@ func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool)
 	return s.admit(false), 0, true
 }
 
-// settle lifts a limit that has held nothing back, and seen no failure,
-// for quietToHealthy up to now.
+// settle lifts a limit that has held nothing back for quietToHealthy up
+// to now, once the throttle is 0 or no failure came for as long.
 func (s *SendRate) settle(now time.Time) {
-	if s.mode == SendLimited && now.Sub(s.lastHeld) >= quietToHealthy && now.Sub(s.since) >= quietToHealthy {
+	if s.mode != SendLimited || now.Sub(s.lastHeld) < quietToHealthy {
+		return
+	}
+	if now.Sub(s.lastFail) >= quietToHealthy || s.recent.throttle(now) == 0 {
 		s.toHealthy(now)
 	}
 }
@@ -190,22 +223,20 @@ func (s *SendRate) admit(probe bool) Turn {
 // End records how an admitted attempt ended, at now: o is its outcome, or
 // 0 when it was not sent. It returns true when the attempt is the first
 // success after the API seemed down (the client was probing): batches
-// sleeping through a backoff wait may go now, at the rising limit.
-// Outcomes other than success, retryable and rate-limited (a fatal
-// status, a redirect, a 413) say nothing about the API's load and change
-// nothing but the probe's turn.
+// sleeping through a backoff wait may go now, at the limit. Outcomes other
+// than success, retryable and rate-limited (a fatal status, a redirect, a
+// 413) say nothing about the API's load and change nothing but the
+// probe's turn.
 func (s *SendRate) End(turn Turn, now time.Time, o Outcome) (recovered bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if turn.probe {
 		s.probeOut = false
 	}
-	// An attempt admitted before the last cut was in flight when it was
-	// made: its failure is the same news, counted once.
-	counted := turn.seq > s.cutSeq
 	switch o {
 	case OutcomeSuccess:
-		s.streak = 0
+		s.recent.add(now, true)
+		s.run, s.streak = 0, 0
 		switch s.mode {
 		case SendProbing:
 			s.recover(now)
@@ -213,87 +244,124 @@ func (s *SendRate) End(turn Turn, now time.Time, o Outcome) (recovered bool) {
 		case SendLimited:
 			s.raise(now)
 		}
-	case OutcomeRetryable:
-		if counted {
-			s.streak++
-			s.lower(now, s.policy.probeSpacing(s.streak))
+	case OutcomeRetryable, OutcomeRateLimited:
+		s.recent.add(now, false)
+		// An attempt admitted before the last failure was in flight when
+		// it came: its failure is the same news, counted once in a row.
+		if turn.seq > s.cutSeq {
+			s.fail(now, o)
 		}
-	case OutcomeRateLimited:
-		if counted {
-			s.lower(now, 0) // the Pause spaces what follows
+		if s.mode == SendHealthy && s.recent.throttle(now) > 0 {
+			s.limited(now)
 		}
 	}
 	return false
 }
 
-// lower cuts the limit after a failure at now. spacing is how long the
-// probe then waits.
-func (s *SendRate) lower(now time.Time, spacing time.Duration) {
+// fail takes a counted failure with outcome o at now into account: once
+// the API seems down, the client probes.
+func (s *SendRate) fail(now time.Time, o Outcome) {
 	s.cutSeq = s.seq
-	s.since, s.atCeiling = now, time.Time{}
-	var limit float64
-	switch s.mode {
-	case SendHealthy:
+	s.run++
+	s.lastFail = now
+	if s.mode == SendHealthy && s.run == 1 {
+		// The trouble begins: what came before it is the healthy rate.
+		// Later failures of the run would measure the lull they cause.
 		s.measure(now)
-		limit = s.healthy * rateDecrease
-	case SendLimited:
-		limit = float64(s.lim.Limit()) * rateDecrease
-	case SendProbing:
-		s.nextProbe = now.Add(spacing)
-		return
 	}
-	if limit < s.probeRate() {
-		s.mode = SendProbing
-		s.nextProbe = now.Add(spacing)
-		return
-	}
-	s.limit(now, limit, s.mode == SendHealthy)
-}
-
-// recover leaves the probe after a success at now: the limit starts again
-// at half the healthy rate, at least the probe's rate, with one turn ready
-// (the burst), so that a batch alone goes at once.
-func (s *SendRate) recover(now time.Time) {
-	s.since, s.lastHeld = now, now
-	s.mode = SendLimited
-	s.lim = rate.NewLimiter(rate.Limit(min(s.restartRate(), maxLimit)), 1)
-}
-
-// raise raises the limit after a success at now, up to the ceiling, which
-// rises once the limit has held there for ceilingHold.
-func (s *SendRate) raise(now time.Time) {
-	limit := float64(s.lim.Limit()) * rateIncrease
-	if limit >= s.ceiling {
-		limit = s.ceiling
-		switch {
-		case s.atCeiling.IsZero():
-			s.atCeiling = now
-		case now.Sub(s.atCeiling) >= ceilingHold:
-			s.ceiling *= ceilingRise
-			s.atCeiling = now
+	// After a rate-limited answer the Pause spaces what follows, but
+	// for the eighth of the healthy rate.
+	spacing := s.jittered(s.leastSpacing())
+	if o == OutcomeRetryable {
+		s.streak++
+		sk := s.policy.probeSpacing(s.streak)
+		// Up to a quarter earlier than s(k), never later: clients whose
+		// outage began in the same instant drift apart, and a batch
+		// alone still never waits beyond its own backoff.
+		if sk/4 > 0 {
+			sk -= s.policy.jitter(sk / 4)
 		}
+		spacing = max(sk, spacing)
 	}
-	s.lim.SetLimitAt(now, rate.Limit(min(limit, maxLimit)))
+	// A rate-limited answer is the server saying it is overloaded: the
+	// client probes at once.
+	if s.mode == SendProbing || s.run >= downAfter || o == OutcomeRateLimited {
+		s.mode = SendProbing
+		s.lim, s.atCeiling = nil, time.Time{}
+		s.nextProbe = now.Add(spacing)
+	}
 }
 
-// limit makes the mode SendLimited at limit attempts per second. fresh
-// starts an empty bucket: the next attempt waits 1/limit.
-func (s *SendRate) limit(now time.Time, limit float64, fresh bool) {
+// recover leaves the probe after a success at now: the limit starts with
+// one turn ready (the burst), so that a batch alone goes at once.
+func (s *SendRate) recover(now time.Time) {
+	s.lastHeld, s.recovered = now, now
+	s.limited(now)
+}
+
+// limited makes the mode SendLimited at now, with one turn ready.
+func (s *SendRate) limited(now time.Time) {
 	s.mode = SendLimited
-	limit = min(limit, maxLimit)
-	if fresh || s.lim == nil {
-		s.lim = rate.NewLimiter(rate.Limit(limit), 1)
-		s.lim.ReserveN(now, 1)
+	s.lim = rate.NewLimiter(bucketRate(s.limitAt(now)), 1)
+}
+
+// setLimit sets the bucket's rate to the limit at now.
+func (s *SendRate) setLimit(now time.Time) {
+	s.lim.SetLimitAt(now, bucketRate(s.limitAt(now)))
+}
+
+// limitAt is the limit at now, in attempts per second: (1 − p) times the
+// ceiling, with p the throttle, at least one attempt per longest probe
+// spacing, so that a limited client never waits longer than a probing
+// one.
+func (s *SendRate) limitAt(now time.Time) float64 {
+	limit := (1 - s.recent.throttle(now)) * s.ceiling
+	if since := now.Sub(s.recovered); s.trusted && since < rampTime {
+		// Right after the recovery the limit rises from the healthy rate
+		// to the ceiling: clients that found the API back in the same
+		// second (their outage began in the same instant) do not all
+		// send at the ceiling at once, with their probe and their ready
+		// turn on top.
+		limit = min(limit, s.healthy*(1+(ceilingFactor-1)*since.Seconds()/rampTime.Seconds()))
+	}
+	if d := s.spacing(longestSpacing); d > 0 {
+		limit = max(limit, 1/d.Seconds())
+	} else {
+		limit = math.Inf(1)
+	}
+	return limit
+}
+
+// bucketRate is limit for the bucket: beyond maxLimit, no limit at all.
+func bucketRate(limit float64) rate.Limit {
+	if limit >= maxLimit {
+		return rate.Inf
+	}
+	return rate.Limit(limit)
+}
+
+// raise follows a success at now while limited: once the limit is at the
+// ceiling (the throttle is 0) and has held there for ceilingHold, the
+// ceiling rises.
+func (s *SendRate) raise(now time.Time) {
+	if s.recent.throttle(now) > 0 {
+		s.atCeiling = time.Time{}
 		return
 	}
-	s.lim.SetLimitAt(now, rate.Limit(limit))
+	switch {
+	case s.atCeiling.IsZero():
+		s.atCeiling = now
+	case now.Sub(s.atCeiling) >= ceilingHold:
+		s.ceiling *= ceilingRise
+		s.atCeiling = now
+	}
 }
 
 // toHealthy lifts the limit at now, and starts measuring the healthy rate
 // afresh.
 func (s *SendRate) toHealthy(now time.Time) {
 	s.mode = SendHealthy
-	s.lim = nil
+	s.lim, s.atCeiling = nil, time.Time{}
 	s.healthySince, s.healthyStart = now, 0
 	s.avg, s.avgAt = 0, now
 }
@@ -309,7 +377,7 @@ func (s *SendRate) countHealthy(now time.Time) {
 }
 
 // measure sets the healthy rate, the rate of attempts per second while
-// healthy, as a trouble begins at now, and the ceiling of the ramp after
+// healthy, as a trouble begins at now, and the ceiling of the limit after
 // it. Right after a trouble, until a second of healthy traffic says more,
 // the rate measured before it holds.
 func (s *SendRate) measure(now time.Time) {
@@ -319,10 +387,14 @@ func (s *SendRate) measure(now time.Time) {
 	case s.healthyStart < 2:
 		s.healthy, s.trusted = 0, false
 	default:
-		// A young average is too low by the weight of the time before it
-		// began: 1 − e^(−age/window). A floor of 1 ms keeps a burst of
-		// attempts that start and fail in the same instant finite.
-		s.healthy = s.avg * decay(now.Sub(s.avgAt)) / (1 - decay(max(age, time.Millisecond)))
+		// The average just after an attempt is high by about half an
+		// attempt (the failing one was counted as it started): half is
+		// taken off. A young average is too low by the weight of the time
+		// before it began: 1 − e^(−age/window). A floor of 1 ms keeps a
+		// burst of attempts that start and fail in the same instant
+		// finite.
+		avg := max(s.avg*decay(now.Sub(s.avgAt))-0.5/healthyWindow.Seconds(), 0)
+		s.healthy = avg / (1 - decay(max(age, time.Millisecond)))
 		s.trusted = age >= healthyMinAge
 	}
 	s.ceiling = math.Inf(1)
@@ -336,20 +408,40 @@ func decay(d time.Duration) float64 {
 	return math.Exp(-d.Seconds() / healthyWindow.Seconds())
 }
 
-// probeRate is the probe's own rate, one attempt per first spacing: a
-// limit below it probes instead. With no spacing it is infinite: every
-// failure probes.
-func (s *SendRate) probeRate() float64 {
-	if d := s.policy.probeSpacing(1); d > 0 {
-		return 1 / d.Seconds()
-	}
-	return math.Inf(1)
+// longestSpacing is a k at which the probe's spacing is its longest:
+// BackoffCap is reached by then from any BackoffBase of 1 ns or more.
+const longestSpacing = 64
+
+// spacing is how long the probe waits after the k-th backoff-path failure
+// in a row: the policy's s(k) (Policy.probeSpacing), but at least
+// 1/(probeShare × the healthy rate) once that rate is known, so that the
+// probes of a client that sends little cost the API little.
+func (s *SendRate) spacing(k int) time.Duration {
+	return max(s.policy.probeSpacing(k), s.leastSpacing())
 }
 
-// restartRate is where the limit starts after a recovery: half the
-// healthy rate, at least the probe's rate (at most one attempt per 1 ms).
-func (s *SendRate) restartRate() float64 {
-	return max(s.healthy*rateDecrease, min(s.probeRate(), 1000))
+// jittered is d, the healthy rate's share of the probe's spacing, plus a
+// jitter of up to half of it: clients that fail at the same instant (a
+// fleet's replicas, all of whose batches went at the outage's first
+// second) do not probe, and find the API back, in the same instant. (The
+// backoff schedule's share is jittered the other way, earlier: see fail.)
+func (s *SendRate) jittered(d time.Duration) time.Duration {
+	if d/2 <= 0 {
+		return d
+	}
+	return d + s.policy.jitter(d/2)
+}
+
+// leastSpacing is the shortest spacing of the probe: 1/(probeShare × the
+// healthy rate), or 0 while that rate is not known; at most BackoffCap
+// (or ProbeInterval if longer), so that a client that sends little still
+// probes as often as a batch of its own would retry.
+func (s *SendRate) leastSpacing() time.Duration {
+	if !s.trusted || s.healthy <= 0 {
+		return 0
+	}
+	most := max(s.policy.BackoffCap, s.policy.ProbeInterval)
+	return time.Duration(min(float64(time.Second)/(probeShare*s.healthy), float64(most)))
 }
 
 // Probing reports whether the SendRate is probing.
@@ -363,7 +455,8 @@ func (s *SendRate) Probing() bool {
 type SendRateState struct {
 	// Mode is how attempts are admitted now.
 	Mode SendMode
-	// Limit is attempts per second: the bucket's rate when SendLimited,
+	// Limit is attempts per second: the bucket's rate when SendLimited
+	// (0 when no healthy rate is known, so no ceiling: nothing limits),
 	// one over the probe's spacing when SendProbing (0 for no spacing),
 	// 0 when SendHealthy.
 	Limit float64
@@ -376,10 +469,14 @@ func (s *SendRate) State(now time.Time) SendRateState {
 	s.settle(now)
 	switch s.mode {
 	case SendLimited:
-		return SendRateState{Mode: SendLimited, Limit: float64(s.lim.Limit())}
+		st := SendRateState{Mode: SendLimited}
+		if limit := s.limitAt(now); limit < maxLimit {
+			st.Limit = limit
+		}
+		return st
 	case SendProbing:
 		st := SendRateState{Mode: SendProbing}
-		if d := s.policy.probeSpacing(max(s.streak, 1)); d > 0 {
+		if d := s.spacing(max(s.streak, 1)); d > 0 {
 			st.Limit = 1 / d.Seconds()
 		}
 		return st

@@ -91,52 +91,166 @@ func TestSendRateDoesNotBindWhileHealthy(t *testing.T) {
 	assert.Equal(t, SendRateState{Mode: SendHealthy}, r.state(), "after fatal, redirect, 413 and unsent attempts")
 }
 
-// A client of 4 attempts a second whose API fails: the limit halves to 2,
-// below the probe's rate (one per first backoff wait, 250ms): it probes.
-func TestSendRateProbesWhenTheAPIFails(t *testing.T) {
-	r := newRateRig(t)
-	r.healthy(4, 20*time.Second)
-	failAt := r.now.Add(250 * time.Millisecond)
-	r.now = failAt
-	assert.False(t, r.attempt(OutcomeRetryable, "the first failure"), "a failure is no recovery")
-	assert.Equal(t, SendRateState{Mode: SendProbing, Limit: 4}, r.state(), "after the first failure")
-	assert.Equal(t, 250*time.Millisecond, r.held("right after the failure"), "the probe's first spacing: backoff retry 1's shortest wait")
-	r.now = failAt.Add(250 * time.Millisecond)
-	probe := r.admit("the first probe")
-	// One attempt at a time: while the probe is in flight, no turn, and no
-	// time to wait for (the probe's end decides).
-	r.now = r.now.Add(time.Hour)
-	assert.Zero(t, r.held("while the probe is in flight"), "the wait while the probe is in flight")
-	r.s.End(probe, r.now, OutcomeRetryable)
-	assert.Equal(t, 500*time.Millisecond, r.held("after the second failure"), "the spacing after the second failure in a row")
+// failures ends n attempts in a row with a retryable failure, each
+// admitted after the last one ended, and returns the wait the rate asks
+// for after the last.
+func (r *rateRig) failures(n int, msg string) time.Duration {
+	r.t.Helper()
+	for range n {
+		r.s.End(r.next(msg), r.now, OutcomeRetryable)
+	}
+	turn, wait, ok := r.s.Admit(r.now)
+	if ok {
+		r.s.End(turn, r.now, 0) // given back unsent
+	}
+	return wait
 }
 
-// The probe's spacing is the backoff schedule: after the k-th failure in
-// a row, d/2 with d = min(BackoffCap, BackoffBase·2^(k−1)), at most
-// ProbeInterval (4s by default).
-func TestSendRateProbeSpacingIsTheBackoffSchedule(t *testing.T) {
+// Against an API that accepts every other attempt, the send rate never
+// holds an attempt back: half the attempts failing is the most the
+// throttle tolerates (K = 2; just past it, after an odd failure, p is
+// 1/(requests + 1), and the limit (1 − p) times 2.5 times the healthy
+// rate), and two failures never come in a row.
+func TestSendRateHalfFailingAPIIsNotThrottled(t *testing.T) {
 	r := newRateRig(t)
-	want := []time.Duration{
-		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
-		4 * time.Second, 4 * time.Second, 4 * time.Second,
+	r.healthy(4, 20*time.Second)
+	for i := range 2000 { // 10 minutes at 4 a second, past the window
+		r.now = r.now.Add(250 * time.Millisecond)
+		o := OutcomeSuccess
+		if i%2 == 0 {
+			o = OutcomeRetryable
+		}
+		r.attempt(o, "an attempt against the half-failing API") // requires a turn
+		require.NotEqual(t, SendProbing, r.state().Mode, "after attempt %d", i)
 	}
-	var got []time.Duration
-	for range want {
-		r.attempt(OutcomeRetryable, "a probe")
-		d := r.held("after a failed probe")
-		got = append(got, d)
-		r.now = r.now.Add(d)
-	}
-	assert.Equal(t, want, got, "probe spacings")
-	assert.Equal(t, 0.25, r.state().Limit, "the limit shown while probing: one per 4s")
+	requests, accepts := r.s.recent.counts(r.now)
+	assert.Equal(t, 2*accepts, requests, "the window: half accepted")
+}
 
-	r.policy.ProbeInterval = 0 // no cap but BackoffCap's
-	for range 10 {
-		r.attempt(OutcomeRetryable, "a probe")
-		r.now = r.now.Add(r.held("after a failed probe"))
+// The SRE book's throttle, exactly: max(0, (requests − 2·accepts) /
+// (requests + 1)).
+func TestThrottleProbability(t *testing.T) {
+	for _, tt := range []struct {
+		requests, accepts int
+		want              float64
+	}{
+		{0, 0, 0}, {100, 100, 0}, {100, 50, 0}, {101, 50, 1.0 / 102},
+		{3, 1, 1.0 / 4}, {10, 4, 2.0 / 11}, {10, 0, 10.0 / 11}, {1000, 0, 1000.0 / 1001},
+	} {
+		assert.InDelta(t, tt.want, throttleProbability(tt.requests, tt.accepts), 1e-12, "%d requests, %d accepted", tt.requests, tt.accepts)
 	}
-	r.attempt(OutcomeRetryable, "a probe")
-	assert.Equal(t, 30*time.Second, r.held("after many failures"), "BackoffCap/2")
+}
+
+// The window counts the attempts of the last 2 minutes, in buckets of
+// 10s: an attempt is forgotten once its bucket is 2 minutes old.
+func TestWindowForgets(t *testing.T) {
+	var w window
+	w.add(t0, true)
+	w.add(t0.Add(5*time.Second), false)
+	w.add(t0.Add(15*time.Second), false)
+	req, acc := w.counts(t0.Add(15 * time.Second))
+	assert.Equal(t, [2]int{3, 1}, [2]int{req, acc}, "the counts")
+	assert.InDelta(t, 1.0/4, w.throttle(t0.Add(15*time.Second)), 1e-12, "the throttle")
+	req, acc = w.counts(t0.Add(windowLength - 1))
+	assert.Equal(t, [2]int{3, 1}, [2]int{req, acc}, "just under 2 minutes after the first bucket began")
+	req, acc = w.counts(t0.Add(windowLength))
+	assert.Equal(t, [2]int{1, 0}, [2]int{req, acc}, "2 minutes after: the first bucket is forgotten")
+	req, _ = w.counts(t0.Add(windowLength + bucketWidth))
+	assert.Zero(t, req, "a bucket later: all forgotten")
+	assert.Zero(t, w.throttle(t0.Add(time.Hour)), "an hour later")
+	w.add(t0.Add(time.Hour), true)
+	req, acc = w.counts(t0.Add(time.Hour))
+	assert.Equal(t, [2]int{1, 1}, [2]int{req, acc}, "a bucket reused an hour later starts afresh")
+}
+
+// Three failures in a row and the API seems down: the client probes, one
+// attempt at a time, at least 8 over the healthy rate apart (an eighth of
+// what it sends when healthy); the failures of attempts in flight
+// together count once.
+func TestSendRateProbesAfterThreeFailuresInARow(t *testing.T) {
+	r := newRateRig(t)
+	r.healthy(4, 20*time.Second)
+	r.now = r.now.Add(250 * time.Millisecond)
+	var inFlight []Turn
+	for range 8 {
+		inFlight = append(inFlight, r.admit("one of 8 in flight"))
+	}
+	for _, turn := range inFlight {
+		assert.False(t, r.s.End(turn, r.now, OutcomeRetryable), "a failure is no recovery")
+	}
+	assert.Equal(t, SendHealthy, r.state().Mode, "after 8 failures in flight together: one in a row")
+	r.attempt(OutcomeRetryable, "the second in a row")
+	assert.Equal(t, SendHealthy, r.state().Mode, "after two in a row")
+	r.attempt(OutcomeRetryable, "the third in a row")
+	// The healthy rate counts the 8 attempts of the same instant too.
+	assert.InDelta(t, 4.9, r.s.healthy, 0.1, "the healthy rate")
+	least := time.Duration(float64(time.Second) / (probeShare * r.s.healthy))
+	assert.Equal(t, SendProbing, r.state().Mode, "after three in a row")
+	assert.Equal(t, least, r.held("after the third failure"), "the probe's spacing: 8 over the healthy rate, more than s(3) = 1s")
+	r.now = r.now.Add(least)
+	probe := r.admit("the first probe")
+	r.now = r.now.Add(time.Hour)
+	assert.Zero(t, r.held("while the probe is in flight"), "the wait while the probe is in flight: its end decides")
+	r.s.End(probe, r.now, OutcomeRetryable)
+	assert.Equal(t, 2*time.Second, r.held("after the fourth failure"), "s(4) = 2s, more than 8 over the healthy rate")
+	assert.Equal(t, 4*time.Second, r.failures(1, "a probe"), "then ProbeInterval")
+	assert.Equal(t, 0.25, r.state().Limit, "the limit shown while probing: one per 4s")
+}
+
+// A client that sends little probes little: one that sends an attempt
+// every 5s probes every 40s at most, its healthy rate over 8, though
+// ProbeInterval is 4s, plus a jitter of up to half that; one that sends
+// less, at most every BackoffCap.
+// A client whose healthy rate is not known probes on the backoff
+// schedule, at most ProbeInterval apart.
+func TestSendRateProbeSpacing(t *testing.T) {
+	r := newRateRig(t)
+	for range 24 { // 2 minutes, one every 5s
+		r.attempt(OutcomeSuccess, "healthy")
+		r.now = r.now.Add(5 * time.Second)
+	}
+	wait := r.failures(3, "the outage")
+	assert.InDelta(t, 0.2, r.s.healthy, 0.06, "the healthy rate, measured")
+	assert.Equal(t, time.Duration(float64(time.Second)/(probeShare*r.s.healthy)), wait, "after the third failure: 8 over the healthy rate, about 40s")
+	assert.Equal(t, wait, r.failures(5, "probes"), "and after more")
+
+	// With a jitter, up to half more: clients whose outage began in the
+	// same instant probe apart.
+	r = newRateRig(t)
+	r.policy.Jitter = fullJitter
+	for range 24 {
+		r.attempt(OutcomeSuccess, "healthy")
+		r.now = r.now.Add(5 * time.Second)
+	}
+	wait = r.failures(3, "the outage")
+	least := time.Duration(float64(time.Second) / (probeShare * r.s.healthy))
+	assert.Equal(t, least+least/2-1, wait, "with the most jitter")
+
+	r = newRateRig(t)
+	for range 10 { // one a minute
+		r.attempt(OutcomeSuccess, "healthy")
+		r.now = r.now.Add(time.Minute)
+	}
+	assert.Equal(t, r.policy.BackoffCap, r.failures(3, "the outage"), "at most BackoffCap")
+
+	r = newRateRig(t)
+	var got []time.Duration
+	for i := range 7 {
+		if d := r.failures(1, "a failure"); i >= 2 {
+			got = append(got, d)
+		}
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second, 4 * time.Second}
+	assert.Equal(t, want, got, "without a healthy rate: s(k) from the third failure on")
+	r.policy.ProbeInterval = 0 // no cap but BackoffCap's
+	assert.Equal(t, 30*time.Second, r.failures(10, "probes"), "BackoffCap/2")
+
+	// With a jitter, up to a quarter earlier, never later than a batch's
+	// own shortest wait: clients whose outage began in the same instant
+	// drift apart.
+	r = newRateRig(t)
+	r.policy.Jitter = fullJitter
+	assert.Equal(t, 3*time.Second+1, r.failures(6, "failures"), "s(6) = 4s, with the most jitter")
 }
 
 // A batch alone in flight never waits for the send rate beyond its own
@@ -168,85 +282,75 @@ func TestBackoffFuncSetsWaitsAndProbeSpacing(t *testing.T) {
 	}
 }
 
-// A client that sends 1,000 attempts a second, and an API that fails: the
-// limit halves at each failure, from 500 a second, down to the probe.
-// Attempts in flight together count once.
-func TestSendRateHalvesOnFailure(t *testing.T) {
-	r := newRateRig(t)
-	r.healthy(1000, 20*time.Second)
-	r.now = r.now.Add(time.Millisecond)
-	var inFlight []Turn
-	for range 8 {
-		inFlight = append(inFlight, r.admit("one of 8 in flight"))
-	}
-	r.now = r.now.Add(time.Millisecond)
-	for _, turn := range inFlight {
-		r.s.End(turn, r.now, OutcomeRetryable)
-	}
-	st := r.state()
-	assert.Equal(t, SendLimited, st.Mode, "after 8 failures in flight together")
-	assert.InDelta(t, 500, st.Limit, 5, "half the healthy rate: the 8 failures count once")
-
-	limits := []float64{st.Limit}
-	for r.state().Mode == SendLimited {
-		r.now = r.now.Add(r.held("the limit binds"))
-		r.attempt(OutcomeRetryable, "a failure")
-		limits = append(limits, r.state().Limit)
-	}
-	require.Len(t, limits, 8, "limits until the probe")
-	for i, l := range limits[1:7] {
-		assert.InDelta(t, limits[i]/2, l, 1e-9, "failure %d halves the limit", i+2)
-	}
-	assert.Equal(t, SendRateState{Mode: SendProbing, Limit: 0.25}, r.state(),
-		"probing, after 7 failures in a row (one for the 8 in flight): one per 4s, ProbeInterval")
-}
-
-// After the API recovers, the limit starts at half the healthy rate (at
-// least the probe's rate), rises by a quarter with each success, and holds
-// at 2.5 times the healthy rate; after holding 10s there, the ceiling
-// rises by half.
-func TestSendRateRampsUpAfterRecovery(t *testing.T) {
+// After the API recovers, the limit is (1 − p) times 2.5 times the
+// healthy rate, p the throttle, and in the first 2s at most the healthy
+// rate rising to the ceiling: after a long outage, whose window holds
+// only failures, it starts low and rises with each success as the formula
+// says, up to the ceiling; after 10s at the ceiling, the ceiling rises by
+// half, and again after 10s more. The window forgets the outage.
+func TestSendRateRecoversAsTheThrottleSays(t *testing.T) {
 	r := newRateRig(t)
 	r.healthy(40, 20*time.Second)
-	r.now = r.now.Add(25 * time.Millisecond)
-	r.attempt(OutcomeRetryable, "the outage begins") // the limit: 20 a second
-	for r.state().Mode == SendLimited {
-		r.now = r.now.Add(r.held("the limit binds"))
-		r.attempt(OutcomeRetryable, "the outage goes on") // 10, 5, 2.5 a second: probing
-	}
-	r.now = r.now.Add(r.held("the probe's spacing"))
-	assert.True(t, r.attempt(OutcomeSuccess, "the probe"), "the first success after the probe is a recovery")
-	st := r.state()
-	assert.Equal(t, SendLimited, st.Mode, "after the recovery")
-	assert.InDelta(t, 20, st.Limit, 0.5, "the limit after the recovery: half the healthy rate")
-
-	// A backlog: attempts as fast as the limit allows. Count them by second.
+	r.failures(3, "the outage begins")
+	healthy := r.s.healthy
+	assert.InDelta(t, 40, healthy, 1, "the healthy rate")
 	start := r.now
-	perSecond := map[int]int{}
-	var ceilingAt time.Duration
-	for r.now.Sub(start) < 25*time.Second {
-		turn := r.next("the backlog")
-		assert.False(t, r.s.End(turn, r.now, OutcomeSuccess), "no recovery while limited")
-		perSecond[int(r.now.Sub(start)/time.Second)]++
-		if ceilingAt == 0 && r.state().Limit >= 100 {
-			ceilingAt = r.now.Sub(start)
-		}
+	for r.now.Sub(start) < 3*time.Minute {
+		r.failures(1, "a probe")
 	}
-	assert.Less(t, ceilingAt, 500*time.Millisecond, "time to reach the ceiling")
-	for sec := range 10 {
+	requests, accepts := r.s.recent.counts(r.now)
+	require.Zero(t, accepts, "the window: no accept")
+	assert.InDelta(t, 30, requests, 2, "the window: the probes of the last 2 minutes, 4s apart")
+	assert.True(t, r.s.End(r.next("the probe"), r.now, OutcomeSuccess), "the first success after the probe is a recovery")
+	recovered := r.now
+	limits := []float64{}
+	for range 40 {
+		st := r.state()
+		require.Equal(t, SendLimited, st.Mode, "after the recovery")
+		req, acc := r.s.recent.counts(r.now)
+		want := (1 - throttleProbability(req, acc)) * ceilingFactor * healthy
+		if since := r.now.Sub(recovered); since < rampTime {
+			want = min(want, healthy*(1+(ceilingFactor-1)*since.Seconds()/rampTime.Seconds()))
+		}
+		want = max(want, 0.25)
+		assert.InDelta(t, want, st.Limit, 1e-9, "the limit with %d attempts, %d accepted", req, acc)
+		limits = append(limits, st.Limit)
+		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
+	}
+	assert.Less(t, limits[0], ceilingFactor*healthy/5, "the limit after the first success: low")
+	for i := 1; i < len(limits); i++ {
+		assert.GreaterOrEqual(t, limits[i], limits[i-1], "the limit rises with each success (%d)", i)
+	}
+	for r.now.Before(recovered.Add(rampTime)) {
+		r.s.End(r.next("the backlog, through the ramp"), r.now, OutcomeSuccess)
+	}
+	assert.Equal(t, ceilingFactor*healthy, r.state().Limit, "at the ceiling once half the window's attempts are accepted, 2s after the recovery")
+
+	// A backlog at the ceiling, counted by second from when the limit
+	// reached it.
+	from := r.s.atCeiling
+	require.False(t, from.IsZero(), "at the ceiling")
+	perSecond := map[int]int{}
+	for r.now.Sub(from) < 25*time.Second {
+		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
+		perSecond[int(r.now.Sub(from)/time.Second)]++
+	}
+	for sec := range 9 {
 		assert.LessOrEqual(t, perSecond[sec], 101, "attempts in second %d: at most the ceiling, 2.5 × 40, and the turn that was ready", sec)
 	}
 	assert.InDelta(t, 150, perSecond[12], 2, "attempts in second 12: the ceiling rose by half after 10s")
 	assert.InDelta(t, 225, perSecond[22], 3, "attempts in second 22: and again after 10s more")
+	r.now = r.now.Add(windowLength)
+	requests, accepts = r.s.recent.counts(r.now)
+	assert.Zero(t, requests-accepts, "the window 2 minutes later: the outage forgotten")
 }
 
-// Once the limit holds nothing back for a second, and nothing fails, it
-// is lifted.
+// Once the limit holds nothing back for a second, and nothing fails (or
+// the throttle is 0), it is lifted.
 func TestSendRateIsLiftedWhenItNoLongerBinds(t *testing.T) {
 	r := newRateRig(t)
 	r.healthy(4, 20*time.Second)
-	r.now = r.now.Add(250 * time.Millisecond)
-	r.attempt(OutcomeRetryable, "a failure")
+	r.failures(3, "the outage")
 	r.now = r.now.Add(r.held("the probe's spacing"))
 	r.attempt(OutcomeSuccess, "the probe")
 	require.Equal(t, SendLimited, r.state().Mode)
@@ -254,58 +358,53 @@ func TestSendRateIsLiftedWhenItNoLongerBinds(t *testing.T) {
 	r.attempt(OutcomeSuccess, "the usual traffic")
 	assert.Equal(t, SendLimited, r.state().Mode, "999ms after the recovery")
 	r.now = r.now.Add(time.Millisecond)
-	assert.Equal(t, SendRateState{Mode: SendHealthy}, r.state(), "a second after the last hold and the last failure")
+	assert.Equal(t, SendRateState{Mode: SendHealthy}, r.state(), "a second after the last hold")
 	for range 100 {
 		r.admit("healthy again: no limit")
 	}
 }
 
-// A rate-limited answer lowers the limit too, but the probe after it goes
-// as soon as the Retry-After pause lets it: the pause is the wait.
+// A rate-limited answer is the server saying it is overloaded: the client
+// probes at once, and the probe after it goes as soon as the Retry-After
+// pause lets it (the pause is the wait), at most one per 8 over the
+// healthy rate.
 func TestSendRateAfterARateLimitedAnswer(t *testing.T) {
 	r := newRateRig(t)
 	r.healthy(4, 20*time.Second)
 	r.now = r.now.Add(250 * time.Millisecond)
 	r.attempt(OutcomeRateLimited, "429 with Retry-After")
 	assert.Equal(t, SendProbing, r.state().Mode, "after a 429")
-	probe := r.admit("the probe, at once: the Pause holds it")
-	assert.True(t, r.s.End(probe, r.now.Add(5*time.Second), OutcomeSuccess), "the answer after the pause: a recovery")
-}
-
-// The first attempt of a client that fails tells no healthy rate: the
-// client probes, then ramps up from the probe's rate without a ceiling,
-// until it no longer binds. So does a client younger than a second: its
-// first milliseconds say little of what it sends.
-func TestSendRateWithoutAHealthyRate(t *testing.T) {
-	r := newRateRig(t)
-	r.attempt(OutcomeRetryable, "the first attempt ever")
-	assert.Equal(t, SendProbing, r.state().Mode, "after the first attempt failed")
-	r.now = r.now.Add(r.held("the probe's spacing"))
-	r.attempt(OutcomeSuccess, "the probe")
-	assert.Equal(t, SendRateState{Mode: SendLimited, Limit: 4}, r.state(), "the probe's rate")
-	for range 60 {
-		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
-	}
-	assert.Greater(t, r.state().Limit, 10_000.0, "no ceiling: the limit after 60 successes")
+	assert.Equal(t, time.Duration(float64(time.Second)/(probeShare*r.s.healthy)), r.held("the probe"), "8 over the healthy rate, about 2s")
+	r.now = r.now.Add(5 * time.Second) // the pause
+	probe := r.admit("the probe, after the pause")
+	assert.True(t, r.s.End(probe, r.now, OutcomeSuccess), "the answer after the pause: a recovery")
 
 	r = newRateRig(t)
-	r.healthy(1000, 100*time.Millisecond)
-	r.attempt(OutcomeRetryable, "a failure 100ms after the start")
-	assert.InEpsilon(t, 500, r.state().Limit, 0.05, "half the rate measured over 100ms")
-	for range 60 {
-		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
-	}
-	assert.Greater(t, r.state().Limit, 1250.0, "the limit after 60 successes: above 2.5 × the rate, no ceiling")
+	r.attempt(OutcomeRateLimited, "429 with Retry-After, no healthy rate")
+	r.admit("the probe, at once: the Pause holds it")
 }
 
-// The turn of an attempt admitted before a cut does not cut again, nor
-// does it recover the probe if it was not one; only the probe's own end
-// frees the probe's turn.
+// A client younger than a second, or whose first attempt fails, tells no
+// healthy rate: after the recovery there is no ceiling.
+func TestSendRateWithoutAHealthyRate(t *testing.T) {
+	r := newRateRig(t)
+	r.healthy(1000, 100*time.Millisecond)
+	r.failures(3, "failures 100ms after the start")
+	r.now = r.now.Add(r.held("the probe's spacing"))
+	assert.True(t, r.attempt(OutcomeSuccess, "the probe"), "the recovery")
+	for range 1000 {
+		r.admit("the backlog: no ceiling")
+	}
+}
+
+// The turn of an attempt admitted before a counted failure does not count
+// again, nor does it recover the probe if it was not one; only the probe's
+// own end frees the probe's turn.
 func TestSendRateTurns(t *testing.T) {
 	r := newRateRig(t)
 	r.healthy(4, 20*time.Second)
 	old := r.admit("an attempt in flight")
-	r.attempt(OutcomeRetryable, "a failure")
+	r.failures(3, "the outage")
 	r.now = r.now.Add(r.held("the probe's spacing"))
 	probe := r.admit("the probe")
 	r.s.End(old, r.now, OutcomeRetryable)
@@ -354,18 +453,19 @@ func TestBudgetHolds(t *testing.T) {
 }
 
 // With BackoffBase 0 the backoff waits nothing, and neither does the
-// probe: any failure probes, one attempt at a time, with no spacing; after
-// the recovery the limit starts at one attempt per millisecond.
+// probe, without a healthy rate: after three failures it probes, one
+// attempt at a time, with no spacing; after the recovery nothing limits.
 func TestSendRateWithoutBackoff(t *testing.T) {
 	r := newRateRig(t)
 	r.policy.BackoffBase = 0
-	r.healthy(100, 2*time.Second)
-	r.attempt(OutcomeRetryable, "a failure")
-	assert.Equal(t, SendRateState{Mode: SendProbing}, r.state(), "after one failure, however slow the limit would be")
+	assert.Zero(t, r.failures(3, "failures"), "the wait after three failures")
+	assert.Equal(t, SendRateState{Mode: SendProbing}, r.state(), "probing, with no spacing")
 	probe := r.admit("the probe, at once")
 	assert.Zero(t, r.held("while it is in flight"), "no turn, until it ends")
 	r.s.End(probe, r.now, OutcomeRetryable)
 	probe = r.admit("the next probe, at once")
 	assert.True(t, r.s.End(probe, r.now, OutcomeSuccess), "the recovery")
-	assert.Equal(t, SendRateState{Mode: SendLimited, Limit: 1000}, r.state(), "the limit after it: more than half the healthy rate")
+	for range 100 {
+		r.admit("no limit")
+	}
 }
