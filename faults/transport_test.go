@@ -40,7 +40,7 @@ var faultCases = []faultCase{
 	{name: "close with close_notify", answer: Answer{Action: CloseTLS}, phase: analytics.PhaseWritten, seen: true},
 	{name: "reset after request", answer: Answer{Action: Reset}, phase: analytics.PhaseWritten, seen: true},
 	{name: "partial headers", answer: Answer{Action: PartialHeaders}, phase: analytics.PhaseResponding, seen: true},
-	{name: "stall past the request timeout", answer: Answer{Action: Stall}, timeout: 300 * time.Millisecond, phase: analytics.PhaseWritten, seen: true, cause: context.DeadlineExceeded},
+	{name: "stall past the request timeout", answer: Answer{Action: Stall}, timeout: time.Second, phase: analytics.PhaseWritten, seen: true, cause: context.DeadlineExceeded},
 	{name: "close before the TLS handshake", conn: ConnClose, phase: analytics.PhaseNotConnected},
 	{name: "reset before the TLS handshake", conn: ConnReset, phase: analytics.PhaseNotConnected},
 }
