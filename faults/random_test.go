@@ -198,8 +198,11 @@ func runRandomScript(t *testing.T, rng *rand.Rand) {
 	}
 	byBatch := map[string][]Received{}
 	for _, r := range reqs {
-		if r.Raw == nil {
-			continue // killed unread
+		if r.Raw == nil || r.Cut {
+			// Killed unread, or cut short by the client: the 150 ms
+			// request timeout can end an attempt mid-body on a loaded
+			// machine (an unexpected EOF, an HTTP/2 stream CANCEL).
+			continue
 		}
 		if !assert.NoError(t, r.Err, "request on conn %d", r.Conn) {
 			continue

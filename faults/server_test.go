@@ -103,6 +103,10 @@ type Received struct {
 	Action Action
 	Status int   // the status answered; 0 if none
 	Err    error // why the body could not be read or decoded
+	// Cut reports that reading the body failed: the client stopped
+	// sending it (its attempt's deadline, a closed connection), so Err
+	// says nothing of what it sends.
+	Cut bool
 }
 
 // OK reports whether the request was answered 2xx.
@@ -362,7 +366,7 @@ func (rec *Received) decode(r *http.Request) {
 	raw, err := io.ReadAll(r.Body)
 	rec.Raw = raw
 	if err != nil {
-		rec.Err = err
+		rec.Err, rec.Cut = err, true
 		return
 	}
 	rec.Body = raw
