@@ -141,7 +141,7 @@ func TestStatsAddUp(t *testing.T) {
 			// about the load.
 			SendRate:      SendRateStats{Limit: 4},
 			QueueMaxSize:  10_000,
-			QueueMaxBytes: 32 << 20,
+			QueueMaxBytes: 64 << 20,
 			Latency:       st.Latency, // the backoff waits are jittered
 		}
 		assert.Equal(t, want, st, "stats")
