@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
@@ -430,48 +428,4 @@ func (c *Client) accepted() uint64 {
 	}
 	pushed, _ := c.queue.Counts()
 	return pushed
-}
-
-// keptBytes estimates the heap that msg, kept for the callback, holds (the
-// copy Enqueue keeps, its MessageId, and the maps, slices, boxed values and
-// strings it reaches) from its encoded JSON: the encoded length, plus
-// keptPerMember bytes for each ':' (a map member: its slot in the map, the
-// box of its value, and its share of the map's own overhead), plus the
-// size of a Context when msg has one (a large struct with few members). It
-// counts against MaxQueueBytes. BenchmarkKeptMessage measures it against
-// the real cost: from 1.06 times it (an 8 KB string property) and 1.12 (a
-// Track with nested maps and slices) to 4.7 times (an Identify with no
-// traits); a message made of many tiny nested maps can cost more than its
-// estimate. It takes a few nanoseconds: bytes.Count is vectorised.
-func keptBytes(msg Message, encoded []byte) int {
-	n := len(encoded) + keptPerMember*bytes.Count(encoded, colon)
-	if hasContext(msg) {
-		n += contextBytes
-	}
-	return n
-}
-
-const (
-	keptPerMember = 64
-	contextBytes  = int(unsafe.Sizeof(Context{}))
-)
-
-var colon = []byte{':'}
-
-func hasContext(msg Message) bool {
-	switch m := msg.(type) {
-	case Track:
-		return m.Context != nil
-	case Identify:
-		return m.Context != nil
-	case Page:
-		return m.Context != nil
-	case Screen:
-		return m.Context != nil
-	case Group:
-		return m.Context != nil
-	case Alias:
-		return m.Context != nil
-	}
-	return false
 }

@@ -127,7 +127,7 @@ var envVars = []envVar{
 	{"ANALYTICS_GZIP", envBool(WithGzip)},
 	{"ANALYTICS_MAX_CONCURRENT_REQUESTS", envCount(WithMaxConcurrentRequests, "requests", "8")},
 	{"ANALYTICS_MAX_QUEUE_SIZE", envCount(WithMaxQueueSize, "events", "10000")},
-	{"ANALYTICS_MAX_QUEUE_BYTES", envCount(WithMaxQueueBytes, "bytes", "33554432")},
+	{"ANALYTICS_MAX_QUEUE_BYTES", envCount(WithMaxQueueBytes, "bytes", "67108864")},
 	{"ANALYTICS_ADAPTIVE_SEND_RATE", envBool(WithAdaptiveSendRate)},
 	{"ANALYTICS_PROBE_INTERVAL", envSeconds(WithProbeInterval)},
 	{"ANALYTICS_SPOOL_DIR", func(v string) (Option, error) { return WithSpool(v), nil }},

@@ -132,7 +132,7 @@ func TestEnvMessagesShowTheExpectedForm(t *testing.T) {
 		{"ANALYTICS_RETRY_COUNT", "1.5", `"1.5" is not a whole number of retries; write e.g. 3`},
 		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "many", `"many" is not a whole number of requests; write e.g. 8`},
 		{"ANALYTICS_MAX_QUEUE_SIZE", "1e4", `"1e4" is not a whole number of events; write e.g. 10000`},
-		{"ANALYTICS_MAX_QUEUE_BYTES", "32MiB", `"32MiB" is not a whole number of bytes; write e.g. 33554432`},
+		{"ANALYTICS_MAX_QUEUE_BYTES", "32MiB", `"32MiB" is not a whole number of bytes; write e.g. 67108864`},
 		{"ANALYTICS_MAX_QUEUE_BYTES", "-9223372036854775809", `"-9223372036854775809" is out of range`},
 		{"ANALYTICS_GZIP", "yes please", `"yes please" is not a boolean; write true or false`},
 		{"ANALYTICS_FLUSH_AT", strings.Repeat("9x", 30), `"` + strings.Repeat("9x", 20) + `"… is not a whole number of events; write e.g. 100`},

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,6 +46,9 @@ var keepShapes = []struct {
 		return Track{UserId: "user-" + strconv.Itoa(i), Event: "Report Generated",
 			Properties: Properties{"report": strings.Repeat("x", 8<<10-6) + strconv.Itoa(100000+i%900000)}}
 	}},
+	{"track-user-5", func(i int) Message { return userTrack(i, 5) }},
+	{"track-user-10", func(i int) Message { return userTrack(i, 10) }},
+	{"track-web-10", func(i int) Message { return webTrack(i) }},
 	{"track-context", func(i int) Message {
 		id := strconv.Itoa(i)
 		return Track{UserId: "user-" + id, Event: "Page Viewed",
@@ -51,6 +56,54 @@ var keepShapes = []struct {
 				Locale: "en-US", Page: PageInfo{Path: "/p/" + id, URL: "https://example.com/p/" + id}},
 			Properties: Properties{"path": "/p/" + id, "title": "Product " + id, "referrer": "https://example.com/"}}
 	}},
+}
+
+// userShapes are the shapes users send, as issue 20 measured them: a
+// Context (ip, app, locale, timezone, a few members of its own; for a web
+// page, its user agent and page too) and 5 to 10 properties.
+var userShapes = []string{"track-user-5", "track-user-10", "track-web-10"}
+
+// userTrack is a Track of the first props (at most 10) of the properties
+// an order carries, with a server's Context.
+func userTrack(i, props int) Track {
+	id := strconv.Itoa(i)
+	all := [...]struct {
+		name  string
+		value func() any
+	}{
+		{"order_id", func() any { return "order-" + id }},
+		{"product_id", func() any { return "prod-" + strconv.Itoa(i%5000) }},
+		{"name", func() any { return "Product " + id }},
+		{"price", func() any { return 9.99 + float64(i%100) }},
+		{"quantity", func() any { return 1 + i%5 }},
+		{"category", func() any { return "books" }},
+		{"currency", func() any { return "USD" }},
+		{"revenue", func() any { return 19.98 + float64(i%50) }},
+		{"coupon", func() any { return "WINTER" + strconv.Itoa(i%10) }},
+		{"in_stock", func() any { return i%2 == 0 }},
+	}
+	p := make(Properties, props)
+	for _, m := range all[:props] {
+		p[m.name] = m.value()
+	}
+	return Track{UserId: "user-" + id, Event: "Order Completed", Properties: p, Context: &Context{
+		IP:       net.IPv4(10, 0, byte(i>>8), byte(i)),
+		App:      AppInfo{Name: "shop", Version: "4.2." + strconv.Itoa(i%3), Build: "4210"},
+		Locale:   "en-US",
+		Timezone: "Europe/Paris",
+		Extra:    map[string]any{"requestId": "req-" + id, "source": "api", "region": "eu-west-1"},
+	}}
+}
+
+// webTrack is userTrack with 10 properties, sent for a web page: its
+// Context has the browser's user agent and the page.
+func webTrack(i int) Track {
+	m := userTrack(i, 10)
+	id := strconv.Itoa(i)
+	m.Context.UserAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0." + id + " Safari/537.36"
+	m.Context.Page = PageInfo{Path: "/checkout/" + id, URL: "https://shop.example.com/checkout/" + id,
+		Referrer: "https://www.google.com/", Title: "Checkout: order " + id}
+	return m
 }
 
 // BenchmarkKeptMessage measures, for each shape, the heap a message kept
@@ -61,7 +114,7 @@ var keepShapes = []struct {
 func BenchmarkKeptMessage(b *testing.B) {
 	for _, shape := range keepShapes {
 		b.Run(shape.name, func(b *testing.B) {
-			heap, encoded, estimate := measureKept(b, shape.make)
+			heap, encoded, estimate := measureKept(b, shape.make, 20_000)
 			msg, e := shape.make(1), getEncoder()
 			defer putEncoder(e)
 			_, err := e.encodeMessage(msg, time.Now())
@@ -80,18 +133,21 @@ func BenchmarkKeptMessage(b *testing.B) {
 
 var keptSink int
 
-// measureKept keeps 20,000 messages of a shape as Enqueue does and returns
-// the mean heap, encoded length and estimate per message.
-func measureKept(tb testing.TB, shape func(int) Message) (heap, encoded, estimate float64) {
-	const n = 20_000
+// measureKept keeps n messages of a shape as Enqueue does and returns the
+// mean heap, encoded length and estimate per message.
+func measureKept(tb testing.TB, shape func(int) Message, n int) (heap, encoded, estimate float64) {
 	kept := make([]Message, n) // the queue's slots exist with or without a callback
 	e := getEncoder()
 	defer putEncoder(e)
 	now := time.Now()
 	var m runtime.MemStats
+	// Twice: the first GC moves what sync.Pools hold (encoders, the queue's
+	// chunks of earlier tests) to their victim caches, the second frees it,
+	// so that it is not freed while the messages are measured.
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&m)
-	before := m.HeapAlloc
+	before := int64(m.HeapAlloc)
 	var encodedSum, estimateSum int
 	for i := range kept {
 		msg := shape(i)
@@ -110,7 +166,37 @@ func measureKept(tb testing.TB, shape func(int) Message) (heap, encoded, estimat
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	runtime.KeepAlive(kept)
-	return float64(m.HeapAlloc-before) / n, float64(encodedSum) / n, float64(estimateSum) / n
+	return float64(int64(m.HeapAlloc)-before) / float64(n), float64(encodedSum) / float64(n), float64(estimateSum) / float64(n)
+}
+
+// The estimate counted against MaxQueueBytes for a message kept for the
+// callback follows the heap the message really holds, measured over 5,000
+// copies of each shape after a GC: for the shapes users send, at or above
+// it by at most 35% (1.17 to 1.21 times it when written); for every shape,
+// from 0.9 to 1.5 times it (a shape of constant strings, which take no
+// heap, is the one near the top).
+func TestKeptEstimateFollowsHeap(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the estimate's sizes are a 64-bit platform's")
+	}
+	users := map[string]bool{}
+	for _, name := range userShapes {
+		users[name] = true
+	}
+	measured := 0
+	for _, shape := range keepShapes {
+		heap, _, estimate := measureKept(t, shape.make, 5_000)
+		ratio := estimate / heap
+		t.Logf("%s: estimate %.0f B, heap %.0f B: %.2f times", shape.name, estimate, heap, ratio)
+		low, high := 0.9, 1.5
+		if users[shape.name] {
+			low, high = 1.0, 1.35
+			measured++
+		}
+		assert.GreaterOrEqual(t, ratio, low, "%s: estimate ÷ heap", shape.name)
+		assert.LessOrEqual(t, ratio, high, "%s: estimate ÷ heap", shape.name)
+	}
+	assert.Equal(t, len(userShapes), measured, "user shapes measured")
 }
 
 // BenchmarkEnqueueCallback is BenchmarkEnqueue with a callback set, so that

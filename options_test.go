@@ -18,7 +18,7 @@ func TestDefaults(t *testing.T) {
 		flushAt:               250,
 		flushInterval:         5 * time.Second,
 		maxQueueSize:          10_000,
-		maxQueueBytes:         32 << 20,
+		maxQueueBytes:         64 << 20,
 		maxConcurrentRequests: 8,
 		policy:                retry.DefaultPolicy(),
 		requestTimeout:        10 * time.Second,

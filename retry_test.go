@@ -140,7 +140,7 @@ func TestStatsAddUp(t *testing.T) {
 			// says nothing about the load.
 			SendRate:      SendRateStats{},
 			QueueMaxSize:  10_000,
-			QueueMaxBytes: 32 << 20,
+			QueueMaxBytes: 64 << 20,
 			Latency:       st.Latency, // the backoff waits are jittered
 		}
 		assert.Equal(t, want, st, "stats")

@@ -115,7 +115,7 @@
 //     Integrations.EnableAll sets "All", the key of the Segment spec (v3:
 //     "all"); User-Agent analytics-go/<version>; X-Retry-Count on every
 //     resend. Page and Screen have a Category field.
-//   - The queue is bounded by 10,000 events and 32 MiB, counting events
+//   - The queue is bounded by 10,000 events and 64 MiB, counting events
 //     being sent or waiting to retry; Enqueue waits while it is full. v3's
 //     Enqueue waited on a channel of 100 messages.
 //
