@@ -28,7 +28,7 @@ import (
 // event it could not send as failed.
 
 // defaultMaxQueueBytes is our SDK's documented default of MaxQueueBytes.
-const defaultMaxQueueBytes = 32 << 20
+const defaultMaxQueueBytes = 64 << 20
 
 // maxBatchBody bounds one batch body; MaxConcurrentRequests of them may be
 // in flight, out of the queue.
@@ -37,7 +37,7 @@ const maxBatchBody = ours.MaxBatchBytes
 // stalledVariants are the configurations the stalled scenario runs.
 var stalledVariants = []struct{ name, doc string }{
 	{"defaults", "every default (MaxQueueSize 10,000 binds first), a Callback counting outcomes"},
-	{"bytes", "MaxQueueSize 1,000,000 so that MaxQueueBytes (32 MiB) binds; no Callback (failures from Stats)"},
+	{"bytes", "MaxQueueSize 1,000,000 so that MaxQueueBytes (64 MiB) binds; no Callback (failures from Stats)"},
 	{"bytes+callback", "MaxQueueSize 1,000,000, a Callback counting outcomes (the queue also keeps each Message)"},
 	{"bytes+memlimit", "as `bytes`, in a process with a soft memory limit (GOMEMLIMIT) of 64 MiB"},
 }
