@@ -37,7 +37,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	}
 	for _, name := range sdk.Names {
 		b.Run(name, func(b *testing.B) {
-			c, err := sdk.New(name, "http://bench.invalid", discard{})
+			c, err := sdk.New(name, "http://bench.invalid", discard{}, sdk.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -3,7 +3,7 @@ package consumer
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
+	"github.com/klauspost/compress/gzip"
 	"io"
 	"sync"
 	"time"
@@ -260,7 +260,10 @@ func appendDigits(dst []byte, n, width int) []byte {
 
 // gzipWriters keeps compressors between attempts: a gzip.Writer carries
 // hundreds of KiB of state. BestSpeed: analytics JSON still shrinks about
-// 15 times, at less than half the CPU of the default level. The buffer in
+// 15 times, at less than half the CPU of the default level. The writer is
+// klauspost/compress's: deflate took 12-24% of the client's CPU, and it
+// compresses a batch about twice as fast as compress/gzip, to the same
+// format. The buffer in
 // front of it turns the many small writes of a body (each event, each
 // comma) into a few large ones.
 var gzipWriters = sync.Pool{New: func() any {

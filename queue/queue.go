@@ -68,22 +68,35 @@ type Queue[T any] struct {
 
 	// first and last are the line of PushWait calls waiting for room,
 	// oldest first.
-	first, last *waiter
+	first, last *waiter[T]
+	// waiters keeps *waiter[T] that left the line, for the next wait:
+	// under many producers nearly every PushWait waits, and a waiter and
+	// its channel were two allocations each time.
+	waiters sync.Pool
 
 	// spare keeps the item slices of recycled batches (*[]Item[T]), for
 	// the batches cut next.
 	spare sync.Pool
 }
 
-// waiter is a PushWait waiting for room for an item of dataLen bytes of
-// data and size bytes of Size.
-type waiter struct {
-	dataLen, size int
-	// ready gets a token when the waiter should look again: it is first
-	// in line and its item fits, or the queue closed. It holds one token,
-	// so wake-ups that come before the waiter looks add up to one.
+// waiter is a PushWait waiting for room for its item. Whoever makes room
+// (Release, a waiter ahead leaving) admits the item for it, in line order,
+// sets res and n and wakes it; Close sets res to Closed and wakes it. The
+// woken PushWait returns res without taking the queue's lock again, so a
+// release that makes room for many waiters admits them all under one lock
+// hold, with no chain of hand-offs from one waiter to the next.
+type waiter[T any] struct {
+	data  []byte
+	value T
+	kept  int
+	size  int // len(data) + kept
+	// res and n are what PushWait returns, set before ready gets its
+	// token (or, after ctx ended, under q.mu).
+	res Admission
+	n   int
+	// ready gets one token when the waiter is out of line, served.
 	ready      chan struct{}
-	prev, next *waiter
+	prev, next *waiter[T]
 	inLine     bool
 }
 
@@ -153,12 +166,14 @@ func (q *Queue[T]) Push(data []byte, value T, kept int) (Admission, int) {
 
 // PushWait is Push that, when the item does not fit, waits for room until
 // ctx ends. Waiters are served in arrival order: a PushWait that finds
-// others waiting joins the end of the line even if its item would fit, and
-// only the first in line is woken when room is released; if its item still
-// does not fit (a Push took the room first, or not enough was released),
-// it keeps its place. A waiter whose ctx ends leaves the line, and the next
-// one is woken if its item fits. Nothing polls: a waiter sleeps until
-// Release, Close, a waiter ahead of it leaving, or its ctx wakes it.
+// others waiting joins the end of the line even if its item would fit.
+// When room is released, the waiters at the head of the line whose items
+// fit are admitted then and there, in order, and woken; the first whose
+// item does not fit (a Push took the room first, or not enough was
+// released) keeps its place, and so does everyone behind it. A waiter
+// whose ctx ends leaves the line, and the ones after it are admitted if
+// their items fit. Nothing polls: a waiter sleeps until Release, Close, a
+// waiter ahead of it leaving, or its ctx wakes it.
 //
 // It returns Admitted and the number of items queued afterwards; Closed if
 // the queue was closed before or while it waited; Full once ctx has ended
@@ -182,37 +197,52 @@ func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int)
 		q.mu.Unlock()
 		return Full, n
 	}
-	w := &waiter{dataLen: len(data), size: size, ready: make(chan struct{}, 1)}
+	w := q.newWaiter(data, value, kept, size)
 	q.join(w)
 	q.mu.Unlock()
-	for {
+	if done := ctx.Done(); done == nil {
+		<-w.ready // a plain receive costs less than a select
+	} else {
 		select {
 		case <-w.ready:
-		case <-ctx.Done():
+		case <-done:
 			q.mu.Lock()
-			defer q.mu.Unlock()
-			q.leave(w)
-			if q.closed {
-				return Closed, q.n
+			if w.inLine { // not served before the lock: it gives up
+				q.leave(w)
+				w.res, w.n = Full, q.n
+				if q.closed {
+					w.res = Closed
+				}
 			}
-			return Full, q.n
-		}
-		q.mu.Lock()
-		switch {
-		case q.closed:
-			q.leave(w)
-			n := q.n
 			q.mu.Unlock()
-			return Closed, n
-		case q.first == w && q.fits(w.dataLen, w.size):
-			q.leave(w) // wakes the next in line if its item fits too
-			q.add(data, value, kept)
-			n := q.n
-			q.mu.Unlock()
-			return Admitted, n
 		}
-		q.mu.Unlock() // not its turn yet, or no room: keep the place
 	}
+	res, n := w.res, w.n
+	q.recycleWaiter(w)
+	return res, n
+}
+
+// newWaiter returns a waiter for an item, from the pool when it has one.
+// q.mu is held.
+func (q *Queue[T]) newWaiter(data []byte, value T, kept, size int) *waiter[T] {
+	w, _ := q.waiters.Get().(*waiter[T])
+	if w == nil {
+		w = &waiter[T]{ready: make(chan struct{}, 1)}
+	}
+	w.data, w.value, w.kept, w.size = data, value, kept, size
+	return w
+}
+
+// recycleWaiter puts w, out of line, back in the pool: nothing refers to
+// it any more, so only a token sent before it left can be in its channel.
+func (q *Queue[T]) recycleWaiter(w *waiter[T]) {
+	select {
+	case <-w.ready:
+	default:
+	}
+	var zero T
+	w.data, w.value = nil, zero
+	q.waiters.Put(w)
 }
 
 // fits reports whether an item of dataLen bytes of data and size bytes of
@@ -241,7 +271,7 @@ func (q *Queue[T]) add(data []byte, value T, kept int) {
 }
 
 // join puts w at the end of the line. q.mu is held.
-func (q *Queue[T]) join(w *waiter) {
+func (q *Queue[T]) join(w *waiter[T]) {
 	w.prev, w.inLine = q.last, true
 	if q.last == nil {
 		q.first = w
@@ -251,14 +281,22 @@ func (q *Queue[T]) join(w *waiter) {
 	q.last = w
 }
 
-// leave takes w out of the line, wherever it is; if it was first, the new
-// first is woken when its item fits, so that a wake-up w got and did not
-// use passes on. q.mu is held.
-func (q *Queue[T]) leave(w *waiter) {
+// leave takes w out of the line, wherever it is; if it was first, the
+// waiters now at the head are served if their items fit, so that room w
+// was waiting for passes on. q.mu is held.
+func (q *Queue[T]) leave(w *waiter[T]) {
 	if !w.inLine {
 		return
 	}
 	wasFirst := q.first == w
+	q.unlink(w)
+	if wasFirst {
+		q.serve()
+	}
+}
+
+// unlink takes w, in line, out of it. q.mu is held.
+func (q *Queue[T]) unlink(w *waiter[T]) {
 	if w.prev == nil {
 		q.first = w.next
 	} else {
@@ -270,20 +308,21 @@ func (q *Queue[T]) leave(w *waiter) {
 		w.next.prev = w.prev
 	}
 	w.prev, w.next, w.inLine = nil, nil, false
-	if wasFirst {
-		q.wakeFirst()
-	}
 }
 
-// wakeFirst wakes the first waiter in line if its item fits now. q.mu is
+// serve admits the items of the waiters at the head of the line, in line
+// order, as long as they fit, and wakes each of those waiters. q.mu is
 // held.
-func (q *Queue[T]) wakeFirst() {
-	if w := q.first; w != nil && q.fits(w.dataLen, w.size) {
+func (q *Queue[T]) serve() {
+	for w := q.first; w != nil && q.fits(len(w.data), w.size); w = q.first {
+		q.unlink(w)
+		q.add(w.data, w.value, w.kept)
+		w.res, w.n = Admitted, q.n
 		wake(w)
 	}
 }
 
-func wake(w *waiter) {
+func wake[T any](w *waiter[T]) {
 	select {
 	case w.ready <- struct{}{}:
 	default: // a wake-up is pending already
@@ -306,15 +345,15 @@ func (q *Queue[T]) Admission() Admission {
 }
 
 // Release gives back the budget of taken items that the caller no longer
-// holds: items of them, of total Size bytes. It wakes the first PushWait
-// in line if its item fits now.
+// holds: items of them, of total Size bytes. It admits the items of the
+// PushWait calls at the head of the line that fit now, and wakes them.
 func (q *Queue[T]) Release(items, bytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.held -= items
 	q.heldB -= bytes
 	if q.first != nil {
-		q.wakeFirst()
+		q.serve()
 	}
 }
 
@@ -343,7 +382,9 @@ func (q *Queue[T]) Close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	for w := q.first; w != nil; w = w.next {
+	for w := q.first; w != nil; w = q.first {
+		q.unlink(w)
+		w.res, w.n = Closed, q.n
 		wake(w)
 	}
 }

@@ -31,12 +31,39 @@ var Variants = []string{"ours-spool"}
 // Event is the name of every event sent.
 const Event = "Order Completed"
 
-// props are the five string properties of every event. One map per SDK is
-// shared, read-only, by every event: building a map per event would add
-// the same cost to every SDK and hide the differences between them. No SDK
-// writes to the map it is given (posthog copies it into a map of its own).
+// props are the five string properties of every event. By default each
+// event gets a map of its own, built in Track, as an application builds
+// one per event; with Options.SharedProperties one read-only map per SDK is
+// shared by every event (no SDK writes to the map it is given; posthog
+// copies it into a map of its own).
 var props = [5][2]string{
 	{"plan", "pro"}, {"currency", "USD"}, {"coupon", "WINTER"}, {"sku", "sku-42"}, {"category", "books"},
+}
+
+// Options say how a client's Track builds its events.
+type Options struct {
+	// SharedProperties gives every event the same read-only properties
+	// map, built once, instead of a fresh map per event. It leaves out
+	// a cost every application's events carry.
+	SharedProperties bool
+}
+
+// newProps returns a properties map holding props, of any SDK's map type.
+func newProps[M ~map[string]any]() M {
+	m := make(M, len(props))
+	for _, kv := range props {
+		m[kv[0]] = kv[1]
+	}
+	return m
+}
+
+// eventProps returns the map one event carries: shared, when the client
+// shares one, or a fresh one.
+func eventProps[M ~map[string]any](shared M) M {
+	if shared != nil {
+		return shared
+	}
+	return newProps[M]()
 }
 
 // Client is one SDK's client.
@@ -65,44 +92,42 @@ type Refuser interface {
 
 // New returns a client of SDK name that sends to endpoint (scheme, host and
 // port; each SDK adds its own path). A nil transport keeps the SDK's own.
-func New(name, endpoint string, transport http.RoundTripper) (Client, error) {
+// Track is safe for concurrent use in every client.
+func New(name, endpoint string, transport http.RoundTripper, o Options) (Client, error) {
 	switch name {
 	case "ours":
-		return newOurs(endpoint, transport, false)
+		return newOurs(endpoint, transport, false, o)
 	case "ours-spool":
-		return newOurs(endpoint, transport, true)
+		return newOurs(endpoint, transport, true, o)
 	case "segmentio":
-		p := segment.NewProperties()
-		for _, kv := range props {
-			p.Set(kv[0], kv[1])
-		}
 		c, err := segment.NewWithConfig("wk", segment.Config{Endpoint: endpoint, Transport: transport})
-		return &segmentClient{c: c, props: p}, err
+		return &segmentClient{c: c, props: shared[segment.Properties](o)}, err
 	case "posthog":
-		p := posthog.NewProperties()
-		for _, kv := range props {
-			p.Set(kv[0], kv[1])
-		}
 		c, err := posthog.NewWithConfig("phc_wk", posthog.Config{Endpoint: endpoint, Transport: transport})
-		return &posthogClient{c: c, props: p}, err
+		return &posthogClient{c: c, props: shared[posthog.Properties](o)}, err
 	case "rudder":
-		p := rudder.NewProperties()
-		for _, kv := range props {
-			p.Set(kv[0], kv[1])
-		}
 		c, err := rudder.NewWithConfig("wk", rudder.Config{DataPlaneUrl: endpoint, Transport: transport})
-		return &rudderClient{c: c, props: p}, err
+		return &rudderClient{c: c, props: shared[rudder.Properties](o)}, err
 	}
 	return nil, fmt.Errorf("unknown SDK %q (want one of %v or %v)", name, Names, Variants)
 }
 
-type oursClient struct {
-	c     *ours.Client
-	props ours.Properties
-	dir   string // the spool's temporary directory; "" without a spool
+// shared returns the map every event shares under o.SharedProperties, or
+// nil, when each event gets a fresh one.
+func shared[M ~map[string]any](o Options) M {
+	if !o.SharedProperties {
+		return nil
+	}
+	return newProps[M]()
 }
 
-func newOurs(endpoint string, transport http.RoundTripper, spool bool) (*oursClient, error) {
+type oursClient struct {
+	c     *ours.Client
+	props ours.Properties // nil: a fresh map per event
+	dir   string          // the spool's temporary directory; "" without a spool
+}
+
+func newOurs(endpoint string, transport http.RoundTripper, spool bool, o Options) (*oursClient, error) {
 	opts := []ours.Option{ours.WithEndpoint(endpoint)}
 	if transport != nil {
 		opts = append(opts, ours.WithHTTPClient(&http.Client{Transport: transport}))
@@ -122,23 +147,19 @@ func newOurs(endpoint string, transport http.RoundTripper, spool bool) (*oursCli
 		}
 		return nil, err
 	}
-	p := ours.NewProperties()
-	for _, kv := range props {
-		p.Set(kv[0], kv[1])
-	}
-	return &oursClient{c: c, props: p, dir: dir}, nil
+	return &oursClient{c: c, props: shared[ours.Properties](o), dir: dir}, nil
 }
 
 // Track implements Client. When the queue is full it waits for room, as the
 // peers' Enqueue blocks, woken when an upload ends.
 func (o *oursClient) Track(id, userID string) error {
-	return o.c.EnqueueContext(context.Background(), ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: o.props})
+	return o.c.EnqueueContext(context.Background(), ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: eventProps(o.props)})
 }
 
 // TrackOrRefuse implements Refuser: Enqueue, which returns ErrQueueFull at
 // once when the queue is full.
 func (o *oursClient) TrackOrRefuse(id, userID string) error {
-	return o.c.Enqueue(ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: o.props})
+	return o.c.Enqueue(ours.Track{MessageId: id, UserId: userID, Event: Event, Properties: eventProps(o.props)})
 }
 
 // Close implements Client; with a spool, it then removes its directory.
@@ -165,12 +186,12 @@ func (o *oursClient) Counters() map[string]int64 {
 
 type segmentClient struct {
 	c     segment.Client
-	props segment.Properties
+	props segment.Properties // nil: a fresh map per event
 }
 
 // Track implements Client.
 func (s *segmentClient) Track(id, userID string) error {
-	return s.c.Enqueue(segment.Track{MessageId: id, UserId: userID, Event: Event, Properties: s.props})
+	return s.c.Enqueue(segment.Track{MessageId: id, UserId: userID, Event: Event, Properties: eventProps(s.props)})
 }
 
 // Close implements Client.
@@ -178,12 +199,12 @@ func (s *segmentClient) Close() error { return s.c.Close() }
 
 type posthogClient struct {
 	c     posthog.Client
-	props posthog.Properties
+	props posthog.Properties // nil: a fresh map per event
 }
 
 // Track implements Client.
 func (p *posthogClient) Track(id, userID string) error {
-	return p.c.Enqueue(posthog.Capture{Uuid: id, DistinctId: userID, Event: Event, Properties: p.props})
+	return p.c.Enqueue(posthog.Capture{Uuid: id, DistinctId: userID, Event: Event, Properties: eventProps(p.props)})
 }
 
 // Close implements Client.
@@ -191,12 +212,12 @@ func (p *posthogClient) Close() error { return p.c.Close() }
 
 type rudderClient struct {
 	c     rudder.Client
-	props rudder.Properties
+	props rudder.Properties // nil: a fresh map per event
 }
 
 // Track implements Client.
 func (r *rudderClient) Track(id, userID string) error {
-	return r.c.Enqueue(rudder.Track{MessageId: id, UserId: userID, Event: Event, Properties: r.props})
+	return r.c.Enqueue(rudder.Track{MessageId: id, UserId: userID, Event: Event, Properties: eventProps(r.props)})
 }
 
 // Close implements Client.

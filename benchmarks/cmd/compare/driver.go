@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
@@ -17,6 +18,7 @@ import (
 type driverResult struct {
 	SDK           string           `json:"sdk"`
 	Events        int              `json:"events"`
+	Producers     int              `json:"producers"`
 	EnqueueErrors int64            `json:"enqueue_errors"` // events Track refused (not counted sent)
 	FirstError    string           `json:"first_error,omitempty"`
 	ElapsedNs     int64            `json:"elapsed_ns"` // first Track to Close returned
@@ -33,6 +35,8 @@ type driverResult struct {
 type driverConfig struct {
 	sdk, endpoint, onFull  string
 	events                 int
+	producers              int  // goroutines calling Track at once, each its share of the events
+	sharedProps            bool // one properties map for every event instead of a fresh one each
 	cpuProfile, memProfile string
 }
 
@@ -60,11 +64,11 @@ func users() []string {
 
 func runDriver(cfg driverConfig) error {
 	id, us := ids(cfg.events), users()
-	c, err := sdk.New(cfg.sdk, cfg.endpoint, nil)
+	c, err := sdk.New(cfg.sdk, cfg.endpoint, nil, sdk.Options{SharedProperties: cfg.sharedProps})
 	if err != nil {
 		return err
 	}
-	res := driverResult{SDK: cfg.sdk, Events: cfg.events}
+	res := driverResult{SDK: cfg.sdk, Events: cfg.events, Producers: max(cfg.producers, 1)}
 
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
@@ -88,15 +92,26 @@ func runDriver(cfg driverConfig) error {
 	if r, ok := c.(sdk.Refuser); ok && cfg.onFull == "drop" {
 		track = r.TrackOrRefuse
 	}
+	// Each producer tracks every producers-th event, from its own offset.
+	producers := max(cfg.producers, 1)
+	var mu sync.Mutex // guards res's error fields
+	var wg sync.WaitGroup
 	start := time.Now()
-	for i := range cfg.events {
-		if err := track(id(i), us[i%len(us)]); err != nil {
-			res.EnqueueErrors++
-			if res.FirstError == "" {
-				res.FirstError = err.Error()
+	for p := range producers {
+		wg.Go(func() {
+			for i := p; i < cfg.events; i += producers {
+				if err := track(id(i), us[i%len(us)]); err != nil {
+					mu.Lock()
+					res.EnqueueErrors++
+					if res.FirstError == "" {
+						res.FirstError = err.Error()
+					}
+					mu.Unlock()
+				}
 			}
-		}
+		})
 	}
+	wg.Wait()
 	enqueued := time.Now()
 	if err := c.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)

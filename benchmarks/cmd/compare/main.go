@@ -10,6 +10,8 @@
 //
 //	go run ./cmd/compare                      # every SDK × every scenario, 200,000 events each
 //	go run ./cmd/compare -events 20000        # a quick run
+//	go run ./cmd/compare -producers 16        # 16 goroutines calling Track at once (default: rows for 1 and 16)
+//	go run ./cmd/compare -shared-props        # one shared properties map instead of a fresh one per event
 //	go run ./cmd/compare -repeat 3 -out RESULTS.md
 //	go run ./cmd/compare -stalled             # ours against a tracking API that never answers
 //	go run ./cmd/compare -sdks ours,ours-spool -scenarios clean -repeat 5   # ours with and without the spool
@@ -23,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +43,8 @@ func main() {
 		repeat    = flag.Int("repeat", 1, "runs per row; the table shows the median (lost and duplicates: the worst run)")
 		out       = flag.String("out", "", "also write the table to this file")
 		seed      = flag.Uint64("seed", 1, "seed of the p10 scenario's random answers")
+		producers = flag.String("producers", "1,16", "producer goroutines calling Track at once, comma-separated: one row per count (driver: the count)")
+		shared    = flag.Bool("shared-props", false, "give every event one shared, read-only properties map instead of a fresh map per event (as an application builds)")
 		onFull    = flag.String("on-full", "wait", "what our SDK does when its queue is full: wait for room (EnqueueContext, as the peers block) or drop (Enqueue refuses with ErrQueueFull)")
 		profile   = flag.String("profile", "", "write each driver's CPU and alloc profiles into this directory (slows the runs)")
 		verbose   = flag.Bool("v", false, "print every driver's and sink's raw JSON to stderr")
@@ -61,15 +66,23 @@ func main() {
 	case "sink":
 		err = runSink(*scenario, *seed, *cpuProf)
 	case "driver":
+		n, perr := strconv.Atoi(*producers)
+		if perr != nil {
+			err = fmt.Errorf("driver: -producers: %w", perr)
+			break
+		}
 		err = runDriver(driverConfig{sdk: *sdkName, endpoint: *endpoint, onFull: *onFull, events: *events,
-			cpuProfile: *cpuProf, memProfile: *memProf})
+			producers: n, sharedProps: *shared, cpuProfile: *cpuProf, memProfile: *memProf})
 	case "stalled-driver":
 		err = runStalledDriver(*variant, *endpoint, *events, *shutdownT)
 	case "":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		o := &orchestrator{events: *events, timeout: *timeout, repeat: max(*repeat, 1), seed: *seed,
-			onFull: *onFull, profile: *profile, verbose: *verbose, out: *out}
+			onFull: *onFull, sharedProps: *shared, profile: *profile, verbose: *verbose, out: *out}
+		if o.producers, err = counts(*producers); err != nil {
+			break
+		}
 		if *stalled {
 			err = o.runStalled(ctx, *stalledN, *shutdownT)
 		} else {
@@ -82,6 +95,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
+}
+
+// counts parses a comma-separated list of producer counts.
+func counts(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-producers: %q is not a count of 1 or more", s)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-producers: no count")
+	}
+	return out, nil
 }
 
 // split parses a comma-separated list, keeping known names only.

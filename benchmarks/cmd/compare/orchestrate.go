@@ -19,14 +19,16 @@ import (
 )
 
 type orchestrator struct {
-	events  int
-	timeout time.Duration
-	repeat  int
-	seed    uint64
-	onFull  string
-	profile string
-	verbose bool
-	out     string
+	events      int
+	producers   []int // one row per count
+	timeout     time.Duration
+	repeat      int
+	seed        uint64
+	onFull      string
+	sharedProps bool
+	profile     string
+	verbose     bool
+	out         string
 }
 
 // run is one driver run against one fresh sink.
@@ -150,7 +152,7 @@ func (o *orchestrator) runDriverProc(ctx context.Context, args []string) (line [
 	return last, false, nil
 }
 
-func (o *orchestrator) runOne(ctx context.Context, sdkName, scenario string, rep int) (run, error) {
+func (o *orchestrator) runOne(ctx context.Context, sdkName, scenario string, producers, rep int) (run, error) {
 	var r run
 	sk, err := startSink(ctx, scenario, o.seed)
 	if err != nil {
@@ -158,9 +160,10 @@ func (o *orchestrator) runOne(ctx context.Context, sdkName, scenario string, rep
 	}
 	defer sk.stop()
 	args := []string{"-role", "driver", "-sdk", sdkName, "-events", strconv.Itoa(o.events),
-		"-endpoint", sk.endpoint, "-on-full", o.onFull}
+		"-endpoint", sk.endpoint, "-on-full", o.onFull, "-producers", strconv.Itoa(producers),
+		"-shared-props=" + strconv.FormatBool(o.sharedProps)}
 	if o.profile != "" {
-		base := filepath.Join(o.profile, fmt.Sprintf("%s-%s-%d", sdkName, scenario, rep))
+		base := filepath.Join(o.profile, fmt.Sprintf("%s-%s-p%d-%d", sdkName, scenario, producers, rep))
 		args = append(args, "-cpuprofile", base+".cpu.pprof", "-memprofile", base+".mem.pprof")
 	}
 	line, timedOut, derr := o.runDriverProc(ctx, args)
@@ -195,28 +198,39 @@ func (o *orchestrator) runTable(ctx context.Context, sdks, scens []string) error
 		}
 	}
 	var rows []row
-	total, n := len(sdks)*len(scens)*o.repeat, 0
+	total, n := len(sdks)*len(scens)*len(o.producers)*o.repeat, 0
 	for _, sc := range scens {
-		for _, s := range sdks {
-			rw := row{sdk: s, scenario: sc}
-			for rep := range o.repeat {
-				n++
-				fmt.Fprintf(os.Stderr, "[%d/%d] %s / %s ...", n, total, s, sc)
-				t0 := time.Now()
-				r, err := o.runOne(ctx, s, sc, rep)
-				if err != nil {
-					fmt.Fprintln(os.Stderr)
-					return err
-				}
-				fmt.Fprintf(os.Stderr, " %s %s\n", time.Since(t0).Round(10*time.Millisecond), r.brief(o.events))
-				rw.runs = append(rw.runs, r)
+		for _, p := range o.producers {
+			for _, s := range sdks {
+				rw := row{sdk: s, scenario: sc, producers: p}
+				// The repeats of a row are spread over the whole run below,
+				// so that a spell of load on the machine falls on every SDK.
+				rows = append(rows, rw)
 			}
-			rows = append(rows, rw)
 		}
 	}
+	for rep := range o.repeat {
+		for i := range rows {
+			rw := &rows[i]
+			n++
+			fmt.Fprintf(os.Stderr, "[%d/%d] %s / %s / %d producers ...", n, total, rw.sdk, rw.scenario, rw.producers)
+			t0 := time.Now()
+			r, err := o.runOne(ctx, rw.sdk, rw.scenario, rw.producers, rep)
+			if err != nil {
+				fmt.Fprintln(os.Stderr)
+				return err
+			}
+			fmt.Fprintf(os.Stderr, " %s %s\n", time.Since(t0).Round(10*time.Millisecond), r.brief(o.events))
+			rw.runs = append(rw.runs, r)
+		}
+	}
+	props := "a fresh map per event"
+	if o.sharedProps {
+		props = "one shared read-only map for every event"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d track events per run (5 string properties), each SDK's defaults except the endpoint; %s\n",
-		o.events, o.conditions())
+	fmt.Fprintf(&b, "%d track events per run (5 string properties, %s), each producer waiting for room when the queue is full, each SDK's defaults except the endpoint; %s\n",
+		o.events, props, o.conditions())
 	b.WriteString("\n")
 	writeTable(&b, rows, o.events)
 	b.WriteString("\n")
