@@ -267,19 +267,32 @@ func TestInstrumentsAfterAScriptedRun(t *testing.T) {
 }
 
 // The send rate's three states, each in turn: probing while the API is
-// down, limited right after it recovers, unlimited a second later.
+// down, limited right after it recovers, unlimited a second later. The
+// client first sends while the API is healthy, so that it knows its rate:
+// the limit after a recovery is a multiple of it.
 func TestSendRateStates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := analyticstest.New().Default(analyticstest.Status(503))
+		api := analyticstest.New()
 		client, err := analytics.New("wk", analytics.WithEndpoint("http://tracking.test"),
 			analytics.WithHTTPClient(api.Client(nil)), quiet, analytics.WithFlushAt(1))
 		require.NoError(t, err, "New")
+		defer func() { _ = client.Close() }() // a failed require still ends the bubble's goroutines
 		m := newMeter(t, client)
 		states := func() map[string]float64 {
 			got, _ := m.collect()
 			assert.Equal(t, want(client.Stats()), got, "the instruments")
 			return got["analytics.send_rate.state"].Points
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		for i := range 4 { // over 1.5 s: a healthy rate of 2 a second
+			require.NoError(t, client.Enqueue(analytics.Track{MessageId: fmt.Sprint("ok-", i), UserId: "u", Event: "E"}), "Enqueue")
+			require.NoError(t, client.Flush(ctx), "Flush")
+			time.Sleep(500 * time.Millisecond)
+		}
+		assert.Equal(t, 1.0, states()["analytics.send_rate.state=unlimited"], "unlimited while healthy")
+
+		api.Default(analyticstest.Status(503))
 		for i := range 5 {
 			require.NoError(t, client.Enqueue(analytics.Track{MessageId: fmt.Sprint("m-", i), UserId: "u", Event: "E"}), "Enqueue")
 		}
@@ -291,8 +304,6 @@ func TestSendRateStates(t *testing.T) {
 		assert.Equal(t, 1.0, states()["analytics.send_rate.state=probing"], "probing")
 
 		api.Default(analyticstest.Status(200))
-		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-		defer cancel()
 		require.NoError(t, client.Flush(ctx), "Flush")
 		require.Positive(t, client.Stats().SendRate.Limit, "the limit right after the recovery")
 		assert.Equal(t, 1.0, states()["analytics.send_rate.state=limited"], "limited")
