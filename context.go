@@ -130,7 +130,8 @@ var contextFields = []string{
 // encodeContext writes the message's context: the SDK's library, then the
 // caller's members, if any. With v3Wire the library is the batch's alone
 // (the envelope's context), and a library the caller set is written as
-// it is, as v3 did.
+// it is, as v3 did. With countKept it counts what the Context holds: its
+// struct, its IP, and its Traits and Extra, members written or not.
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
 	if !e.v3Wire {
@@ -140,6 +141,10 @@ func (e *encoder) encodeContext(c *Context) error {
 	if c == nil {
 		o.close()
 		return nil
+	}
+	e.count(contextBytes)
+	if len(c.IP) > 0 {
+		e.count(max(cap(c.IP), ipBytes))
 	}
 	written := make([]string, 0, len(contextFields))
 	if !e.v3Wire {
@@ -194,6 +199,11 @@ func (e *encoder) encodeContext(c *Context) error {
 		if err := e.object(c.Traits); err != nil {
 			return within(".Traits", err)
 		}
+	} else if c.Traits != nil {
+		e.count(mapBytes(0))
+	}
+	if c.Extra != nil {
+		e.count(mapBytes(len(c.Extra)))
 	}
 	if len(c.Extra) > 0 {
 		// Members other than those written take at least `,"":0` each:
@@ -202,9 +212,11 @@ func (e *encoder) encodeContext(c *Context) error {
 			return errStop
 		}
 		keys := make([]string, 0, len(c.Extra))
-		for k := range c.Extra {
+		for k, v := range c.Extra {
 			if !slices.Contains(written, k) {
 				keys = append(keys, k)
+			} else if e.countKept {
+				e.kept += valueKept(v) // kept, though a field wins on the wire
 			}
 		}
 		slices.Sort(keys)

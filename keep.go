@@ -13,28 +13,29 @@ import (
 //
 // The strings are counted by the encoded JSON, which writes each of them
 // once, quoted, with its key: less the members every message writes from no
-// string of its own (type, timestamp, context.library). The rest is
-// counted from msg itself: the message struct, its Context, every map by
-// its slots (see mapBytes) and every value a map or slice holds in an
-// interface by the box it takes. BenchmarkKeptMessage measures it against
-// the real cost: TestKeptEstimateFollowsHeap holds it to within a stated
-// factor for the shapes users send. It costs a walk over msg's maps, which
-// the encoder has just made.
-func keptBytes(msg Message, encoded []byte) int {
-	n := max(len(encoded)-envelopeBytes, 0)
+// string of its own (type, timestamp, context.library). The rest is the
+// message struct, and reached: what the encoder counted as it wrote msg
+// with countKept (its Context, every map by its slots, see mapBytes, and
+// every value a map or slice holds in an interface by the box it takes).
+// BenchmarkKeptMessage measures it against the real cost:
+// TestKeptEstimateFollowsHeap holds it to within a stated factor for the
+// shapes users send. Counted as the encoder walks msg, it costs a few
+// nanoseconds, not a second walk over msg's maps.
+func keptBytes(msg Message, encoded []byte, reached int) int {
+	n := max(len(encoded)-envelopeBytes, 0) + reached
 	switch m := msg.(type) {
 	case Track:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + valueKept(m.Properties) + valueKept(m.Integrations)
+		n += int(unsafe.Sizeof(m))
 	case Identify:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + valueKept(m.Traits) + valueKept(m.Integrations)
+		n += int(unsafe.Sizeof(m))
 	case Page:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + valueKept(m.Properties) + valueKept(m.Integrations)
+		n += int(unsafe.Sizeof(m))
 	case Screen:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + valueKept(m.Properties) + valueKept(m.Integrations)
+		n += int(unsafe.Sizeof(m))
 	case Group:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + valueKept(m.Traits) + valueKept(m.Integrations)
+		n += int(unsafe.Sizeof(m))
 	case Alias:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + valueKept(m.Integrations)
+		n += int(unsafe.Sizeof(m))
 	}
 	return n
 }
@@ -50,28 +51,19 @@ const (
 	// contextBytes is a Context struct as the allocator rounds it.
 	contextBytes = (int(unsafe.Sizeof(Context{})) + 63) &^ 63
 	// boxBytes is what a string takes to be held in an interface (its
-	// header, boxed); a number takes half of it; a bool or nil nothing.
+	// header, boxed); a bool or nil nothing.
 	boxBytes = 16
+	// numberBytes is what a number takes to be held in an interface.
+	numberBytes = boxBytes / 2
 	// sliceBoxBytes is a slice header, boxed.
 	sliceBoxBytes = 24
 	// ipBytes is a net.IP as net.ParseIP and net.IPv4 make it.
 	ipBytes = 16
 )
 
-func contextKept(c *Context) int {
-	if c == nil {
-		return 0
-	}
-	n := contextBytes + valueKept(c.Traits) + valueKept(c.Extra)
-	if len(c.IP) > 0 {
-		n += max(cap(c.IP), ipBytes)
-	}
-	return n
-}
-
-// valueKept is what v, held in an interface (as a map's value), costs
-// beyond the bytes of its strings: its box, and for a map or a slice the
-// memory it reaches. A type the encoder hands to encoding/json counts its
+// valueKept is what the encoder's value counts for v with countKept, for
+// a value it does not write: a Context.Extra member that a field of the
+// Context wins over. A type the encoder hands to encoding/json counts its
 // own size, and its length for a slice or map, without looking inside.
 func valueKept(v any) int {
 	switch v := v.(type) {
@@ -80,7 +72,7 @@ func valueKept(v any) int {
 	case string:
 		return boxBytes
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		return boxBytes / 2
+		return numberBytes
 	case map[string]any:
 		return mapKept(v)
 	case Properties:
