@@ -65,7 +65,13 @@ const (
 // a value it does not write: a Context.Extra member that a field of the
 // Context wins over. A type the encoder hands to encoding/json counts its
 // own size, and its length for a slice or map, without looking inside.
-func valueKept(v any) int {
+// Since the encoder never sees such a value, its cycle check does not
+// either: the walk stops maxDepth levels down, as the encoder would, so
+// that a cycle in it (a map that holds itself) costs nothing more instead
+// of overflowing the stack.
+func valueKept(v any) int { return valueKeptAt(v, 0) }
+
+func valueKeptAt(v any, depth int) int {
 	switch v := v.(type) {
 	case nil, bool:
 		return 0
@@ -74,17 +80,19 @@ func valueKept(v any) int {
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		return numberBytes
 	case map[string]any:
-		return mapKept(v)
+		return mapKept(v, depth)
 	case Properties:
-		return mapKept(v)
+		return mapKept(v, depth)
 	case Traits:
-		return mapKept(v)
+		return mapKept(v, depth)
 	case Integrations:
-		return mapKept(v)
+		return mapKept(v, depth)
 	case []any:
 		n := sliceBoxBytes + cap(v)*boxBytes
-		for _, e := range v {
-			n += valueKept(e)
+		if depth < maxDepth {
+			for _, e := range v {
+				n += valueKeptAt(e, depth+1)
+			}
 		}
 		return n
 	case []string:
@@ -95,13 +103,15 @@ func valueKept(v any) int {
 	return otherKept(v)
 }
 
-func mapKept(m map[string]any) int {
+func mapKept(m map[string]any, depth int) int {
 	if m == nil {
 		return 0
 	}
 	n := mapBytes(len(m))
-	for _, v := range m {
-		n += valueKept(v)
+	if depth < maxDepth {
+		for _, v := range m {
+			n += valueKeptAt(v, depth+1)
+		}
 	}
 	return n
 }

@@ -247,3 +247,26 @@ func drainKept(c *Client) {
 	}
 	c.queue.Release(len(batch.Items), size)
 }
+
+// A Context.Extra member that a Context field wins over is never written,
+// so the encoder's cycle check never sees it; what it holds is still
+// counted for MaxQueueBytes. A cycle there (a map that holds itself) is
+// counted down to the encoder's depth bound, not for ever: Enqueue
+// returns, the event is delivered, and the member stays off the wire.
+func TestKeptCycleInAShadowedExtraMember(t *testing.T) {
+	cycle := map[string]any{"name": "x"}
+	cycle["self"] = cycle
+	e := newEnv(t, newAPI()) // a callback: each message is kept
+	msg := Track{MessageId: "m-cycle", UserId: "u", Event: "E",
+		Context: &Context{IP: net.ParseIP("10.0.0.1"), Extra: map[string]any{"ip": cycle}}}
+	e.enqueue(msg)
+	st := e.client.Stats()
+	assert.Greater(t, st.QueueHeldBytes-st.QueueBytes, maxDepth*mapBytes(2), "the cycle counted down to the depth bound")
+	e.close()
+	e.assertDeliveredOnce([]Message{msg})
+	reqs := e.api.Requests()
+	require.Len(t, reqs, 1)
+	require.Len(t, reqs[0].Events, 1)
+	ctx, _ := reqs[0].Events[0]["context"].(map[string]any)
+	assert.Equal(t, "10.0.0.1", ctx["ip"], "the field wins on the wire")
+}
