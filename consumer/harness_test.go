@@ -1,12 +1,15 @@
 package consumer
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -260,4 +263,130 @@ func one(t *testing.T, out []outcome, n int) error {
 	require.Equal(t, 0, out[0].lo, "the report's first event")
 	require.Equal(t, n, out[0].hi, "the report's end")
 	return out[0].err
+}
+
+// hangGuard is how long a test waits for a call that must end by itself
+// before declaring it hung: far above any deadline the tests set, so that
+// it holds on a loaded machine.
+const hangGuard = 30 * time.Second
+
+// serveConns accepts connections on ln and runs serve on each, with its
+// number, from 1 in accept order. At cleanup it closes ln and every
+// connection and waits for every goroutine.
+func serveConns(t *testing.T, ln net.Listener, serve func(c net.Conn, conn int)) {
+	t.Helper()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			n := len(conns)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				serve(c, n)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+}
+
+// rawServer listens on 127.0.0.1 and runs serve for each connection, with
+// the request already read. It returns the base URL. Every connection and
+// goroutine ends at cleanup.
+func rawServer(t *testing.T, serve func(c net.Conn, req *http.Request)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	serveConns(t, ln, func(c net.Conn, _ int) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		serve(c, req)
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// refusedAddr returns a 127.0.0.1 address nothing listens on.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// realUploader is an Uploader over real sockets with the SDK's own HTTP
+// client, real time and no retries, logging to logs.
+func realUploader(t *testing.T, endpoint string, timeout time.Duration, logs io.Writer) *Uploader {
+	t.Helper()
+	client := NewHTTPClient(2)
+	t.Cleanup(client.CloseIdleConnections)
+	policy := retry.DefaultPolicy()
+	policy.RetryCount = 0
+	if logs == nil {
+		logs = io.Discard
+	}
+	return New(Config{
+		Endpoint:              endpoint,
+		WriteKey:              testKey,
+		UserAgent:             "analytics-go/test",
+		Context:               []byte(`{}`),
+		Client:                client,
+		RequestTimeout:        timeout,
+		MaxBodyBytes:          maxBodyBytes,
+		MaxConcurrentRequests: 2,
+		Policy:                policy,
+		Logger:                slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+}
+
+const testKey = "wk-0123456789abcdef0123456789abcdef"
+
+// deliverOnce runs one Deliver of one event and returns its error. It
+// fails the test if Deliver has not returned within hangGuard.
+func deliverOnce(t *testing.T, ctx context.Context, up *Uploader) error {
+	t.Helper()
+	var out []outcome
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		slot, err := up.Acquire(ctx)
+		if err != nil {
+			out = append(out, outcome{0, 1, err})
+			return
+		}
+		up.Deliver(ctx, slot, events(1), func(lo, hi int, err error) {
+			out = append(out, outcome{lo, hi, err})
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		require.FailNow(t, "Deliver hangs", "it had not returned after %v", hangGuard)
+	}
+	return one(t, out, 1)
 }

@@ -65,42 +65,11 @@ func newConnServer(t *testing.T, tlsCert *tls.Certificate, act func(conn, n int)
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*tlsCert}})
 		s.URL = "https://" + ln.Addr().String()
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		open []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			open = append(open, c)
-			mu.Unlock()
-			s.mu.Lock()
-			s.conns++
-			conn := s.conns
-			s.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				s.serve(c, conn)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	serveConns(t, ln, func(c net.Conn, conn int) {
+		s.mu.Lock()
+		s.conns++
+		s.mu.Unlock()
+		s.serve(c, conn)
 	})
 	return s
 }

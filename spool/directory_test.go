@@ -32,7 +32,7 @@ func openOrNamed(t *testing.T, dir, want string) (*Spool, error) {
 // Directories hold things the spool did not write. Nothing panics; what
 // Open cannot get past, it names; otherwise the spool's records come
 // back and its Stats agree with the files.
-func TestAttackHostileDirectory(t *testing.T) {
+func TestHostileDirectory(t *testing.T) {
 	t.Run("a directory named like a segment", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.Mkdir(segFile(dir, 1), 0o700))
@@ -155,7 +155,7 @@ func TestAttackHostileDirectory(t *testing.T) {
 
 // Many segments, a record each: Open reads them all in order, and they
 // go, acked in reverse order, one at a time.
-func TestAttackManySegments(t *testing.T) {
+func TestManySegments(t *testing.T) {
 	dir := t.TempDir()
 	const n = 3000
 	for i := range n {
@@ -190,7 +190,7 @@ func (u unreadableFS) OpenFile(name string, flag int, perm fs.FileMode) (File, e
 
 // A segment that cannot be read makes Open fail, naming the file and
 // matching the cause, rather than go on without its records.
-func TestAttackUnreadableSegment(t *testing.T) {
+func TestUnreadableSegment(t *testing.T) {
 	dir := t.TempDir()
 	writeSegment(t, dir, 1, event(0))
 	var err error
@@ -211,7 +211,7 @@ func TestAttackUnreadableSegment(t *testing.T) {
 // "AGSPOOL\n" and version 1 LE, then [len LE][CRC-32C LE][payload]; the
 // .ack file's header "AGSPACK\n" and version 1, then records of uvarint
 // (first, count) pairs, one record per Ack call.
-func TestAttackBytesOnDisk(t *testing.T) {
+func TestBytesOnDisk(t *testing.T) {
 	for _, mapped := range []bool{true, false} {
 		t.Run(fmt.Sprint("mapped=", mapped), func(t *testing.T) {
 			dir := t.TempDir()
@@ -266,7 +266,7 @@ func TestAttackBytesOnDisk(t *testing.T) {
 
 // One Ack of tens of thousands of scattered records: its runs take more
 // than one ack record (maxAckPayload), and a reopen reads them all.
-func TestAttackAckManyRuns(t *testing.T) {
+func TestAckManyRuns(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, Options{Sync: 1e9, SegmentBytes: 16 << 20})
 	var all []ID

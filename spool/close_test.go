@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +21,7 @@ import (
 // ErrClosed; nothing panics; and the next Open hands back exactly the
 // records accepted and not acked (an Ack that returned nil), each once,
 // each writer's in its order.
-func TestAttackCloseDuringEverything(t *testing.T) {
+func TestCloseDuringEverything(t *testing.T) {
 	for _, o := range []Options{
 		{Sync: 0, SegmentBytes: 2 << 10, MaxBytes: 24 << 10},
 		{Sync: time.Millisecond, SegmentBytes: 2 << 10, MaxBytes: 24 << 10},
@@ -166,4 +169,71 @@ func closeDuringEverything(t *testing.T, o Options, closeAfter int64) {
 		}
 	}
 	assert.Equal(t, dirBytes(t, dir), s2.Stats().Bytes)
+}
+
+// blockFS blocks every sync of a segment until release is closed.
+type blockFS struct {
+	*faultFS
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+type blockFile struct {
+	File
+	b *blockFS
+}
+
+// Close is "safe to call twice": but a second Close, while the first
+// waits for a group commit's fsync, returns nil at once, with the files
+// still open, the Append in flight unsynced and the directory still
+// locked, so an Open right after it fails "in use".
+func TestConcurrentCloseWaitsForTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	b := &blockFS{faultFS: newFaultFS(), entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := Open(dir, Options{FS: b, MaxBytes: 1 << 20}) // Sync 0: Append fsyncs
+	require.NoError(t, err)
+	appended := make(chan error, 1)
+	go func() { _, err := s.Append(event(0), leave); appended <- err }()
+	<-b.entered // the Append's fsync runs, outside the lock, and blocks
+	first := make(chan error, 1)
+	go func() { first <- s.Close() }()
+	for { // the first Close has the spool marked closed, and waits for the Append
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			break
+		}
+		runtime.Gosched()
+	}
+	// A Close that waits for the first lets the fsync go on after a while
+	// (a timer, not a sleep); one that returns at once finds it blocked.
+	timer := time.AfterFunc(200*time.Millisecond, func() { close(b.release) })
+	second := s.Close()
+	if timer.Stop() {
+		close(b.release)
+		t.Error("the second Close returned while the first still waited for an fsync")
+	}
+	assert.NoError(t, second)
+	s2, err := Open(dir, Options{})
+	if assert.NoError(t, err, "the second Close returned, yet the directory is still locked") {
+		s2.Close()
+	}
+	assert.NoError(t, <-appended)
+	assert.NoError(t, <-first)
+}
+
+func (b *blockFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := b.faultFS.OpenFile(name, flag, perm)
+	if err != nil || filepath.Ext(name) != segExt {
+		return f, err
+	}
+	return &blockFile{File: f, b: b}, nil
+}
+
+func (f *blockFile) Sync() error {
+	f.b.once.Do(func() { close(f.b.entered) })
+	<-f.b.release
+	return f.File.Sync()
 }

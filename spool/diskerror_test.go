@@ -19,7 +19,7 @@ import (
 // too: the record then comes back at the next Open, though its Append
 // returned an error: the caller, told it failed, may send it again, and
 // it arrives twice.
-func TestAttackFailedSyncRecordBackAfterRestart(t *testing.T) {
+func TestFailedSyncRecordBackAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	f := &opFS{err: syscall.EIO}
 	s, err := Open(dir, Options{FS: f, MaxBytes: 1 << 20})
@@ -47,7 +47,7 @@ func TestAttackFailedSyncRecordBackAfterRestart(t *testing.T) {
 // again; when that remove fails too (the same sick disk), its file (a
 // header) stays on disk, but is not counted: Stats.Bytes no longer
 // agrees with the files, for the life of the spool.
-func TestAttackFailedSegmentCreateBytesCounted(t *testing.T) {
+func TestFailedSegmentCreateBytesCounted(t *testing.T) {
 	dir := t.TempDir()
 	f := &opFS{mapped: true, err: syscall.EIO}
 	s, err := Open(dir, Options{FS: f, Sync: 1e9, MaxBytes: 1 << 20, SegmentBytes: 4 << 10})
@@ -72,7 +72,7 @@ func TestAttackFailedSegmentCreateBytesCounted(t *testing.T) {
 // no zero follows it, and Open counts and logs it as damage (a WARN, a
 // Corrupt count, the file not cut) instead of cutting it as the torn
 // tail it is, as it does when a single zero byte follows.
-func TestAttackMappedTornLastRecordOfItsReserve(t *testing.T) {
+func TestMappedTornLastRecordOfItsReserve(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, Options{Sync: 1e9, SegmentBytes: 4 << 10})
 	appendN(t, s, 0, 3)

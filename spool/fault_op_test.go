@@ -98,7 +98,7 @@ func faultRun(t *testing.T, c faultCase, failAt int) (breaches []string, phantom
 // failing) and the write path; both sync modes. After each run, the
 // invariants: no record accepted and not acked lost, none twice, order
 // kept, no acked record back, Stats agreeing with the files.
-func TestAttackFaultEveryOperationWritten(t *testing.T) {
+func TestFaultEveryOperationWritten(t *testing.T) {
 	faultEveryOperation(t, [][2]bool{{false, false}, {false, true}})
 }
 
@@ -106,10 +106,10 @@ func TestAttackFaultEveryOperationWritten(t *testing.T) {
 // .ack files, the directory, and each segment's fallocate (its stores go
 // through the mapping, not the FS). It fails now only where a failed
 // fallocate is followed by a failed remove: the header left on disk is
-// not counted in Stats.Bytes (TestAttackFailedSegmentCreateBytesCounted).
+// not counted in Stats.Bytes (TestFailedSegmentCreateBytesCounted).
 // Records whose failed Append comes back after a restart (phantoms) are
-// logged here, not failed: TestAttackFailedSyncRecordBackAfterRestart.
-func TestAttackFaultEveryOperationMapped(t *testing.T) {
+// logged here, not failed: TestFailedSyncRecordBackAfterRestart.
+func TestFaultEveryOperationMapped(t *testing.T) {
 	faultEveryOperation(t, [][2]bool{{true, false}})
 }
 
@@ -173,7 +173,7 @@ func scratchDir(t *testing.T) string {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		base = "/dev/shm"
 	}
-	dir, err := os.MkdirTemp(base, "spool-attack")
+	dir, err := os.MkdirTemp(base, "spool-fault")
 	if err != nil {
 		t.Fatal(err)
 	}

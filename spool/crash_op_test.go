@@ -35,7 +35,7 @@ func copyDir(t *testing.T, dir, to string) {
 // every record accepted before the crash and not acked comes back,
 // exactly once and in order; no record acked before the crash comes back;
 // the only others are those of the call in flight; Stats agree.
-func TestAttackCrashAtEveryOperation(t *testing.T) {
+func TestCrashAtEveryOperation(t *testing.T) {
 	for _, c := range []struct {
 		sync   time.Duration
 		mapped bool

@@ -1,0 +1,127 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// keyForms are the forms of testKey a server can echo.
+func keyForms() []string {
+	return []string{
+		testKey,
+		base64.StdEncoding.EncodeToString([]byte(testKey + ":")),
+		base64.RawStdEncoding.EncodeToString([]byte(testKey + ":")),
+	}
+}
+
+// assertNoKey fails if any form of testKey, or a run of 12 of its
+// characters, is in text.
+func assertNoKey(t *testing.T, what, text string) {
+	t.Helper()
+	for _, f := range keyForms() {
+		for i := 0; i+12 <= len(f); i++ {
+			if !assert.NotContains(t, text, f[i:i+12], "%s holds part of the write key", what) {
+				return
+			}
+		}
+	}
+}
+
+func TestTransportErrorsNeverCarryTheWriteKey(t *testing.T) {
+	basic := base64.StdEncoding.EncodeToString([]byte(testKey + ":"))
+	redirect := func(location string) func(net.Conn, *http.Request) {
+		return func(c net.Conn, _ *http.Request) {
+			fmt.Fprintf(c, "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", location)
+		}
+	}
+	cases := []struct {
+		name  string
+		serve func(net.Conn, *http.Request)
+		mark  string // what stands where the key was
+	}{
+		{"a malformed header line echoing Authorization", func(c net.Conn, req *http.Request) {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nAuthorization Basic %s\r\nContent-Length: 0\r\n\r\n", basic)
+		}, "[REDACTED]"},
+		{"a malformed header line echoing the raw key", func(c net.Conn, req *http.Request) {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nX-Write-Key %s\r\nContent-Length: 0\r\n\r\n", testKey)
+		}, "[REDACTED]"},
+		{"a redirect to a refused port with the key in the query",
+			redirect("http://" + refusedAddr(t) + "/v1/batch?key=" + testKey), "[REDACTED]"},
+		{"a redirect to a refused port with the key as user",
+			redirect("http://" + testKey + "@" + refusedAddr(t) + "/v1/batch"), "[REDACTED]"},
+		{"a redirect to a refused port with the key as password",
+			// net/http masks a password itself.
+			redirect("http://u:" + testKey + "@" + refusedAddr(t) + "/v1/batch"), "***"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			up := realUploader(t, rawServer(t, tc.serve), 5*time.Second, &logs)
+			up.policy.RetryCount = 1 // one retry: a per-attempt WARN line too
+			up.policy.BackoffBase = 0
+			err := deliverOnce(t, context.Background(), up)
+			var te *TransportError
+			require.ErrorAs(t, err, &te)
+			assertNoKey(t, "Error()", err.Error())
+			assertNoKey(t, "%+v", fmt.Sprintf("%+v", err))
+			assertNoKey(t, "%#v of the transport error's cause", fmt.Sprintf("%#v", te.Err))
+			for e := errors.Unwrap(te); e != nil; e = errors.Unwrap(e) {
+				assertNoKey(t, "an unwrapped cause", e.Error())
+			}
+			assertNoKey(t, "the log", logs.String())
+			assert.Contains(t, err.Error(), tc.mark, "the key's place in the error")
+			assert.Contains(t, logs.String(), "will retry", "the per-attempt log line")
+		})
+	}
+}
+
+func TestScrubbingKeepsTheErrorChain(t *testing.T) {
+	s := newScrubber(testKey)
+	// No key: the very same error.
+	plain := &TransportError{Phase: PhaseWritten, Err: context.DeadlineExceeded}
+	got, ok := s.error(plain).(*TransportError)
+	require.True(t, ok, "the scrubbed error is a *TransportError")
+	assert.Equal(t, context.DeadlineExceeded, got.Err, "an error without the key was changed")
+	// The key in a *url.Error: the type and the inner chain stay.
+	inner := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	ue := s.error(&TransportError{Phase: PhaseNotConnected, Err: &neturl.Error{Op: "Post", URL: "http://x.test/?k=" + testKey, Err: inner}})
+	var op *net.OpError
+	require.ErrorAs(t, ue, &op)
+	assert.Same(t, inner, op, "the *net.OpError inside")
+	assertNoKey(t, "scrubbed url.Error", ue.Error())
+}
+
+func TestExcerptCutThroughTheKeyKeepsNoPartOfIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, form := range []string{"wk-secret", base64.StdEncoding.EncodeToString([]byte("wk-secret:"))} {
+			for _, keep := range []int{1, 2, 5, len(form) - 1} {
+				body := strings.Repeat(" ", excerptBytes-keep) + form + " and more"
+				r := newRig(t, answer{status: 400, body: body})
+				err := one(t, r.deliver(context.Background(), 1), 1)
+				var herr *HTTPError
+				require.ErrorAs(t, err, &herr)
+				tail := herr.Body[max(0, len(herr.Body)-20):]
+				assert.NotContains(t, tail, form[:2], "%d characters of %q before the cut: the excerpt's end", keep, form)
+			}
+		}
+		// A body that was not cut keeps everything that is not the key.
+		r := newRig(t, answer{status: 400, body: "bad key wk-secret, w"})
+		err := one(t, r.deliver(context.Background(), 1), 1)
+		var herr *HTTPError
+		require.ErrorAs(t, err, &herr)
+		assert.Equal(t, "bad key [REDACTED], w", herr.Body, "the body with the key redacted and nothing else removed")
+	})
+}
