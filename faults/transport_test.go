@@ -261,11 +261,7 @@ func TestStalePooledConnection(t *testing.T) {
 	assert.Empty(t, killed.Header.Get("X-Retry-Count"), "the killed request is a first attempt")
 	assert.False(t, resend.Reused, "the resend came on a reused connection")
 	assert.NotEqual(t, killed.Conn, resend.Conn, "the resend came on the killed connection")
-	st := e.client.Stats()
-	assert.Equal(t, int64(2), st.Attempts, "Stats.Attempts")
-	assert.Equal(t, int64(1), st.Resends, "Stats.Resends")
-	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
-	assert.Zero(t, st.TransportErrors.Written+st.TransportErrors.NotWritten, "Stats.TransportErrors: the attempt was answered")
+	checkResentOnce(t, e)
 }
 
 // A server, or a proxy cutting idle connections, reads the second request
@@ -294,11 +290,7 @@ func TestClosedAfterReadOnReusedConnection(t *testing.T) {
 	assert.NotEqual(t, lost.Conn, resend.Conn, "the resend came on the lost request's connection")
 	accepted, _ := s.Accepted()
 	assert.Equal(t, int64(2), accepted, "connections")
-	st := e.client.Stats()
-	assert.Equal(t, int64(2), st.Attempts, "Stats.Attempts")
-	assert.Equal(t, int64(1), st.Resends, "Stats.Resends")
-	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
-	assert.Zero(t, st.TransportErrors.Written+st.TransportErrors.NotWritten, "Stats.TransportErrors: the attempt was answered")
+	checkResentOnce(t, e)
 }
 
 // The server closes its idle keep-alive connections (no close_notify)
@@ -444,4 +436,16 @@ func TestEarly413FromProxy(t *testing.T) {
 	assert.Equal(t, int64(3), st.Attempts, "Stats.Attempts")
 	assert.Equal(t, int64(2), st.BatchesDelivered, "Stats.BatchesDelivered")
 	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
+}
+
+// checkResentOnce checks the Stats of two batches, the second lost to a
+// kept-alive connection's close and resent once: two attempts, one
+// resend, no retry, and no transport error, since the resend was answered.
+func checkResentOnce(t *testing.T, e *env) {
+	t.Helper()
+	st := e.client.Stats()
+	assert.Equal(t, int64(2), st.Attempts, "Stats.Attempts")
+	assert.Equal(t, int64(1), st.Resends, "Stats.Resends")
+	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
+	assert.Zero(t, st.TransportErrors.Written+st.TransportErrors.NotWritten, "Stats.TransportErrors: the attempt was answered")
 }
