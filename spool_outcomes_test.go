@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,9 +15,9 @@ import (
 	"github.com/dualpath/analytics-go/analyticstest"
 )
 
-// Attack tests of the durable spool at the client level (SPEC §11). Each
-// checks a promise of the contract; see the report on branch
-// s13-attack-client for which fail and why.
+// The outcomes of events with the durable spool, at the client level (SPEC
+// §11): every accepted event ends in exactly one callback or is left in the
+// spool, and Stats add up once Close or Shutdown has returned.
 
 // assertSpoolIdentity checks the accounting identity of §11 and that the
 // records left in the spool are those Stats.Spool.Left counts, once Close
@@ -52,7 +53,7 @@ func assertAtMostOneCallback(t *testing.T, out *outcomes, st Stats) {
 // cut short leaves them in the spool: the client is closed, no goroutine
 // of it runs, and nothing will ever take those events. (Without a spool
 // the same Flush returns: the shutdown fails what is left.)
-func TestSpoolAttackFlushEndsWhenShutdownLeavesBacklog(t *testing.T) {
+func TestSpoolFlushEndsWhenShutdownLeavesBacklog(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Default(analyticstest.Answer{Delay: time.Hour})
@@ -84,7 +85,7 @@ func TestSpoolAttackFlushEndsWhenShutdownLeavesBacklog(t *testing.T) {
 // The same with Close and its timeout against an API that answers 503:
 // Close returns nil (what is left stays in the spool) and a Flush that was
 // waiting must return too.
-func TestSpoolAttackFlushEndsWhenCloseTimesOut(t *testing.T) {
+func TestSpoolFlushEndsWhenCloseTimesOut(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Default(analyticstest.Status(503))
@@ -114,7 +115,7 @@ func TestSpoolAttackFlushEndsWhenCloseTimesOut(t *testing.T) {
 
 // The accounting identity holds, and every event gets at most one final
 // callback, under each way a batch can end.
-func TestSpoolAttackIdentityAfterClose(t *testing.T) {
+func TestSpoolIdentityAfterClose(t *testing.T) {
 	panicky := CallbackFunc(func(Message, error) { panic("callback panics") })
 	for _, tt := range []struct {
 		name string
@@ -182,7 +183,7 @@ func TestSpoolAttackIdentityAfterClose(t *testing.T) {
 
 // A callback that enqueues a new event for each outcome: the identity holds
 // after Close, with the events it enqueued counted.
-func TestSpoolAttackIdentityWithReenqueueingCallback(t *testing.T) {
+func TestSpoolIdentityWithReenqueueingCallback(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		var c atomic.Pointer[Client]
@@ -214,7 +215,7 @@ func TestSpoolAttackIdentityWithReenqueueingCallback(t *testing.T) {
 // Close whose timeout runs out against an API that is slow or down), then
 // a healthy one: every event, those that waited on disk included, gets
 // exactly one final callback over all the generations, and is delivered.
-func TestSpoolAttackExactlyOneCallbackAcrossGenerations(t *testing.T) {
+func TestSpoolExactlyOneCallbackAcrossGenerations(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		final := map[string]int{}
@@ -281,4 +282,35 @@ func TestSpoolAttackExactlyOneCallbackAcrossGenerations(t *testing.T) {
 		}
 		assert.Len(t, final, len(all), "messageIds with a callback")
 	})
+}
+
+// New and Close in a loop on one directory, each generation leaving an
+// event behind and recovering the earlier ones without sending them (a
+// Shutdown cut short): the directory's files stay few, each generation
+// recovers exactly what the one before left, and a last healthy one
+// delivers all of them once.
+func TestSpoolManyGenerations(t *testing.T) {
+	dir := t.TempDir()
+	var all []Message
+	for g := range 100 {
+		e := newEnv(t, newAPI().Default(analyticstest.Status(503)), WithSpool(dir), WithSpoolMaxBytes(1<<20))
+		require.Equal(t, int64(g), e.client.Stats().Spool.Recovered, "generation %d recovers", g)
+		m := Track{MessageId: fmt.Sprintf("gen-%d", g), UserId: "u", Event: "E"}
+		all = append(all, m)
+		e.enqueue(m)
+		cutShort(t, e.client)
+		st := assertSpoolIdentity(t, e.client)
+		require.Equal(t, int64(g+1), st.Spool.Left)
+		assert.LessOrEqual(t, st.Spool.Bytes, int64(1<<20), "spool bytes")
+	}
+	files, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	t.Logf("%d files after 100 generations", len(files))
+	last := newEnv(t, newAPI(), WithSpool(dir))
+	last.flush()
+	last.close()
+	last.assertDeliveredOnce(all)
+	files, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(files), 1, "files left after delivering everything (LOCK only): %v", files)
 }
