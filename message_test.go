@@ -306,7 +306,7 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestV3StyleCodeCompiles(t *testing.T) {
-	// The README's migration claim: v3 call sites compile unchanged.
+	// The migration claim of docs/v3.md: v3 call sites compile unchanged.
 	msgs := []Message{
 		Track{UserId: "u", Event: "E", Properties: NewProperties().Set("plan", "pro").SetRevenue(9.99).SetCurrency("USD")},
 		Identify{UserId: "u", Traits: NewTraits().SetName("Ada").SetEmail("ada@example.com").Set("plan", "pro")},

@@ -1,8 +1,8 @@
 // Package faults tests the SDK over real sockets against the ways a
 // tracking API behind load balancers breaks connections. It has no code of
 // its own: everything is in its tests, which use only the SDK's public API
-// (package analytics, and analytics.CheckRedirect as the README tells users
-// to).
+// (package analytics, and analytics.CheckRedirect as docs/httpclient.md
+// tells users to).
 //
 // The tests run an HTTPS tracking API on 127.0.0.1 with a test CA (see
 // server_test.go) that answers each request by script and can, besides any
@@ -25,7 +25,7 @@
 // Close and Shutdown, recovered callback panics, a randomized test of
 // fault scripts (replay one with -faults.seed=N or FAULTS_SEED=N), the
 // write key's absence from every log line, error and panic, and the
-// custom CA and proxy setup of the README (example_test.go).
+// custom CA and proxy setup of docs/httpclient.md (example_test.go).
 //
 //	go test -race -count=1 ./faults/
 package faults

@@ -1,7 +1,8 @@
 package faults
 
-// The README's "custom CA or proxy" snippet, compiled (Example) and run
-// (TestCustomCAAndProxy: through a CONNECT proxy to the TLS test server).
+// The "custom CA or proxy" snippet of docs/httpclient.md, compiled
+// (Example) and run (TestCustomCAAndProxy: through a CONNECT proxy to the
+// TLS test server).
 
 import (
 	"crypto/tls"

@@ -20,8 +20,8 @@
 //	...
 //	defer reg.Unregister()
 //
-// The instruments, their units and attributes are listed in the README's
-// "Metrics" section, with what each tells an operator. Names follow
+// The instruments, their units and attributes are listed in the SDK's
+// docs/metrics.md, with what each tells an operator. Names follow
 // OpenTelemetry's naming rules (dotted namespaces, units in UCUM, counts
 // of things in braces: {event}) and the style of its semantic
 // conventions for an SDK's own queue (otel.sdk.processor.*): a failure's

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// The format, version 1 (README: "The spool's files").
+// The format, version 1 (docs/spool.md, "How it is stored").
 //
 // A segment, NNNNNNNNNNNNNNNNNNNN.seg (its number in 20 decimal digits), is
 // a header, segMagic and the version as a little-endian uint32, then

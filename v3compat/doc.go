@@ -122,5 +122,5 @@
 // To use what v3 lacks (Flush, Shutdown with a deadline, Stats, a
 // non-blocking Enqueue, the retry options), move a client to the root
 // package: analytics.New(writeKey, opts...) returns a *Client; the
-// README's migration section maps each Config field to its option.
+// migration page, docs/v3.md, maps each Config field to its option.
 package analytics
