@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,69 @@ func TestReadmeProgramsCompile(t *testing.T) {
 	}
 	assert.NotZero(t, programs["README.md"], "complete programs found in README.md")
 	assert.NotZero(t, programs[filepath.Join("docs", "v3.md")], "complete programs found in docs/v3.md")
+}
+
+// TestDocLinksResolve checks every relative link of README.md, the pages
+// under docs/ and the modules' READMEs: the file it names exists and, for
+// a link into a Markdown file, so does the heading its #anchor names (as
+// GitHub spells a heading's anchor). Moving a section to another page
+// cannot leave a link behind.
+func TestDocLinksResolve(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	pages = append([]string{"README.md", filepath.Join("benchmarks", "README.md"), filepath.Join("otelmetrics", "README.md")}, pages...)
+	fence := regexp.MustCompile("(?s)```.*?```")
+	anchors := map[string]map[string]bool{}
+	headings := func(file string) map[string]bool {
+		if a, ok := anchors[file]; ok {
+			return a
+		}
+		text, err := os.ReadFile(file)
+		require.NoError(t, err)
+		a := map[string]bool{}
+		for _, m := range regexp.MustCompile(`(?m)^#+ (.*)$`).FindAllStringSubmatch(fence.ReplaceAllString(string(text), ""), -1) {
+			a[headingAnchor(m[1])] = true
+		}
+		anchors[file] = a
+		return a
+	}
+	links := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile(`\]\(([^)\s]+)\)`).FindAllStringSubmatch(fence.ReplaceAllString(string(text), ""), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			links++
+			path, anchor, _ := strings.Cut(target, "#")
+			file := page
+			if path != "" {
+				file = filepath.Join(filepath.Dir(page), filepath.FromSlash(path))
+			}
+			if _, err := os.Stat(file); !assert.NoError(t, err, "%s links to %s: no such file", page, target) {
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(file, ".md") {
+				assert.True(t, headings(file)[anchor], "%s links to %s: %s has no heading with that anchor", page, target, file)
+			}
+		}
+	}
+	assert.NotZero(t, links, "relative links found")
+}
+
+// headingAnchor is the anchor GitHub gives a Markdown heading: lower case,
+// punctuation but hyphens and underscores dropped, spaces made hyphens.
+func headingAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
