@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,38 +24,6 @@ const MaxMessageBytes = 32_000
 // MaxBatchBytes is the largest batch body the SDK sends, envelope included,
 // before compression: batches are cut from the queue to fit it.
 const MaxBatchBytes = defaults.MaxBatchBytes
-
-// The upper bounds of the numeric options, each far above any useful
-// setting. New refuses a value beyond one, which is surely a mistake (a
-// unit slip, a misread environment variable), and with every option
-// bounded no arithmetic on options can overflow: the largest product is
-// batchesInFlight × limitMaxConcurrentRequests, and every duration is so
-// far below the ~292 years a time.Duration holds that adding a few, or one
-// to a time, cannot overflow either. The options table (optiontable.go)
-// holds each option to its bounds.
-const (
-	// limitFlushAt is more than a batch can hold: an encoded event takes
-	// over 50 bytes, so a batch of MaxBatchBytes holds fewer than 10,000.
-	limitFlushAt      = defaults.MaxFlushAt
-	limitMaxQueueSize = 10_000_000
-	// limitMaxQueueBytes is 64 GiB, or on a 32-bit platform as much as
-	// leaves room in an int to add one more message to a full queue.
-	limitMaxQueueBytes         = min(64<<30, math.MaxInt-MaxMessageBytes)
-	limitMaxConcurrentRequests = 1_000
-	// limitRetryCount is high enough that a budget, not the count, ends
-	// even a long backoff path: at the default 60 s cap, 1,000 retries
-	// wait at least 8 h.
-	limitRetryCount = 1_000
-	// limitWait bounds a single interval, wait or timeout.
-	limitWait = defaults.MaxWait
-	// limitBudget bounds a retry path's total duration.
-	limitBudget = 30 * 24 * time.Hour
-	// limitMinSpoolBytes leaves room for 16 segments of 64 KiB (the
-	// spool's smallest), each of which holds two of the largest messages;
-	// limitMaxSpoolBytes is 1 TiB.
-	limitMinSpoolBytes = 1 << 20
-	limitMaxSpoolBytes = 1 << 40
-)
 
 // An Option configures a Client. Options are applied in order by New, which
 // then validates the result and names the option at fault.
