@@ -110,7 +110,9 @@ type envVar struct {
 }
 
 // envVars are the variables of OptionsFromEnv, in the order of its doc and
-// of its errors: the write key, then those of the options table.
+// of its errors: the write key, then those of the options table. An
+// option gets a variable by its env in the table; optiontable_test.go
+// holds OptionsFromEnv's doc to it.
 var envVars = func() []envVar {
 	vars := []envVar{{envWriteKey, nil}}
 	for i := range optionTable {
