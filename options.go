@@ -21,8 +21,9 @@ const DefaultEndpoint = "https://api.segment.io"
 // MaxMessageBytes is the largest encoded message Enqueue accepts.
 const MaxMessageBytes = 32_000
 
-// MaxBatchBytes is the largest batch body the SDK sends, envelope included,
-// before compression: batches are cut from the queue to fit it.
+// MaxBatchBytes is the largest batch body the SDK sends, 500,000 bytes,
+// envelope included, before compression: batches are cut from the queue
+// to fit it.
 const MaxBatchBytes = defaults.MaxBatchBytes
 
 // An Option configures a Client. Options are applied in order by New, which

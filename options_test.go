@@ -68,6 +68,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 300*time.Second, p.RateLimitRetryAfterCap, "RateLimitRetryAfterCap")
 	assert.Equal(t, 4*time.Second, p.ProbeInterval, "ProbeInterval")
 	assert.NoError(t, c.validate(), "the defaults validate")
+	assert.Equal(t, 500_000, MaxBatchBytes, "MaxBatchBytes, as its doc states it")
 }
 
 func TestOptionsApply(t *testing.T) {
