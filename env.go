@@ -110,30 +110,18 @@ type envVar struct {
 }
 
 // envVars are the variables of OptionsFromEnv, in the order of its doc and
-// of its errors. An option with an environment form gets a row here.
-var envVars = []envVar{
-	{envWriteKey, nil},
-	{"ANALYTICS_ENDPOINT", func(v string) (Option, error) { return WithEndpoint(v), nil }},
-	{"ANALYTICS_FLUSH_AT", envCount(WithFlushAt, "events", "100")},
-	{"ANALYTICS_FLUSH_INTERVAL", envSeconds(WithFlushInterval)},
-	{"ANALYTICS_RETRY_COUNT", envCount(WithRetryCount, "retries", "3")},
-	{"ANALYTICS_BACKOFF_BASE", envSeconds(WithBackoffBase)},
-	{"ANALYTICS_BACKOFF_CAP", envSeconds(WithBackoffCap)},
-	{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", envSeconds(WithMaxTotalBackoffDuration)},
-	{"ANALYTICS_MAX_RATE_LIMIT_DURATION", envSeconds(WithMaxRateLimitDuration)},
-	{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", envSeconds(WithRateLimitRetryAfterCap)},
-	{"ANALYTICS_REQUEST_TIMEOUT", envSeconds(WithRequestTimeout)},
-	{"ANALYTICS_CLOSE_TIMEOUT", envSeconds(WithCloseTimeout)},
-	{"ANALYTICS_GZIP", envBool(WithGzip)},
-	{"ANALYTICS_MAX_CONCURRENT_REQUESTS", envCount(WithMaxConcurrentRequests, "requests", "8")},
-	{"ANALYTICS_MAX_QUEUE_SIZE", envCount(WithMaxQueueSize, "events", "10000")},
-	{"ANALYTICS_MAX_QUEUE_BYTES", envCount(WithMaxQueueBytes, "bytes", "67108864")},
-	{"ANALYTICS_ADAPTIVE_SEND_RATE", envBool(WithAdaptiveSendRate)},
-	{"ANALYTICS_PROBE_INTERVAL", envSeconds(WithProbeInterval)},
-	{"ANALYTICS_SPOOL_DIR", func(v string) (Option, error) { return WithSpool(v), nil }},
-	{"ANALYTICS_SPOOL_MAX_BYTES", envCount(func(n int) Option { return WithSpoolMaxBytes(int64(n)) }, "bytes", "1073741824")},
-	{"ANALYTICS_SPOOL_SYNC", envSeconds(WithSpoolSync)},
-}
+// of its errors: the write key, then those of the options table. An
+// option gets a variable by its env in the table; optiontable_test.go
+// holds OptionsFromEnv's doc to it.
+var envVars = func() []envVar {
+	vars := []envVar{{envWriteKey, nil}}
+	for i := range optionTable {
+		if o := &optionTable[i]; o.env != "" {
+			vars = append(vars, envVar{o.env, o.fromEnv})
+		}
+	}
+	return vars
+}()
 
 // envReading is what the environment says: the options of the variables
 // set, the write key, and every problem found.
@@ -194,50 +182,44 @@ func envProblem(name, reason string) error {
 
 // envCount reads a whole number of unit; example is a well-formed value
 // to show in the error.
-func envCount(opt func(int) Option, unit, example string) func(string) (Option, error) {
-	return func(v string) (Option, error) {
-		n, err := strconv.Atoi(v)
-		if errors.Is(err, strconv.ErrRange) {
-			return nil, fmt.Errorf("%s is out of range", quoteValue(v))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s is not a whole number of %s; write e.g. %s", quoteValue(v), unit, example)
-		}
-		return opt(n), nil
+func envCount(v, unit, example string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s is out of range", quoteValue(v))
 	}
+	if err != nil {
+		return 0, fmt.Errorf("%s is not a whole number of %s; write e.g. %s", quoteValue(v), unit, example)
+	}
+	return n, nil
 }
 
 // envSeconds reads a number of seconds exactly: 0.1 is 100ms, not the
 // float64 nearest to it. A leading "+" is allowed, as for counts.
-func envSeconds(opt func(time.Duration) Option) func(string) (Option, error) {
-	return func(v string) (Option, error) {
-		text := v
-		if rest, ok := strings.CutPrefix(v, "+"); ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' {
-			text = rest
-		}
-		d, ok := decimal.Parse(text)
-		if !ok {
-			return nil, fmt.Errorf("%s is not a number of seconds; write 5 or 0.5", quoteValue(v))
-		}
-		ns, err := d.Scaled(9)
-		switch {
-		case errors.Is(err, decimal.ErrFraction):
-			return nil, fmt.Errorf("%s seconds is finer than a nanosecond; write at most 9 digits after the point", quoteValue(v))
-		case err != nil:
-			return nil, fmt.Errorf("%s seconds is out of range (a duration is at most about 292 years)", quoteValue(v))
-		}
-		return opt(time.Duration(ns)), nil
+func envSeconds(v string) (time.Duration, error) {
+	text := v
+	if rest, ok := strings.CutPrefix(v, "+"); ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+		text = rest
 	}
+	d, ok := decimal.Parse(text)
+	if !ok {
+		return 0, fmt.Errorf("%s is not a number of seconds; write 5 or 0.5", quoteValue(v))
+	}
+	ns, err := d.Scaled(9)
+	switch {
+	case errors.Is(err, decimal.ErrFraction):
+		return 0, fmt.Errorf("%s seconds is finer than a nanosecond; write at most 9 digits after the point", quoteValue(v))
+	case err != nil:
+		return 0, fmt.Errorf("%s seconds is out of range (a duration is at most about 292 years)", quoteValue(v))
+	}
+	return time.Duration(ns), nil
 }
 
-func envBool(opt func(bool) Option) func(string) (Option, error) {
-	return func(v string) (Option, error) {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s is not a boolean; write true or false", quoteValue(v))
-		}
-		return opt(on), nil
+func envBool(v string) (bool, error) {
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s is not a boolean; write true or false", quoteValue(v))
 	}
+	return on, nil
 }
 
 // quoteValue quotes a malformed value for an error, cut to 40 bytes.

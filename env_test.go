@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"encoding/base64"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -55,6 +56,57 @@ func clearAnalyticsEnv(t *testing.T) {
 			require.NoError(t, os.Unsetenv(name))
 		}
 	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	env := map[string]string{
+		"ANALYTICS_ENDPOINT":                   "http://127.0.0.1:8080",
+		"ANALYTICS_FLUSH_AT":                   "100",
+		"ANALYTICS_FLUSH_INTERVAL":             "0.5",
+		"ANALYTICS_RETRY_COUNT":                "0",
+		"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION": "60",
+		"ANALYTICS_MAX_RATE_LIMIT_DURATION":    "120.25",
+		"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP": "30",
+		"ANALYTICS_REQUEST_TIMEOUT":            "2.5",
+		"ANALYTICS_GZIP":                       "false",
+		"ANALYTICS_MAX_CONCURRENT_REQUESTS":    "2",
+		"ANALYTICS_MAX_QUEUE_SIZE":             "500",
+		"ANALYTICS_MAX_QUEUE_BYTES":            "1000000",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	opts, err := OptionsFromEnv()
+	require.NoError(t, err, "OptionsFromEnv")
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	p := c.policy
+	assert.Equal(t, "http://127.0.0.1:8080", c.endpoint, "ANALYTICS_ENDPOINT")
+	assert.Equal(t, 100, c.flushAt, "ANALYTICS_FLUSH_AT")
+	assert.Equal(t, 500*time.Millisecond, c.flushInterval, "ANALYTICS_FLUSH_INTERVAL")
+	assert.Zero(t, p.RetryCount, "ANALYTICS_RETRY_COUNT")
+	assert.Equal(t, time.Minute, p.MaxTotalBackoffDuration, "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION")
+	assert.Equal(t, 120250*time.Millisecond, p.MaxRateLimitDuration, "ANALYTICS_MAX_RATE_LIMIT_DURATION")
+	assert.Equal(t, 30*time.Second, p.RateLimitRetryAfterCap, "ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP")
+	assert.Equal(t, 2500*time.Millisecond, c.requestTimeout, "ANALYTICS_REQUEST_TIMEOUT")
+	assert.False(t, c.gzip, "ANALYTICS_GZIP")
+	assert.Equal(t, 2, c.maxConcurrentRequests, "ANALYTICS_MAX_CONCURRENT_REQUESTS")
+	assert.Equal(t, 500, c.maxQueueSize, "ANALYTICS_MAX_QUEUE_SIZE")
+	assert.Equal(t, 1_000_000, c.maxQueueBytes, "ANALYTICS_MAX_QUEUE_BYTES")
+}
+
+func TestOptionsFromEnvUnsetLeavesDefaults(t *testing.T) {
+	for _, k := range []string{"ANALYTICS_ENDPOINT", "ANALYTICS_FLUSH_AT", "ANALYTICS_GZIP"} {
+		t.Setenv(k, "")
+	}
+	opts, err := optionsFromLookup(func(string) (string, bool) { return "", false })
+	assert.NoError(t, err, "no variables")
+	assert.Empty(t, opts, "options from no variables")
+	opts, err = OptionsFromEnv()
+	assert.NoError(t, err, "empty variables")
+	assert.Empty(t, opts, "options from empty variables")
 }
 
 func TestEnvEveryVariable(t *testing.T) {
@@ -113,6 +165,31 @@ func TestEnvSecondsAreExact(t *testing.T) {
 	}
 }
 
+func TestOptionsFromEnvMalformedNamesTheVariable(t *testing.T) {
+	bad := map[string]string{
+		"ANALYTICS_FLUSH_AT":                   "ten",
+		"ANALYTICS_FLUSH_INTERVAL":             "5s",
+		"ANALYTICS_RETRY_COUNT":                "1.5",
+		"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION": "NaN",
+		"ANALYTICS_MAX_RATE_LIMIT_DURATION":    "Inf",
+		"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP": "1e300",
+		"ANALYTICS_REQUEST_TIMEOUT":            "soon",
+		"ANALYTICS_GZIP":                       "yes please",
+		"ANALYTICS_MAX_CONCURRENT_REQUESTS":    "many",
+		"ANALYTICS_MAX_QUEUE_SIZE":             "lots",
+		"ANALYTICS_MAX_QUEUE_BYTES":            "32MiB",
+	}
+	for name, value := range bad {
+		_, err := optionsFromLookup(func(k string) (string, bool) {
+			if k == name {
+				return value, true
+			}
+			return "", false
+		})
+		assert.ErrorContains(t, err, name, "%s=%q", name, value)
+	}
+}
+
 // Every malformed value gets a message that shows the expected form.
 func TestEnvMessagesShowTheExpectedForm(t *testing.T) {
 	tests := []struct{ name, value, want string }{
@@ -141,36 +218,6 @@ func TestEnvMessagesShowTheExpectedForm(t *testing.T) {
 	for _, tt := range tests {
 		lines := envErrorLines(t, tt.name+"="+tt.value)
 		assert.Equal(t, []string{"analytics: environment variable " + tt.name + ": " + tt.want}, lines, "%s=%q", tt.name, tt.value)
-	}
-}
-
-func TestEnvUnknownNames(t *testing.T) {
-	tests := []struct{ name, suggestion string }{
-		{"ANALYTICS_FLUSH_INTERVALL", "ANALYTICS_FLUSH_INTERVAL"},
-		{"ANALYTICS_FLUSHAT", "ANALYTICS_FLUSH_AT"},
-		{"ANALYTICS_FLUHS_AT", "ANALYTICS_FLUSH_AT"},
-		{"analytics_flush_at", "ANALYTICS_FLUSH_AT"},
-		{"Analytics_Gzip", "ANALYTICS_GZIP"},
-		{"ANALYTICS_WRITEKEY", "ANALYTICS_WRITE_KEY"},
-		{"ANALYTICS_MAX_RETRY_COUNT", "ANALYTICS_RETRY_COUNT"},
-		{"ANALYTICS_MAX_BACKOFF_DURATION", "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION"},
-		{"ANALYTICS_BACKOFF_MAX", "ANALYTICS_BACKOFF_CAP"},
-		{"ANALYTICS_REQEST_TIMEOUT", "ANALYTICS_REQUEST_TIMEOUT"},
-		{"ANALYTICS_CLOSETIMEOUT", "ANALYTICS_CLOSE_TIMEOUT"},
-		{"ANALYTICS_ENDPOINT_URL", "ANALYTICS_ENDPOINT"},
-		{"ANALYTICS_QUEUE_SIZE", "ANALYTICS_MAX_QUEUE_SIZE"},
-		{"ANALYTICS_HOST", ""},
-		{"ANALYTICS_SHUTDOWN_TIMEOUT", ""},
-		{"ANALYTICS_BACKOFF", ""}, // BACKOFF_BASE, BACKOFF_CAP, ...: no guess
-		{"ANALYTICS_", ""},
-	}
-	for _, tt := range tests {
-		want := "analytics: environment variable " + tt.name + ": unknown name (the doc of analytics.OptionsFromEnv lists the names it reads)"
-		if tt.suggestion != "" {
-			want = "analytics: environment variable " + tt.name + ": unknown name; did you mean " + tt.suggestion + "?"
-		}
-		lines := envErrorLines(t, tt.name+"=1")
-		assert.Equal(t, []string{want}, lines, "%s", tt.name)
 	}
 }
 
@@ -247,6 +294,67 @@ func TestEnvFromTheProcess(t *testing.T) {
 	assert.Contains(t, err.Error(), "did you mean ANALYTICS_FLUSH_INTERVAL?")
 }
 
+func TestOutOfRangeEnvValueIsCaughtByNew(t *testing.T) {
+	t.Setenv("ANALYTICS_RETRY_COUNT", "-3")
+	opts, err := OptionsFromEnv()
+	require.NoError(t, err, "OptionsFromEnv")
+	_, err = New(testWriteKey, opts...)
+	assert.ErrorContains(t, err, "RetryCount", "New with ANALYTICS_RETRY_COUNT=-3")
+}
+
+// A value beyond what its type holds is refused by OptionsFromEnv, naming
+// the variable; a value that fits but is beyond the option's bound, by New,
+// naming the option.
+func TestHugeEnvValuesAreRefused(t *testing.T) {
+	tests := []struct {
+		variable, value string
+		option          string // "" when OptionsFromEnv refuses it
+	}{
+		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "4611686018427387904", "MaxConcurrentRequests"},
+		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "2305843009213693952", "MaxConcurrentRequests"},
+		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "99999999999999999999", ""},
+		{"ANALYTICS_FLUSH_AT", "9223372036854775807", "FlushAt"},
+		{"ANALYTICS_RETRY_COUNT", "9223372036854775807", "RetryCount"},
+		{"ANALYTICS_MAX_QUEUE_SIZE", "9223372036854775807", "MaxQueueSize"},
+		{"ANALYTICS_MAX_QUEUE_BYTES", "9223372036854775807", "MaxQueueBytes"},
+		{"ANALYTICS_MAX_QUEUE_BYTES", "-9223372036854775809", ""},
+		// 9,223,372,036 s is just within a time.Duration, one more is not.
+		{"ANALYTICS_REQUEST_TIMEOUT", "9223372036", "RequestTimeout"},
+		{"ANALYTICS_REQUEST_TIMEOUT", "9223372037", ""},
+		{"ANALYTICS_FLUSH_INTERVAL", "1e10", ""},
+		{"ANALYTICS_FLUSH_INTERVAL", "604800.000000001", "FlushInterval"},
+		{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", "9e9", "RateLimitRetryAfterCap"},
+		{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", "2592001", "MaxTotalBackoffDuration"},
+		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "1e300", ""},
+		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "9e9", "MaxRateLimitDuration"},
+		{"ANALYTICS_PROBE_INTERVAL", "0", "ProbeInterval"},
+		{"ANALYTICS_PROBE_INTERVAL", "604800.000000001", "ProbeInterval"},
+		{"ANALYTICS_PROBE_INTERVAL", "4s", ""},
+		{"ANALYTICS_ADAPTIVE_SEND_RATE", "maybe", ""},
+	}
+	for _, tt := range tests {
+		opts, err := optionsFromLookup(func(k string) (string, bool) {
+			if k == tt.variable {
+				return tt.value, true
+			}
+			return "", false
+		})
+		if tt.option == "" {
+			assert.ErrorContains(t, err, tt.variable, "%s=%s: OptionsFromEnv", tt.variable, tt.value)
+			continue
+		}
+		if !assert.NoError(t, err, "%s=%s: OptionsFromEnv", tt.variable, tt.value) {
+			continue
+		}
+		c, err := newOrPanic(opts...)
+		if !assert.Error(t, err, "%s=%s: New", tt.variable, tt.value) {
+			closeAccepted(c)
+			continue
+		}
+		assert.ErrorContains(t, err, "invalid option "+tt.option+":", "%s=%s: New", tt.variable, tt.value)
+	}
+}
+
 // NewFromEnv sends with the write key of ANALYTICS_WRITE_KEY.
 func TestNewFromEnvUsesTheWriteKey(t *testing.T) {
 	api := newAPI()
@@ -307,31 +415,17 @@ func TestNewFromEnvReportsEveryProblemAtOnce(t *testing.T) {
 	assert.NotContains(t, err.Error(), testWriteKey)
 }
 
+func TestOptionErrorThroughNewFromEnv(t *testing.T) {
+	_, err := newFromEnviron([]string{"ANALYTICS_WRITE_KEY=k", "ANALYTICS_FLUSH_AT=20000"}, nil)
+	var oe *OptionError
+	require.True(t, errors.As(err, &oe), "%v", err)
+	assert.Equal(t, "FlushAt", oe.Option)
+}
+
 // A well-formed value beyond the option's bound is New's error, naming the
 // option; the write key is not in it.
 func TestNewFromEnvValueOutOfBounds(t *testing.T) {
 	_, err := newFromEnviron([]string{"ANALYTICS_WRITE_KEY=" + testWriteKey, "ANALYTICS_BACKOFF_CAP=0"}, nil)
 	require.Error(t, err)
 	assert.Equal(t, "analytics: invalid option BackoffCap: must be positive, got 0s", err.Error())
-}
-
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0},
-		{"", "abc", 3},
-		{"abc", "", 3},
-		{"FLUSH_AT", "FLUSH_AT", 0},
-		{"FLUSHAT", "FLUSH_AT", 1},
-		{"FLUHS_AT", "FLUSH_AT", 1},
-		{"FLUSH_INTERVALL", "FLUSH_INTERVAL", 1},
-		{"GZIP", "HOST", 4},
-		{"kitten", "sitting", 3},
-		{"ca", "abc", 3}, // the optimal string alignment distance, not Damerau's 2
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q to %q", tt.a, tt.b)
-	}
 }

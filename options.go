@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/dualpath/analytics-go/consumer"
+	"github.com/dualpath/analytics-go/internal/defaults"
 	"github.com/dualpath/analytics-go/retry"
 	"github.com/dualpath/analytics-go/spool"
 )
@@ -21,40 +21,10 @@ const DefaultEndpoint = "https://api.segment.io"
 // MaxMessageBytes is the largest encoded message Enqueue accepts.
 const MaxMessageBytes = 32_000
 
-// MaxBatchBytes is the largest batch body the SDK sends, envelope included,
-// before compression: batches are cut from the queue to fit it.
-const MaxBatchBytes = 500_000
-
-// The upper bounds of the numeric options, each far above any useful
-// setting. New refuses a value beyond one, which is surely a mistake (a
-// unit slip, a misread environment variable), and with every option
-// bounded no arithmetic on options can overflow: the largest product is
-// batchesInFlight × limitMaxConcurrentRequests, and every duration is so
-// far below the ~292 years a time.Duration holds that adding a few, or one
-// to a time, cannot overflow either.
-const (
-	// limitFlushAt is more than a batch can hold: an encoded event takes
-	// over 50 bytes, so a batch of MaxBatchBytes holds fewer than 10,000.
-	limitFlushAt      = 10_000
-	limitMaxQueueSize = 10_000_000
-	// limitMaxQueueBytes is 64 GiB, or on a 32-bit platform as much as
-	// leaves room in an int to add one more message to a full queue.
-	limitMaxQueueBytes         = min(64<<30, math.MaxInt-MaxMessageBytes)
-	limitMaxConcurrentRequests = 1_000
-	// limitRetryCount is high enough that a budget, not the count, ends
-	// even a long backoff path: at the default 60 s cap, 1,000 retries
-	// wait at least 8 h.
-	limitRetryCount = 1_000
-	// limitWait bounds a single interval, wait or timeout.
-	limitWait = 7 * 24 * time.Hour
-	// limitBudget bounds a retry path's total duration.
-	limitBudget = 30 * 24 * time.Hour
-	// limitMinSpoolBytes leaves room for 16 segments of 64 KiB (the
-	// spool's smallest), each of which holds two of the largest messages;
-	// limitMaxSpoolBytes is 1 TiB.
-	limitMinSpoolBytes = 1 << 20
-	limitMaxSpoolBytes = 1 << 40
-)
+// MaxBatchBytes is the largest batch body the SDK sends, 500,000 bytes,
+// envelope included, before compression: batches are cut from the queue
+// to fit it.
+const MaxBatchBytes = defaults.MaxBatchBytes
 
 // An Option configures a Client. Options are applied in order by New, which
 // then validates the result and names the option at fault.
@@ -83,25 +53,6 @@ type config struct {
 	spoolMaxBytes         int64         // WithSpoolMaxBytes
 	spoolSync             time.Duration // WithSpoolSync
 	spoolFS               spool.FS      // nil: the operating system's; tests inject faults
-}
-
-func defaultConfig() config {
-	return config{
-		endpoint:              DefaultEndpoint,
-		flushAt:               250,
-		flushInterval:         5 * time.Second,
-		maxQueueSize:          10_000,
-		maxQueueBytes:         64 << 20,
-		maxConcurrentRequests: 8,
-		policy:                retry.DefaultPolicy(),
-		requestTimeout:        10 * time.Second,
-		gzip:                  true,
-		closeTimeout:          DefaultCloseTimeout,
-		closeRetries:          true,
-		adaptiveSendRate:      true,
-		spoolMaxBytes:         DefaultSpoolMaxBytes,
-		spoolSync:             DefaultSpoolSync,
-	}
 }
 
 // DefaultCloseTimeout bounds Close unless WithCloseTimeout says otherwise:
@@ -412,84 +363,24 @@ const (
 	DefaultSpoolSync     = time.Second
 )
 
-// validate checks the configuration and names the option at fault. The
-// write key is checked by New and never appears in the error.
+// validate checks the configuration and names the option at fault: the
+// endpoint, then each bound of the options table, in its order, then the
+// bounds that join two options and the HTTP client. The write key is
+// checked by New and never appears in the error.
 func (c *config) validate() error {
-	bad := func(option, format string, args ...any) error {
-		return &OptionError{Option: option, Reason: fmt.Sprintf(format, args...)}
-	}
 	if err := validateEndpoint(c.endpoint); err != nil {
-		return bad("Endpoint", "%v", err)
+		return &OptionError{Option: "Endpoint", Reason: err.Error()}
 	}
-	switch {
-	case c.flushAt < 1:
-		return bad("FlushAt", "must be at least 1, got %d", c.flushAt)
-	case c.flushAt > limitFlushAt:
-		return bad("FlushAt", "must be at most %d, got %d", limitFlushAt, c.flushAt)
-	case c.flushInterval <= 0:
-		return bad("FlushInterval", "must be positive, got %v", c.flushInterval)
-	case c.flushInterval > limitWait:
-		return bad("FlushInterval", "must be at most %v, got %v", limitWait, c.flushInterval)
-	case c.maxQueueSize < 1:
-		return bad("MaxQueueSize", "must be at least 1, got %d", c.maxQueueSize)
-	case c.maxQueueSize > limitMaxQueueSize:
-		return bad("MaxQueueSize", "must be at most %d, got %d", limitMaxQueueSize, c.maxQueueSize)
-	case c.flushAt > c.maxQueueSize:
-		return bad("FlushAt", "%d is more than MaxQueueSize %d, so no batch would ever fill", c.flushAt, c.maxQueueSize)
-	case c.maxQueueBytes < MaxMessageBytes:
-		return bad("MaxQueueBytes", "must be at least %d (MaxMessageBytes), got %d", MaxMessageBytes, c.maxQueueBytes)
-	case c.maxQueueBytes > limitMaxQueueBytes:
-		return bad("MaxQueueBytes", "must be at most %d, got %d", limitMaxQueueBytes, c.maxQueueBytes)
-	case c.maxConcurrentRequests < 1:
-		return bad("MaxConcurrentRequests", "must be at least 1, got %d", c.maxConcurrentRequests)
-	case c.maxConcurrentRequests > limitMaxConcurrentRequests:
-		return bad("MaxConcurrentRequests", "must be at most %d, got %d", limitMaxConcurrentRequests, c.maxConcurrentRequests)
-	case c.policy.RetryCount < 0:
-		return bad("RetryCount", "must not be negative, got %d", c.policy.RetryCount)
-	case c.policy.RetryCount > limitRetryCount:
-		return bad("RetryCount", "must be at most %d, got %d", limitRetryCount, c.policy.RetryCount)
-	case c.policy.BackoffBase < 0:
-		return bad("BackoffBase", "must not be negative, got %v", c.policy.BackoffBase)
-	case c.policy.BackoffBase > limitWait:
-		return bad("BackoffBase", "must be at most %v, got %v", limitWait, c.policy.BackoffBase)
-	case c.policy.BackoffCap <= 0:
-		return bad("BackoffCap", "must be positive, got %v", c.policy.BackoffCap)
-	case c.policy.BackoffCap > limitWait:
-		return bad("BackoffCap", "must be at most %v, got %v", limitWait, c.policy.BackoffCap)
-	case c.policy.MaxTotalBackoffDuration < 0:
-		return bad("MaxTotalBackoffDuration", "must not be negative, got %v", c.policy.MaxTotalBackoffDuration)
-	case c.policy.MaxTotalBackoffDuration > limitBudget:
-		return bad("MaxTotalBackoffDuration", "must be at most %v, got %v", limitBudget, c.policy.MaxTotalBackoffDuration)
-	case c.policy.MaxRateLimitDuration < 0:
-		return bad("MaxRateLimitDuration", "must not be negative, got %v", c.policy.MaxRateLimitDuration)
-	case c.policy.MaxRateLimitDuration > limitBudget:
-		return bad("MaxRateLimitDuration", "must be at most %v, got %v", limitBudget, c.policy.MaxRateLimitDuration)
-	case c.policy.RateLimitRetryAfterCap <= 0:
-		return bad("RateLimitRetryAfterCap", "must be positive, got %v", c.policy.RateLimitRetryAfterCap)
-	case c.policy.RateLimitRetryAfterCap > limitWait:
-		return bad("RateLimitRetryAfterCap", "must be at most %v, got %v", limitWait, c.policy.RateLimitRetryAfterCap)
-	case c.policy.ProbeInterval <= 0:
-		return bad("ProbeInterval", "must be positive, got %v", c.policy.ProbeInterval)
-	case c.policy.ProbeInterval > limitWait:
-		return bad("ProbeInterval", "must be at most %v, got %v", limitWait, c.policy.ProbeInterval)
-	case c.requestTimeout <= 0:
-		return bad("RequestTimeout", "must be positive, got %v", c.requestTimeout)
-	case c.requestTimeout > limitWait:
-		return bad("RequestTimeout", "must be at most %v, got %v", limitWait, c.requestTimeout)
-	case c.closeTimeout < 0:
-		return bad("CloseTimeout", "must not be negative, got %v", c.closeTimeout)
-	case c.closeTimeout > limitWait:
-		return bad("CloseTimeout", "must be at most %v, got %v", limitWait, c.closeTimeout)
-	case c.spoolMaxBytes < limitMinSpoolBytes:
-		return bad("SpoolMaxBytes", "must be at least %d, got %d", limitMinSpoolBytes, c.spoolMaxBytes)
-	case c.spoolMaxBytes > limitMaxSpoolBytes:
-		return bad("SpoolMaxBytes", "must be at most %d, got %d", limitMaxSpoolBytes, c.spoolMaxBytes)
-	case c.spoolSync < 0:
-		return bad("SpoolSync", "must not be negative, got %v", c.spoolSync)
-	case c.spoolSync > limitWait:
-		return bad("SpoolSync", "must be at most %v, got %v", limitWait, c.spoolSync)
-	case c.httpClientSet && c.httpClient == nil:
-		return bad("HTTPClient", "must not be nil")
+	for i := range optionTable {
+		if err := optionTable[i].check(c); err != nil {
+			return err
+		}
+	}
+	if c.flushAt > c.maxQueueSize {
+		return &OptionError{Option: "FlushAt", Reason: fmt.Sprintf("%d is more than MaxQueueSize %d, so no batch would ever fill", c.flushAt, c.maxQueueSize)}
+	}
+	if c.httpClientSet && c.httpClient == nil {
+		return &OptionError{Option: "HTTPClient", Reason: "must not be nil"}
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package analytics
 
 import (
+	"context"
+	"fmt"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +13,25 @@ import (
 
 	"github.com/dualpath/analytics-go/retry"
 )
+
+// newOrPanic calls New, turning a panic into an error so that a test can
+// report it.
+func newOrPanic(opts ...Option) (c *Client, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("New panicked: %v", p)
+		}
+	}()
+	return New(testWriteKey, opts...)
+}
+
+// closeAccepted ends a client a test did not expect New to accept,
+// without waiting on anything it queued.
+func closeAccepted(c *Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = c.Shutdown(ctx)
+}
 
 func TestDefaults(t *testing.T) {
 	c := defaultConfig()
@@ -46,6 +68,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 300*time.Second, p.RateLimitRetryAfterCap, "RateLimitRetryAfterCap")
 	assert.Equal(t, 4*time.Second, p.ProbeInterval, "ProbeInterval")
 	assert.NoError(t, c.validate(), "the defaults validate")
+	assert.Equal(t, 500_000, MaxBatchBytes, "MaxBatchBytes, as its doc states it")
 }
 
 func TestOptionsApply(t *testing.T) {
@@ -129,6 +152,32 @@ func TestInvalidOptionsNameTheOption(t *testing.T) {
 	assert.ErrorContains(t, err, "WriteKey", "New with an empty write key")
 }
 
+func TestOptionErrorNamesTheOption(t *testing.T) {
+	tests := []struct {
+		name   string
+		key    string
+		opts   []Option
+		option string
+		text   string
+	}{
+		{"write key", "", nil, "WriteKey", "analytics: invalid option WriteKey: must not be empty"},
+		{"flush at", "k", []Option{WithFlushAt(0)}, "FlushAt", "analytics: invalid option FlushAt: must be at least 1, got 0"},
+		{"endpoint", "k", []Option{WithEndpoint("ftp://x")}, "Endpoint", `analytics: invalid option Endpoint: must be an absolute http or https URL, got "ftp://x"`},
+		{"http client", "k", []Option{WithHTTPClient(nil)}, "HTTPClient", "analytics: invalid option HTTPClient: must not be nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(tt.key, tt.opts...)
+			require.Error(t, err)
+			assert.Nil(t, c)
+			var oe *OptionError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tt.option, oe.Option)
+			assert.Equal(t, tt.text, err.Error())
+		})
+	}
+}
+
 // No endpoint error shows a password: not for an endpoint url.Parse
 // refuses, whose error quotes the input, nor for one it reads with the
 // userinfo outside the authority, where URL.Redacted does not look.
@@ -166,86 +215,62 @@ func TestZeroMeansZero(t *testing.T) {
 	assert.NoError(t, c.Close(), "Close")
 }
 
-func TestOptionsFromEnv(t *testing.T) {
-	env := map[string]string{
-		"ANALYTICS_ENDPOINT":                   "http://127.0.0.1:8080",
-		"ANALYTICS_FLUSH_AT":                   "100",
-		"ANALYTICS_FLUSH_INTERVAL":             "0.5",
-		"ANALYTICS_RETRY_COUNT":                "0",
-		"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION": "60",
-		"ANALYTICS_MAX_RATE_LIMIT_DURATION":    "120.25",
-		"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP": "30",
-		"ANALYTICS_REQUEST_TIMEOUT":            "2.5",
-		"ANALYTICS_GZIP":                       "false",
-		"ANALYTICS_MAX_CONCURRENT_REQUESTS":    "2",
-		"ANALYTICS_MAX_QUEUE_SIZE":             "500",
-		"ANALYTICS_MAX_QUEUE_BYTES":            "1000000",
+// Every numeric option has an upper bound: New accepts the bound and
+// refuses one more, naming the option and the bound.
+func TestNumericOptionBounds(t *testing.T) {
+	const queueBytes = min(64<<30, math.MaxInt-MaxMessageBytes) // 64 GiB on 64-bit platforms
+	const week, month = 7 * 24 * time.Hour, 30 * 24 * time.Hour
+	tests := []struct {
+		option      string
+		at, beyond  Option
+		bound       string // as the error prints it
+		alsoSetting []Option
+	}{
+		{"FlushAt", WithFlushAt(10_000), WithFlushAt(10_001), "10000", nil},
+		{"MaxQueueSize", WithMaxQueueSize(10_000_000), WithMaxQueueSize(10_000_001), "10000000", nil},
+		{"MaxQueueBytes", WithMaxQueueBytes(queueBytes), WithMaxQueueBytes(queueBytes + 1), fmt.Sprint(queueBytes), nil},
+		{"MaxConcurrentRequests", WithMaxConcurrentRequests(1_000), WithMaxConcurrentRequests(1_001), "1000", nil},
+		{"RetryCount", WithRetryCount(1_000), WithRetryCount(1_001), "1000", nil},
+		{"FlushInterval", WithFlushInterval(week), WithFlushInterval(week + 1), week.String(), nil},
+		{"BackoffBase", WithBackoffBase(week), WithBackoffBase(week + 1), week.String(), nil},
+		{"BackoffCap", WithBackoffCap(week), WithBackoffCap(week + 1), week.String(), nil},
+		{"RateLimitRetryAfterCap", WithRateLimitRetryAfterCap(week), WithRateLimitRetryAfterCap(week + 1), week.String(), nil},
+		{"RequestTimeout", WithRequestTimeout(week), WithRequestTimeout(week + 1), week.String(), nil},
+		{"MaxTotalBackoffDuration", WithMaxTotalBackoffDuration(month), WithMaxTotalBackoffDuration(month + 1), month.String(), nil},
+		{"MaxRateLimitDuration", WithMaxRateLimitDuration(month), WithMaxRateLimitDuration(month + 1), month.String(), nil},
+		{"CloseTimeout", WithCloseTimeout(week), WithCloseTimeout(week + 1), week.String(), nil},
+		{"ProbeInterval", WithProbeInterval(week), WithProbeInterval(week + 1), week.String(), nil},
+		// FlushAt is also bounded by MaxQueueSize.
+		{"FlushAt", WithFlushAt(100), WithFlushAt(101), "MaxQueueSize 100", []Option{WithMaxQueueSize(100)}},
 	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	opts, err := OptionsFromEnv()
-	require.NoError(t, err, "OptionsFromEnv")
-	c := defaultConfig()
-	for _, o := range opts {
-		o(&c)
-	}
-	p := c.policy
-	assert.Equal(t, "http://127.0.0.1:8080", c.endpoint, "ANALYTICS_ENDPOINT")
-	assert.Equal(t, 100, c.flushAt, "ANALYTICS_FLUSH_AT")
-	assert.Equal(t, 500*time.Millisecond, c.flushInterval, "ANALYTICS_FLUSH_INTERVAL")
-	assert.Zero(t, p.RetryCount, "ANALYTICS_RETRY_COUNT")
-	assert.Equal(t, time.Minute, p.MaxTotalBackoffDuration, "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION")
-	assert.Equal(t, 120250*time.Millisecond, p.MaxRateLimitDuration, "ANALYTICS_MAX_RATE_LIMIT_DURATION")
-	assert.Equal(t, 30*time.Second, p.RateLimitRetryAfterCap, "ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP")
-	assert.Equal(t, 2500*time.Millisecond, c.requestTimeout, "ANALYTICS_REQUEST_TIMEOUT")
-	assert.False(t, c.gzip, "ANALYTICS_GZIP")
-	assert.Equal(t, 2, c.maxConcurrentRequests, "ANALYTICS_MAX_CONCURRENT_REQUESTS")
-	assert.Equal(t, 500, c.maxQueueSize, "ANALYTICS_MAX_QUEUE_SIZE")
-	assert.Equal(t, 1_000_000, c.maxQueueBytes, "ANALYTICS_MAX_QUEUE_BYTES")
-}
-
-func TestOptionsFromEnvUnsetLeavesDefaults(t *testing.T) {
-	for _, k := range []string{"ANALYTICS_ENDPOINT", "ANALYTICS_FLUSH_AT", "ANALYTICS_GZIP"} {
-		t.Setenv(k, "")
-	}
-	opts, err := optionsFromLookup(func(string) (string, bool) { return "", false })
-	assert.NoError(t, err, "no variables")
-	assert.Empty(t, opts, "options from no variables")
-	opts, err = OptionsFromEnv()
-	assert.NoError(t, err, "empty variables")
-	assert.Empty(t, opts, "options from empty variables")
-}
-
-func TestOptionsFromEnvMalformedNamesTheVariable(t *testing.T) {
-	bad := map[string]string{
-		"ANALYTICS_FLUSH_AT":                   "ten",
-		"ANALYTICS_FLUSH_INTERVAL":             "5s",
-		"ANALYTICS_RETRY_COUNT":                "1.5",
-		"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION": "NaN",
-		"ANALYTICS_MAX_RATE_LIMIT_DURATION":    "Inf",
-		"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP": "1e300",
-		"ANALYTICS_REQUEST_TIMEOUT":            "soon",
-		"ANALYTICS_GZIP":                       "yes please",
-		"ANALYTICS_MAX_CONCURRENT_REQUESTS":    "many",
-		"ANALYTICS_MAX_QUEUE_SIZE":             "lots",
-		"ANALYTICS_MAX_QUEUE_BYTES":            "32MiB",
-	}
-	for name, value := range bad {
-		_, err := optionsFromLookup(func(k string) (string, bool) {
-			if k == name {
-				return value, true
-			}
-			return "", false
-		})
-		assert.ErrorContains(t, err, name, "%s=%q", name, value)
+	for _, tt := range tests {
+		c, err := newOrPanic(append(tt.alsoSetting, tt.at)...)
+		if assert.NoError(t, err, "%s at its bound", tt.option) {
+			assert.NoError(t, c.Close(), "%s at its bound: Close", tt.option)
+		}
+		c, err = newOrPanic(append(tt.alsoSetting, tt.beyond)...)
+		if !assert.Error(t, err, "%s beyond its bound", tt.option) {
+			closeAccepted(c)
+			continue
+		}
+		assert.ErrorContains(t, err, "analytics: invalid option "+tt.option+":", "%s beyond its bound", tt.option)
+		assert.ErrorContains(t, err, tt.bound, "%s beyond its bound", tt.option)
 	}
 }
 
-func TestOutOfRangeEnvValueIsCaughtByNew(t *testing.T) {
-	t.Setenv("ANALYTICS_RETRY_COUNT", "-3")
-	opts, err := OptionsFromEnv()
-	require.NoError(t, err, "OptionsFromEnv")
-	_, err = New(testWriteKey, opts...)
-	assert.ErrorContains(t, err, "RetryCount", "New with ANALYTICS_RETRY_COUNT=-3")
+// A MaxConcurrentRequests that sizes a channel, multiplied by the batches
+// in flight, once made New panic (2^61: the product overflows to a
+// negative size) or hang later (2^62: it overflows to 0).
+func TestHugeMaxConcurrentRequestsIsRefused(t *testing.T) {
+	for _, n := range []int64{1 << 61, 1 << 62, math.MaxInt64} {
+		if n > math.MaxInt {
+			continue // a 32-bit platform cannot even ask for it
+		}
+		c, err := newOrPanic(WithMaxConcurrentRequests(int(n)))
+		if !assert.Error(t, err, "New with MaxConcurrentRequests %d", n) {
+			closeAccepted(c)
+			continue
+		}
+		assert.ErrorContains(t, err, "invalid option MaxConcurrentRequests:", "New with MaxConcurrentRequests %d", n)
+	}
 }

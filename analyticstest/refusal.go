@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/dualpath/analytics-go/internal/defaults"
 )
 
 // BatchPath is the one tracking API path the Server answers from its
@@ -12,9 +14,9 @@ import (
 const BatchPath = "/v1/batch"
 
 // maxBatchBytes is the tracking API's limit on a batch body after gzip
-// decoding, the same as the SDK's own (docs/SPEC.md §3): a body the SDK
+// decoding, the SDK's own MaxBatchBytes (docs/SPEC.md §3): a body the SDK
 // may send is never refused for its size.
-const maxBatchBytes = 500_000
+const maxBatchBytes = defaults.MaxBatchBytes
 
 // maxReadBytes bounds what the Server reads of any request body, before
 // and after gzip decoding, so that a runaway client or a gzip bomb cannot

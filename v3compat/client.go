@@ -12,9 +12,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	root "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/defaults"
 )
 
 // Client is v3's client interface: Enqueue, and Close (io.Closer). New and
@@ -287,8 +287,8 @@ func uploadFailure(cb Callback, msg Message, err error) {
 // positive BatchSize and Interval; a larger one is taken as the bound (a
 // batch holds fewer than 10,000 events anyway, being under 500,000 bytes).
 const (
-	maxBatchSize = 10_000
-	maxInterval  = 7 * 24 * time.Hour
+	maxBatchSize = defaults.MaxFlushAt
+	maxInterval  = defaults.MaxWait
 )
 
 // v3Lifecycle are the root's options that make Close and callbacks behave

@@ -8,18 +8,19 @@ import (
 	"time"
 
 	root "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/defaults"
 )
 
 // DefaultEndpoint is where batches go when Config.Endpoint is empty.
 const DefaultEndpoint = root.DefaultEndpoint
 
 // DefaultInterval is how often queued messages are sent when
-// Config.Interval is 0.
-const DefaultInterval = 5 * time.Second
+// Config.Interval is 0: the root's WithFlushInterval default, 5 s.
+const DefaultInterval = defaults.FlushInterval
 
 // DefaultBatchSize is the most messages a batch holds when Config.BatchSize
-// is 0.
-const DefaultBatchSize = 250
+// is 0: the root's WithFlushAt default, 250.
+const DefaultBatchSize = defaults.FlushAt
 
 // Version is the version of this SDK (the root package's Version), not
 // v3's.

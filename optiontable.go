@@ -1,0 +1,250 @@
+package analytics
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/dualpath/analytics-go/internal/defaults"
+	"github.com/dualpath/analytics-go/retry"
+)
+
+// An optionSpec is one row of the options table: an option of New, its
+// environment variable, its default, its bounds and its unit, each said
+// once (docs/SPEC.md §7). Its With* function's doc comment is its doc
+// line. The table gives defaultConfig its values, validate its bounds and
+// OptionsFromEnv its variables; optiontable_test.go holds the With* doc
+// comments, the OptionsFromEnv doc and the option and environment tables
+// of README.md and docs/*.md to it.
+type optionSpec struct {
+	name string // With + name sets it; OptionError.Option names it
+	env  string // its environment variable, "" for none
+	// unit is what a count counts ("events") or what a string is ("URL");
+	// for any other option, its Go type as the docs write it.
+	unit string
+	// field is the field of the config the option sets: an *int, *int64,
+	// *time.Duration, *bool or *string (the kinds the environment and the
+	// bounds know), or a pointer of another type.
+	field func(*config) any
+	def   any // the default, of the field's type; nil: the zero value
+	// min and max bound a count or a duration; max 0: not bounded.
+	min, max int64
+	minName  string // the name of min in an error, when it has one
+	example  string // a count's value for its environment error; "": the default
+}
+
+// The upper bounds of the numeric options, each far above any useful
+// setting. New refuses a value beyond one, which is surely a mistake (a
+// unit slip, a misread environment variable), and with every option
+// bounded no arithmetic on options can overflow: the largest product is
+// batchesInFlight × limitMaxConcurrentRequests, and every duration is so
+// far below the ~292 years a time.Duration holds that adding a few, or one
+// to a time, cannot overflow either.
+const (
+	// limitFlushAt is more than a batch can hold: an encoded event takes
+	// over 50 bytes, so a batch of MaxBatchBytes holds fewer than 10,000.
+	limitFlushAt      = defaults.MaxFlushAt
+	limitMaxQueueSize = 10_000_000
+	// limitMaxQueueBytes is 64 GiB, or on a 32-bit platform as much as
+	// leaves room in an int to add one more message to a full queue.
+	limitMaxQueueBytes         = min(64<<30, math.MaxInt-MaxMessageBytes)
+	limitMaxConcurrentRequests = 1_000
+	// limitRetryCount is high enough that a budget, not the count, ends
+	// even a long backoff path: at the default 60 s cap, 1,000 retries
+	// wait at least 8 h.
+	limitRetryCount = 1_000
+	// limitWait bounds a single interval, wait or timeout.
+	limitWait = defaults.MaxWait
+	// limitBudget bounds a retry path's total duration.
+	limitBudget = 30 * 24 * time.Hour
+	// limitMinSpoolBytes leaves room for 16 segments of 64 KiB (the
+	// spool's smallest), each of which holds two of the largest messages;
+	// limitMaxSpoolBytes is 1 TiB.
+	limitMinSpoolBytes = 1 << 20
+	limitMaxSpoolBytes = 1 << 40
+)
+
+// positive is the least positive duration, the min of a duration that
+// must be positive.
+const positive = int64(time.Nanosecond)
+
+// defaultPolicy is the retry package's defaults, which the table's retry
+// options take as theirs.
+var defaultPolicy = retry.DefaultPolicy()
+
+// optionTable is every option of New, those with an environment variable
+// first, in the order of OptionsFromEnv's doc and errors. validate checks
+// the bounds in this order.
+var optionTable = []optionSpec{
+	{name: "Endpoint", env: "ANALYTICS_ENDPOINT", unit: "URL",
+		field: func(c *config) any { return &c.endpoint }, def: DefaultEndpoint},
+	{name: "FlushAt", env: "ANALYTICS_FLUSH_AT", unit: "events",
+		field: func(c *config) any { return &c.flushAt }, def: defaults.FlushAt,
+		min: 1, max: limitFlushAt, example: "100"},
+	{name: "FlushInterval", env: "ANALYTICS_FLUSH_INTERVAL", unit: "time.Duration",
+		field: func(c *config) any { return &c.flushInterval }, def: defaults.FlushInterval,
+		min: positive, max: int64(limitWait)},
+	{name: "RetryCount", env: "ANALYTICS_RETRY_COUNT", unit: "retries",
+		field: func(c *config) any { return &c.policy.RetryCount }, def: defaultPolicy.RetryCount,
+		min: 0, max: limitRetryCount, example: "3"},
+	{name: "BackoffBase", env: "ANALYTICS_BACKOFF_BASE", unit: "time.Duration",
+		field: func(c *config) any { return &c.policy.BackoffBase }, def: defaultPolicy.BackoffBase,
+		min: 0, max: int64(limitWait)},
+	{name: "BackoffCap", env: "ANALYTICS_BACKOFF_CAP", unit: "time.Duration",
+		field: func(c *config) any { return &c.policy.BackoffCap }, def: defaultPolicy.BackoffCap,
+		min: positive, max: int64(limitWait)},
+	{name: "MaxTotalBackoffDuration", env: "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", unit: "time.Duration",
+		field: func(c *config) any { return &c.policy.MaxTotalBackoffDuration }, def: defaultPolicy.MaxTotalBackoffDuration,
+		min: 0, max: int64(limitBudget)},
+	{name: "MaxRateLimitDuration", env: "ANALYTICS_MAX_RATE_LIMIT_DURATION", unit: "time.Duration",
+		field: func(c *config) any { return &c.policy.MaxRateLimitDuration }, def: defaultPolicy.MaxRateLimitDuration,
+		min: 0, max: int64(limitBudget)},
+	{name: "RateLimitRetryAfterCap", env: "ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", unit: "time.Duration",
+		field: func(c *config) any { return &c.policy.RateLimitRetryAfterCap }, def: defaultPolicy.RateLimitRetryAfterCap,
+		min: positive, max: int64(limitWait)},
+	{name: "RequestTimeout", env: "ANALYTICS_REQUEST_TIMEOUT", unit: "time.Duration",
+		field: func(c *config) any { return &c.requestTimeout }, def: 10 * time.Second,
+		min: positive, max: int64(limitWait)},
+	{name: "CloseTimeout", env: "ANALYTICS_CLOSE_TIMEOUT", unit: "time.Duration",
+		field: func(c *config) any { return &c.closeTimeout }, def: DefaultCloseTimeout,
+		min: 0, max: int64(limitWait)},
+	{name: "Gzip", env: "ANALYTICS_GZIP", unit: "bool",
+		field: func(c *config) any { return &c.gzip }, def: true},
+	{name: "MaxConcurrentRequests", env: "ANALYTICS_MAX_CONCURRENT_REQUESTS", unit: "requests",
+		field: func(c *config) any { return &c.maxConcurrentRequests }, def: 8,
+		min: 1, max: limitMaxConcurrentRequests},
+	{name: "MaxQueueSize", env: "ANALYTICS_MAX_QUEUE_SIZE", unit: "events",
+		field: func(c *config) any { return &c.maxQueueSize }, def: 10_000,
+		min: 1, max: limitMaxQueueSize},
+	{name: "MaxQueueBytes", env: "ANALYTICS_MAX_QUEUE_BYTES", unit: "bytes",
+		field: func(c *config) any { return &c.maxQueueBytes }, def: 64 << 20,
+		min: MaxMessageBytes, minName: "MaxMessageBytes", max: limitMaxQueueBytes},
+	{name: "AdaptiveSendRate", env: "ANALYTICS_ADAPTIVE_SEND_RATE", unit: "bool",
+		field: func(c *config) any { return &c.adaptiveSendRate }, def: true},
+	{name: "ProbeInterval", env: "ANALYTICS_PROBE_INTERVAL", unit: "time.Duration",
+		field: func(c *config) any { return &c.policy.ProbeInterval }, def: defaultPolicy.ProbeInterval,
+		min: positive, max: int64(limitWait)},
+	{name: "Spool", env: "ANALYTICS_SPOOL_DIR", unit: "directory",
+		field: func(c *config) any { return &c.spoolDir }},
+	{name: "SpoolMaxBytes", env: "ANALYTICS_SPOOL_MAX_BYTES", unit: "bytes",
+		field: func(c *config) any { return &c.spoolMaxBytes }, def: int64(DefaultSpoolMaxBytes),
+		min: limitMinSpoolBytes, max: limitMaxSpoolBytes},
+	{name: "SpoolSync", env: "ANALYTICS_SPOOL_SYNC", unit: "time.Duration",
+		field: func(c *config) any { return &c.spoolSync }, def: DefaultSpoolSync,
+		min: 0, max: int64(limitWait)},
+
+	{name: "V3Wire", unit: "bool", field: func(c *config) any { return &c.v3Wire }},
+	{name: "BackoffFunc", unit: "func(n int) time.Duration", field: func(c *config) any { return &c.policy.Backoff }},
+	{name: "HTTPClient", unit: "*http.Client", field: func(c *config) any { return &c.httpClient }},
+	{name: "Logger", unit: "*slog.Logger", field: func(c *config) any { return &c.logger }},
+	{name: "Callback", unit: "Callback", field: func(c *config) any { return &c.callback }},
+	{name: "CloseRetries", unit: "bool", field: func(c *config) any { return &c.closeRetries }, def: true},
+	{name: "BlockingCallbacks", unit: "bool", field: func(c *config) any { return &c.blockingCallbacks }},
+}
+
+// defaultConfig is the configuration New starts from: every option at its
+// default.
+func defaultConfig() config {
+	c := config{policy: retry.DefaultPolicy()}
+	for i := range optionTable {
+		o := &optionTable[i]
+		if o.def == nil {
+			continue
+		}
+		switch p := o.field(&c).(type) {
+		case *string:
+			*p = o.def.(string)
+		case *bool:
+			*p = o.def.(bool)
+		case *int:
+			*p = o.def.(int)
+		case *int64:
+			*p = o.def.(int64)
+		case *time.Duration:
+			*p = o.def.(time.Duration)
+		}
+	}
+	return c
+}
+
+// number reads the option's field in c when it is a count or a duration.
+func (o *optionSpec) number(c *config) (n int64, duration bool) {
+	switch p := o.field(c).(type) {
+	case *int:
+		return int64(*p), false
+	case *int64:
+		return *p, false
+	case *time.Duration:
+		return int64(*p), true
+	}
+	return 0, false
+}
+
+// check returns the OptionError of a value beyond the option's bounds.
+func (o *optionSpec) check(c *config) error {
+	if o.max == 0 {
+		return nil
+	}
+	n, duration := o.number(c)
+	show := func(n int64) string {
+		if duration {
+			return time.Duration(n).String()
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	switch {
+	case n < o.min && o.min == 0:
+		return o.invalid("must not be negative, got %s", show(n))
+	case n < o.min && duration && o.min == positive:
+		return o.invalid("must be positive, got %s", show(n))
+	case n < o.min && o.minName != "":
+		return o.invalid("must be at least %s (%s), got %s", show(o.min), o.minName, show(n))
+	case n < o.min:
+		return o.invalid("must be at least %s, got %s", show(o.min), show(n))
+	case n > o.max:
+		return o.invalid("must be at most %s, got %s", show(o.max), show(n))
+	}
+	return nil
+}
+
+func (o *optionSpec) invalid(format string, args ...any) error {
+	return &OptionError{Option: o.name, Reason: fmt.Sprintf(format, args...)}
+}
+
+// fromEnv turns the non-empty value of the option's environment variable
+// into an Option that sets the field as the With* function does.
+func (o *optionSpec) fromEnv(value string) (Option, error) {
+	switch o.field(new(config)).(type) {
+	case *string:
+		return func(c *config) { *o.field(c).(*string) = value }, nil
+	case *bool:
+		on, err := envBool(value)
+		if err != nil {
+			return nil, err
+		}
+		return func(c *config) { *o.field(c).(*bool) = on }, nil
+	case *time.Duration:
+		d, err := envSeconds(value)
+		if err != nil {
+			return nil, err
+		}
+		return func(c *config) { *o.field(c).(*time.Duration) = d }, nil
+	}
+	example := o.example
+	if example == "" {
+		example = fmt.Sprint(o.def)
+	}
+	n, err := envCount(value, o.unit, example)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *config) {
+		switch p := o.field(c).(type) {
+		case *int:
+			*p = n
+		case *int64:
+			*p = int64(n)
+		}
+	}, nil
+}
