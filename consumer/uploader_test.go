@@ -110,7 +110,7 @@ func TestBackoffWaitsAndRetryCount(t *testing.T) {
 				}
 				assert.Equal(t, want, r.waits())
 				c := r.up.Counters()
-				assert.Equal(t, int64(n), c.BackoffRetries)
+				assert.Equal(t, int64(n), c.Retries.Backoff)
 				assert.Equal(t, int64(n+1), c.Attempts)
 				assert.Equal(t, int64(1), c.BatchesFailed)
 			})
@@ -129,8 +129,8 @@ func TestRateLimitPathWaitsRetryAfterUncounted(t *testing.T) {
 		want := []time.Duration{7 * time.Second, time.Second, 60 * time.Second, 2 * time.Second, 3 * time.Second, 250 * time.Millisecond}
 		assert.Equal(t, want, r.waits())
 		c := r.up.Counters()
-		assert.Equal(t, int64(5), c.RateLimitRetries)
-		assert.Equal(t, int64(1), c.BackoffRetries)
+		assert.Equal(t, int64(5), c.Retries.RateLimit)
+		assert.Equal(t, int64(1), c.Retries.Backoff)
 		assert.Equal(t, int64(5), c.RateLimitedWaits)
 	})
 }
@@ -251,9 +251,9 @@ func TestTransportErrorsAreRetriedAndReportTheirPhase(t *testing.T) {
 				assert.Equal(t, p == PhaseWritten, te.Written())
 				c := r.up.Counters()
 				if p.Written() {
-					assert.Equal(t, int64(2), c.TransportErrorsWritten)
+					assert.Equal(t, int64(2), c.TransportErrors.Written)
 				} else {
-					assert.Equal(t, int64(2), c.TransportErrorsNotWritten)
+					assert.Equal(t, int64(2), c.TransportErrors.NotWritten)
 				}
 				assert.Len(t, r.tr.requests(), 2)
 			})
@@ -443,8 +443,8 @@ func TestPhaseIsThatOfTheLastSend(t *testing.T) {
 		assert.Equal(t, PhaseConnected, te.Phase)
 		assert.False(t, te.Written(), "written")
 		c := r.up.Counters()
-		assert.Equal(t, int64(1), c.TransportErrorsNotWritten)
-		assert.Zero(t, c.TransportErrorsWritten)
+		assert.Equal(t, int64(1), c.TransportErrors.NotWritten)
+		assert.Zero(t, c.TransportErrors.Written)
 	})
 }
 

@@ -21,10 +21,15 @@ import (
 // defines. go doc shows an alias's doc comment, not the struct behind it,
 // so each alias's doc lists the type's fields.
 var aliases = map[string]reflect.Type{
+	// errors.go
 	"HTTPError":      reflect.TypeFor[HTTPError](),
 	"Phase":          reflect.TypeFor[Phase](),
 	"TransportError": reflect.TypeFor[TransportError](),
 	"BatchError":     reflect.TypeFor[BatchError](),
+	// stats.go
+	"RetryStats":          reflect.TypeFor[RetryStats](),
+	"TransportErrorStats": reflect.TypeFor[TransportErrorStats](),
+	"SendRateStats":       reflect.TypeFor[SendRateStats](),
 }
 
 // TestAliasDocsListTheFields holds the "Its fields:" list of each alias's
