@@ -154,7 +154,7 @@ func (c *Client) send(b queue.Batch[held], slot *consumer.Slot) {
 			// ours, which the recover above settles.
 			panic(fmt.Sprintf("events [%d, %d) reported after [0, %d)", lo, hi, r.ended))
 		}
-		c.end(r, hi, ownError(err))
+		c.end(r, hi, err)
 	})
 	if r.ended == len(b.Items) && c.up.EventsDoneAtReturn() {
 		// Every attempt has ended and every event is reported: nothing

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/dualpath/analytics-go/consumer"
+	"github.com/dualpath/analytics-go/internal/jsontime"
 )
 
 // maxDepth bounds the nesting of maps and slices in a message. Deeper means
@@ -52,7 +52,7 @@ type encoder struct {
 	// on its encoded size; 0 until then.
 	over int
 	// times writes timestamps; those of a burst share their second's text.
-	times consumer.TimeCache
+	times jsontime.Cache
 	// v3Wire writes the message as segmentio/analytics-go v3 did
 	// (WithV3Wire): no context.library, a context only when the message
 	// has one, timestamps as encoding/json writes a time.Time. The caller

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/retry"
@@ -51,141 +50,79 @@ var (
 	ErrRetriesStopped = retry.ErrRetriesStopped
 )
 
-// HTTPError is a non-2xx response to an upload attempt. A failed event's
-// error wraps the last one its batch got: find it with errors.As.
-type HTTPError struct {
-	// StatusCode is the response status.
-	StatusCode int
-	// Body is the start of the response body (at most 4 KiB), with the
-	// write key removed.
-	Body string
-	// RetryAfter is the response's valid Retry-After, 0 when it had none or
-	// it was invalid or ignored (on a non-retryable status).
-	RetryAfter time.Duration
-	// Location is the redirect target of a 3xx, or the URL a user-supplied
-	// http.Client was redirected to.
-	Location string
-	// Method is the method of the request that got this response when it
-	// was not the POST the SDK sent (a user-supplied http.Client that
-	// follows a 301, 302 or 303 turns it into a GET); empty otherwise.
-	Method string
-	// BodyErr is the error that cut reading the body's excerpt short, as
-	// the response body returned it (with the write key removed); nil when
-	// the excerpt was read. It does not change the outcome, which the
-	// status decides.
-	BodyErr error
-}
-
-// Error describes the response: status, redirect target, Retry-After, the
-// start of the body, and on a 401, 403 or 404 what to check, e.g.
-// `HTTP 503 Service Unavailable: "busy"` or `HTTP 401 Unauthorized:
-// "bad key"; check the write key`.
-func (e *HTTPError) Error() string { return (*consumer.HTTPError)(e).Error() }
+// HTTPError is a non-2xx response to an upload attempt: a failed event's
+// error wraps the last one its batch got. Find it with errors.As. It is
+// [consumer.HTTPError]; its Error method describes the response, e.g.
+// `HTTP 503 Service Unavailable: "busy"`, and on a 401, 403 or 404 says
+// what to check.
+//
+// Its fields:
+//   - StatusCode: the response status.
+//   - Body: the start of the response body (at most 4 KiB), with the
+//     write key removed.
+//   - RetryAfter: the response's valid Retry-After, 0 when it had none or
+//     it was invalid or ignored.
+//   - Location: the redirect target of a 3xx, or the URL a user-supplied
+//     http.Client was redirected to.
+//   - Method: the method of the request that got the response when it was
+//     not the SDK's POST (a followed 301, 302 or 303 makes it a GET).
+//   - BodyErr: the error that cut reading the body's excerpt short, nil
+//     when the excerpt was read.
+type HTTPError = consumer.HTTPError
 
 // Phase is how far an attempt got before its transport error, from
-// net/http/httptrace. It tells "sent 0 times" from "maybe delivered".
-type Phase int
+// net/http/httptrace. It tells "sent 0 times" from "maybe delivered". It
+// is [consumer.Phase]; its methods are Written, which reports whether the
+// request had been completely written (so the server may have received
+// it), and String, which names the phase.
+type Phase = consumer.Phase
 
 // How far a request got before a transport error.
 const (
 	// PhaseNotConnected: no connection was obtained (DNS failure, refused,
 	// TLS handshake failure). The request was not written.
-	PhaseNotConnected Phase = iota + 1
+	PhaseNotConnected = consumer.PhaseNotConnected
 	// PhaseConnected: a connection was obtained but the request was not
 	// completely written (reset before or during the write).
-	PhaseConnected
+	PhaseConnected = consumer.PhaseConnected
 	// PhaseWritten: the request was written and no response byte arrived
 	// (EOF, reset, TLS EOF without close_notify, timeout). The server may
 	// have processed it.
-	PhaseWritten
+	PhaseWritten = consumer.PhaseWritten
 	// PhaseResponding: a response had started but broke off.
-	PhaseResponding
+	PhaseResponding = consumer.PhaseResponding
 )
-
-// The phases are numbered as consumer's, which ownError converts by value
-// and whose names Phase's methods use. An "index out of bounds" compile
-// error here means the two numberings have parted.
-func _() {
-	var x [1]struct{}
-	_ = x[PhaseNotConnected-Phase(consumer.PhaseNotConnected)]
-	_ = x[PhaseConnected-Phase(consumer.PhaseConnected)]
-	_ = x[PhaseWritten-Phase(consumer.PhaseWritten)]
-	_ = x[PhaseResponding-Phase(consumer.PhaseResponding)]
-}
-
-// Written reports whether the request had been completely written, so the
-// server may have received it.
-func (p Phase) Written() bool { return consumer.Phase(p).Written() }
-
-// String names the phase, e.g. "request written, no response".
-func (p Phase) String() string { return consumer.Phase(p).String() }
 
 // TransportError is an upload attempt that got no HTTP response: a failed
 // event's error wraps it when its batch's last attempt ended so. Find it
-// with errors.As. Err's text differs across Go versions and platforms, so
+// with errors.As. It is [consumer.TransportError]; it unwraps to Err, its
+// Written method reports whether the request had been completely written,
+// and its Error reads like "transport error (request written, no
+// response): EOF". Err's text differs across Go versions and platforms, so
 // nothing in the SDK decides on it.
-type TransportError struct {
-	// Phase is how far the request got.
-	Phase Phase
-	// Err is the HTTP client's error, with the write key removed.
-	Err error
-}
-
-// Error says how far the request got and what went wrong, e.g.
-// "transport error (request written, no response): EOF".
-func (e *TransportError) Error() string {
-	return fmt.Sprintf("transport error (%s): %v", e.Phase, e.Err)
-}
-
-// Unwrap returns the HTTP client's error.
-func (e *TransportError) Unwrap() error { return e.Err }
-
-// Written reports whether the request had been completely written, so the
-// server may have received it.
-func (e *TransportError) Written() bool { return e.Phase.Written() }
+//
+// Its fields:
+//   - Phase: how far the request got.
+//   - Err: the HTTP client's error, with the write key removed.
+type TransportError = consumer.TransportError
 
 // BatchError is the error a failed event is reported with: why its batch
 // stopped (Reason), how many attempts the batch made, and the last
-// attempt's error.
+// attempt's error. It is [consumer.BatchError]; its Error reads like
+// "analytics: retries exhausted after 11 attempts: HTTP 503 Service
+// Unavailable".
 //
 // errors.Is matches Reason (one of the sentinel errors, such as
 // ErrRetriesExhausted, or, for a Shutdown that ran out of time, ErrShutdown
 // and the context's error) and anything Err wraps; errors.As finds the
 // *HTTPError or *TransportError in Err.
-type BatchError struct {
-	// Reason is why the batch stopped.
-	Reason error
-	// Attempts is how many attempts were made; 0 means it was never sent.
-	Attempts int
-	// Err is the last attempt's error: an *HTTPError or a
-	// *TransportError, or nil when no attempt was made.
-	Err error
-}
-
-// Error reads like "analytics: retries exhausted after 11 attempts: HTTP 503
-// Service Unavailable".
-func (e *BatchError) Error() string { return (*consumer.BatchError)(e).Error() }
-
-// Unwrap returns Reason and Err, for errors.Is and errors.As.
-func (e *BatchError) Unwrap() []error { return (*consumer.BatchError)(e).Unwrap() }
-
-// ownError returns the error package consumer reported for a run of
-// events as this package's types: the same values, so the texts and
-// errors.Is are unchanged, and errors.As finds *BatchError, *HTTPError and
-// *TransportError of this package. Outcomes reach callbacks, stats and
-// logs through here only.
-func ownError(err error) error {
-	switch e := err.(type) {
-	case *consumer.BatchError:
-		return &BatchError{Reason: e.Reason, Attempts: e.Attempts, Err: ownError(e.Err)}
-	case *consumer.HTTPError:
-		own := HTTPError(*e)
-		return &own
-	case *consumer.TransportError:
-		return &TransportError{Phase: Phase(e.Phase), Err: e.Err}
-	}
-	return err
-}
+//
+// Its fields:
+//   - Reason: why the batch stopped.
+//   - Attempts: how many attempts were made; 0 means it was never sent.
+//   - Err: the last attempt's error, an *HTTPError or a *TransportError,
+//     or nil when no attempt was made.
+type BatchError = consumer.BatchError
 
 // OptionError is New's error for an invalid configuration: it names the
 // option at fault and says why. Find it with errors.As.

@@ -205,13 +205,13 @@ func WithHTTPClient(client *http.Client) Option {
 	return func(c *config) { c.httpClient, c.httpClientSet = client, true }
 }
 
-// CheckRedirect is the SDK's redirect rule, for the CheckRedirect field of
-// an http.Client given to WithHTTPClient: a 307 or 308 is followed (same
-// method and body), up to 10 hops; a 301, 302 or 303 is not, since it would
-// turn the POST into a bodiless GET; the batch then fails with ErrRedirect.
-func CheckRedirect(req *http.Request, via []*http.Request) error {
-	return consumer.CheckRedirect(req, via)
-}
+// CheckRedirect is the SDK's redirect rule (SPEC §4), that of its own
+// client, for the CheckRedirect field of an http.Client given to
+// WithHTTPClient: a 307 or 308 is followed (same method and body), up to 10
+// hops; a 301, 302 or 303 is not, since it would turn the POST into a
+// bodiless GET, nor is a redirect from https to plain http; the batch then
+// fails with ErrRedirect. It is [consumer.CheckRedirect].
+var CheckRedirect = consumer.CheckRedirect
 
 // WithLogger sends the SDK's logs to logger: an error for events that
 // failed for good (with a hint to check the write key on a 401 or 403, the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/spool"
 )
 
@@ -131,34 +132,36 @@ func (f FailedStats) Total() int64 {
 		f.Redirect + f.Shutdown + f.Spool + f.Other
 }
 
-// RetryStats counts retries by path.
-type RetryStats struct {
-	Backoff   int64 `json:"backoff"`    // counted retries after a failure without Retry-After
-	RateLimit int64 `json:"rate_limit"` // uncounted retries after a valid Retry-After
-}
+// RetryStats counts retries by path. It is [consumer.RetryStats]; its
+// JSON names are its fields' in snake_case.
+//
+// Its fields:
+//   - Backoff: counted retries after a failure without Retry-After.
+//   - RateLimit: uncounted retries after a valid Retry-After.
+type RetryStats = consumer.RetryStats
 
-// TransportErrorStats counts attempts that got no HTTP response.
-type TransportErrorStats struct {
-	NotWritten int64 `json:"not_written"` // the request never left: nothing was sent
-	Written    int64 `json:"written"`     // the request was written: the server may have it
-}
+// TransportErrorStats counts attempts that got no HTTP response. It is
+// [consumer.TransportErrorStats]; its JSON names are its fields' in
+// snake_case.
+//
+// Its fields:
+//   - NotWritten: the request never left: nothing was sent.
+//   - Written: the request was written: the server may have it.
+type TransportErrorStats = consumer.TransportErrorStats
 
 // SendRateStats is the state of the adaptive client-wide send rate
-// (WithAdaptiveSendRate).
-type SendRateStats struct {
-	// Limit is the attempts per second the client allows itself now: the
-	// lowered limit after failures, or one over the probe's spacing while
-	// probing (0 when that spacing is 0); 0 while the API answers and
-	// nothing is limited.
-	Limit float64 `json:"limit"`
-	// Probing is true while the API seems down: one attempt at a time goes
-	// out, spaced by the backoff schedule, at most ProbeInterval apart.
-	Probing bool `json:"probing"`
-	// Held counts attempts that had to wait for their turn, since New.
-	Held int64 `json:"held"`
-	// Waiting is the attempts waiting for their turn now.
-	Waiting int `json:"waiting"`
-}
+// (WithAdaptiveSendRate). It is [consumer.SendRateStats]; its JSON names
+// are its fields' in snake_case.
+//
+// Its fields:
+//   - Limit: the attempts per second the client allows itself now (the
+//     lowered limit after failures, or one over the probe's spacing while
+//     probing); 0 while the API answers and nothing is limited.
+//   - Probing: true while the API seems down: one attempt at a time goes
+//     out, spaced by the backoff schedule, at most ProbeInterval apart.
+//   - Held: the attempts that had to wait for their turn, since New.
+//   - Waiting: the attempts waiting for their turn now.
+type SendRateStats = consumer.SendRateStats
 
 // counters are the client's own; the uploader keeps the per-attempt ones.
 type counters struct {
@@ -201,7 +204,6 @@ func (c *counters) failed(err error, n int64) {
 // any time, from any goroutine.
 func (c *Client) Stats() Stats {
 	u := c.up.Counters()
-	sr := c.up.SendRate()
 	// In flight is what the queue's bounds still hold but no longer queue.
 	queued, queuedBytes, holding := c.queue.Sizes()
 	return Stats{
@@ -229,12 +231,12 @@ func (c *Client) Stats() Stats {
 		BatchesFailed:    u.BatchesFailed,
 		Splits:           u.Splits,
 		Attempts:         u.Attempts,
-		Retries:          RetryStats{Backoff: u.BackoffRetries, RateLimit: u.RateLimitRetries},
+		Retries:          u.Retries,
 		Resends:          u.Resends,
 		RateLimitedWaits: u.RateLimitedWaits,
 		BytesSent:        u.BytesSent,
-		TransportErrors:  TransportErrorStats{NotWritten: u.TransportErrorsNotWritten, Written: u.TransportErrorsWritten},
-		SendRate:         SendRateStats{Limit: sr.Limit, Probing: sr.Probing, Held: sr.Held, Waiting: sr.Waiting},
+		TransportErrors:  u.TransportErrors,
+		SendRate:         c.up.SendRate(),
 		QueueDepth:       queued,
 		QueueBytes:       queuedBytes,
 		InFlight:         int64(holding - queued),

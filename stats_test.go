@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"reflect"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -9,7 +10,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dualpath/analytics-go/analyticstest"
+	"github.com/dualpath/analytics-go/consumer"
 )
+
+// Stats has each of the uploader's counters (consumer.Counters) as a
+// field of the same name, type and JSON name, which Stats copies as it is.
+func TestStatsHoldTheUploadersCounters(t *testing.T) {
+	stats := reflect.TypeFor[Stats]()
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[consumer.Counters]()) {
+		s, ok := stats.FieldByName(f.Name)
+		if !assert.True(t, ok, "Stats.%s", f.Name) {
+			continue
+		}
+		assert.Equal(t, f.Type, s.Type, "Stats.%s: its type", f.Name)
+		assert.Equal(t, f.Tag.Get("json"), s.Tag.Get("json"), "Stats.%s: its JSON name", f.Name)
+	}
+}
 
 // Stats reports the queue's bounds and what counts against them: the
 // events queued and in flight, and their bytes, those of a batch being

@@ -3,15 +3,14 @@ package consumer
 import (
 	"bufio"
 	"bytes"
-	"github.com/klauspost/compress/gzip"
 	"io"
 	"sync"
 	"time"
-)
 
-// timeLayout is the wire format of timestamp and sentAt: RFC 3339, UTC,
-// milliseconds.
-const timeLayout = "2006-01-02T15:04:05.000Z"
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/dualpath/analytics-go/internal/jsontime"
+)
 
 // jsonTimeMax is the longest time.RFC3339Nano text of a year in
 // 0000-9999, as encoding/json writes a time.Time: the layout of sentAt
@@ -39,9 +38,9 @@ type envelope struct {
 
 // size is the most bytes the envelope takes around the events.
 func (env envelope) size() int {
-	n := len(bodyOpen) + len(bodySentAt) + len(timeLayout) + len(bodyContext) + len(env.context) + len(bodyClose)
+	n := len(bodyOpen) + len(bodySentAt) + len(jsontime.Layout) + len(bodyContext) + len(env.context) + len(bodyClose)
 	if env.jsonTimes {
-		n += jsonTimeMax - len(timeLayout)
+		n += jsonTimeMax - len(jsontime.Layout)
 	}
 	if env.batchID {
 		n += len(bodyMessageID) + batchIDLen + len(bodyIDSentAt) - len(bodySentAt)
@@ -87,7 +86,7 @@ func newBatchBody(events [][]byte, env envelope, id string, sentAt time.Time) ba
 	if env.jsonTimes {
 		tail = sentAt.AppendFormat(tail, time.RFC3339Nano)
 	} else {
-		tail = AppendTime(tail, sentAt)
+		tail = jsontime.Append(tail, sentAt)
 	}
 	tail = append(tail, bodyContext...)
 	tail = append(tail, env.context...)
@@ -179,83 +178,6 @@ func (r *bodyReader) advance() bool {
 		return false
 	}
 	return true
-}
-
-// AppendTime appends t in the wire format of every time the SDK sends, the
-// body's sentAt and each message's timestamp: RFC 3339 in UTC with
-// milliseconds, 2006-01-02T15:04:05.000Z. It writes the same bytes as
-// t.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z"), several times
-// faster, which matters since every Enqueue writes one. It is supported API
-// of this package, for the analytics package's encoder.
-func AppendTime(dst []byte, t time.Time) []byte {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(dst, timeLayout)
-	}
-	hour, min, sec := t.Clock()
-	ms := t.Nanosecond() / int(time.Millisecond)
-	dst = appendDigits(dst, year, 4)
-	dst = append(dst, '-')
-	dst = appendDigits(dst, int(month), 2)
-	dst = append(dst, '-')
-	dst = appendDigits(dst, day, 2)
-	dst = append(dst, 'T')
-	dst = appendDigits(dst, hour, 2)
-	dst = append(dst, ':')
-	dst = appendDigits(dst, min, 2)
-	dst = append(dst, ':')
-	dst = appendDigits(dst, sec, 2)
-	dst = append(dst, '.')
-	dst = appendDigits(dst, ms, 3)
-	return append(dst, 'Z')
-}
-
-// TimeCache appends times as AppendTime does, keeping the text of the last
-// second it wrote: the times of a burst of events share it, and cost a
-// copy and three digits instead of a calendar computation. The zero value
-// is ready to use; it is not safe for concurrent use. It is supported API
-// of this package, for the analytics package's encoder.
-type TimeCache struct {
-	sec    int64    // the Unix second of text
-	text   [24]byte // AppendTime's output for a time in that second: "2006-01-02T15:04:05.000Z"
-	filled bool
-}
-
-// Append appends t as AppendTime does.
-func (c *TimeCache) Append(dst []byte, t time.Time) []byte {
-	sec := t.Unix()
-	if !c.filled || sec != c.sec {
-		if year := t.UTC().Year(); year < 0 || year > 9999 {
-			return AppendTime(dst, t)
-		}
-		AppendTime(c.text[:0], t)
-		c.sec, c.filled = sec, true
-	}
-	const secondLen = len("2006-01-02T15:04:05.")
-	dst = append(dst, c.text[:secondLen]...)
-	dst = appendDigits(dst, t.Nanosecond()/int(time.Millisecond), 3)
-	return append(dst, 'Z')
-}
-
-// appendDigits appends the width lowest decimal digits of n, zero-padded.
-func appendDigits(dst []byte, n, width int) []byte {
-	const pairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
-		"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
-		"8081828384858687888990919293949596979899"
-	var b [4]byte
-	for i := width; i > 0; {
-		if i >= 2 {
-			p := n % 100 * 2
-			b[i-2], b[i-1] = pairs[p], pairs[p+1]
-			n /= 100
-			i -= 2
-			continue
-		}
-		b[0] = byte('0' + n%10)
-		i--
-	}
-	return append(dst, b[:width]...)
 }
 
 // gzipWriters keeps compressors between attempts: a gzip.Writer carries

@@ -7,34 +7,51 @@ import (
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// Counters is a snapshot of what an Uploader has done since it was made.
+// Counters is a snapshot of what an Uploader has done since it was made
+// (SPEC §8). Each field is the analytics package's Stats field of the same
+// name and JSON name.
 type Counters struct {
-	// Attempts is every attempt sent, first attempts and retries: the
-	// HTTP requests sent, but for Resends.
-	Attempts int64
-	// BatchesDelivered and BatchesFailed count batches that reached a final
-	// outcome; the halves of a split batch count as batches of their own.
-	BatchesDelivered int64
-	BatchesFailed    int64
-	// Splits counts batches split in two after a 413 (or an oversized body).
-	Splits int64
-	// BackoffRetries and RateLimitRetries count retries by path.
-	BackoffRetries   int64
-	RateLimitRetries int64
+	// BatchesDelivered and BatchesFailed count batches by final outcome;
+	// each half of a split batch counts as a batch.
+	BatchesDelivered int64 `json:"batches_delivered"`
+	BatchesFailed    int64 `json:"batches_failed"`
+	// Splits counts batches split in two after a 413 (or an oversized
+	// body).
+	Splits int64 `json:"splits"`
+	// Attempts counts attempts sent, first attempts and retries: the HTTP
+	// requests sent, but for Resends.
+	Attempts int64 `json:"attempts"`
+	// Retries counts retries by path.
+	Retries RetryStats `json:"retries"`
 	// Resends counts attempts sent a second time at once, as part of the
-	// same attempt, after a kept-alive connection closed under them
-	// without a byte of answer (see Uploader.Deliver). They are not in
-	// Attempts nor in the retries.
-	Resends int64
+	// same attempt (same bytes, same X-Retry-Count), because a reused
+	// keep-alive connection closed under them without a byte of answer:
+	// the race of a server or proxy closing an idle connection (SPEC §5,
+	// resend on a new connection; see Uploader.Deliver). Each attempt is
+	// resent at most once; a resend spends no retry and no budget, and is
+	// in neither Attempts nor Retries.
+	Resends int64 `json:"resends"`
 	// RateLimitedWaits counts attempts held back by the client-wide pause
 	// that a Retry-After starts, the rate-limited batch's own included.
-	RateLimitedWaits int64
-	// BytesSent is the request body bytes sent, as on the wire (after gzip).
-	BytesSent int64
-	// TransportErrorsNotWritten and TransportErrorsWritten count attempts
-	// that got no response, by whether the request had been written.
-	TransportErrorsNotWritten int64
-	TransportErrorsWritten    int64
+	RateLimitedWaits int64 `json:"rate_limited_waits"`
+	// BytesSent counts request body bytes written, after compression.
+	BytesSent int64 `json:"bytes_sent"`
+	// TransportErrors counts attempts that got no response, by whether the
+	// request had been written.
+	TransportErrors TransportErrorStats `json:"transport_errors"`
+}
+
+// RetryStats counts retries by path (SPEC §5).
+type RetryStats struct {
+	Backoff   int64 `json:"backoff"`    // counted retries after a failure without Retry-After
+	RateLimit int64 `json:"rate_limit"` // uncounted retries after a valid Retry-After
+}
+
+// TransportErrorStats counts attempts that got no HTTP response, by their
+// last send's Phase (SPEC §5, transport errors).
+type TransportErrorStats struct {
+	NotWritten int64 `json:"not_written"` // the request never left: nothing was sent
+	Written    int64 `json:"written"`     // the request was written: the server may have it
 }
 
 type counters struct {
@@ -46,44 +63,45 @@ type counters struct {
 
 func (c *counters) snapshot() Counters {
 	return Counters{
-		Attempts:                  c.attempts.Load(),
-		BatchesDelivered:          c.delivered.Load(),
-		BatchesFailed:             c.failed.Load(),
-		Splits:                    c.splits.Load(),
-		BackoffRetries:            c.backoffRetries.Load(),
-		RateLimitRetries:          c.rateLimitRetries.Load(),
-		Resends:                   c.resends.Load(),
-		RateLimitedWaits:          c.gateWaits.Load(),
-		BytesSent:                 c.bytesSent.Load(),
-		TransportErrorsNotWritten: c.notWritten.Load(),
-		TransportErrorsWritten:    c.written.Load(),
+		BatchesDelivered: c.delivered.Load(),
+		BatchesFailed:    c.failed.Load(),
+		Splits:           c.splits.Load(),
+		Attempts:         c.attempts.Load(),
+		Retries:          RetryStats{Backoff: c.backoffRetries.Load(), RateLimit: c.rateLimitRetries.Load()},
+		Resends:          c.resends.Load(),
+		RateLimitedWaits: c.gateWaits.Load(),
+		BytesSent:        c.bytesSent.Load(),
+		TransportErrors:  TransportErrorStats{NotWritten: c.notWritten.Load(), Written: c.written.Load()},
 	}
 }
 
-// SendRateState is a snapshot of the Uploader's client-wide send rate
-// (Config.AdaptiveSendRate). With the send rate off it is all zero.
-type SendRateState struct {
-	// Limit is the attempts per second the send rate allows now: the
-	// limit while it is lowered, one over the probe's spacing while
-	// probing; 0 while it does not limit.
-	Limit float64
-	// Probing reports whether the API seems down: one attempt at a time
-	// goes out, spaced by the backoff schedule.
-	Probing bool
-	// Held counts attempts that waited for their turn, since New.
-	Held int64
+// SendRateStats is the state of the Uploader's client-wide send rate
+// (Config.AdaptiveSendRate; SPEC §5, §8): all zero when it is off. The
+// analytics package names it analytics.SendRateStats, in Stats.SendRate.
+type SendRateStats struct {
+	// Limit is the attempts per second the client allows itself now: the
+	// lowered limit after failures, or one over the probe's spacing while
+	// probing (0 when that spacing is 0); 0 while the API answers and
+	// nothing is limited.
+	Limit float64 `json:"limit"`
+	// Probing is true while the API seems down: one attempt at a time goes
+	// out, spaced by the backoff schedule, at most the Policy's
+	// ProbeInterval apart (retry.Policy).
+	Probing bool `json:"probing"`
+	// Held counts attempts that had to wait for their turn, since New.
+	Held int64 `json:"held"`
 	// Waiting is the attempts waiting for their turn now.
-	Waiting int
+	Waiting int `json:"waiting"`
 }
 
 // SendRate returns a snapshot of the send rate.
-func (u *Uploader) SendRate() SendRateState {
+func (u *Uploader) SendRate() SendRateStats {
 	l := u.line
 	if l.rate == nil {
-		return SendRateState{}
+		return SendRateStats{}
 	}
 	st := l.rate.State(time.Now())
-	return SendRateState{
+	return SendRateStats{
 		Limit:   st.Limit,
 		Probing: st.Mode == retry.SendProbing,
 		Held:    l.held.Load(),

@@ -9,29 +9,36 @@ import (
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// HTTPError is a non-2xx response to an upload attempt.
+// HTTPError is a non-2xx response to an upload attempt (SPEC §4, §8). A
+// failed event's error wraps the last one its batch got: find it with
+// errors.As. The analytics package names it analytics.HTTPError.
 type HTTPError struct {
 	// StatusCode is the response status.
 	StatusCode int
-	// Body is the start of the response body (at most a few KiB).
+	// Body is the start of the response body (at most 4 KiB), with the
+	// write key removed (SPEC §7).
 	Body string
 	// RetryAfter is the response's valid Retry-After, 0 when it had none or
 	// it was invalid or ignored (on a non-retryable status).
 	RetryAfter time.Duration
 	// Location is the redirect target of a 3xx, or the URL a user-supplied
-	// client was redirected to.
+	// http.Client was redirected to.
 	Location string
 	// Method is the method of the request that got this response when it
-	// was not the POST the SDK sent (a followed 301/302/303 turns it into a
-	// GET); empty otherwise.
+	// was not the POST the SDK sent (a user-supplied http.Client that
+	// follows a 301, 302 or 303 turns it into a GET); empty otherwise.
 	Method string
 	// BodyErr is the error that cut reading the body's excerpt short, as
-	// the response body returned it; nil when the excerpt was read.
+	// the response body returned it (with the write key removed); nil when
+	// the excerpt was read. It does not change the outcome, which the
+	// status decides.
 	BodyErr error
 }
 
 // Error describes the response: status, redirect target, Retry-After, the
-// start of the body, and what to check when the status says (retry.Check).
+// start of the body, and on a 401, 403 or 404 what to check (retry.Check),
+// e.g. `HTTP 503 Service Unavailable: "busy"` or `HTTP 401 Unauthorized:
+// "bad key"; check the write key`.
 func (e *HTTPError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
@@ -58,9 +65,11 @@ func (e *HTTPError) Error() string {
 }
 
 // Phase is how far an attempt got before its transport error, from
-// net/http/httptrace. It tells "sent 0 times" from "maybe delivered".
+// net/http/httptrace. It tells "sent 0 times" from "maybe delivered"
+// (SPEC §5, transport errors).
 type Phase int
 
+// How far a request got before a transport error.
 const (
 	// PhaseNotConnected: no connection was obtained (DNS failure, refused,
 	// TLS handshake failure). The request was not written.
@@ -80,7 +89,7 @@ const (
 // server may have received it.
 func (p Phase) Written() bool { return p >= PhaseWritten }
 
-// String names the phase for errors and logs.
+// String names the phase, e.g. "request written, no response".
 func (p Phase) String() string {
 	switch p {
 	case PhaseNotConnected:
@@ -95,15 +104,20 @@ func (p Phase) String() string {
 	return "unknown phase"
 }
 
-// TransportError is an attempt that got no HTTP response. Err is the error
-// from the HTTP client; its text differs across Go versions and platforms,
-// so nothing in the SDK decides on it.
+// TransportError is an upload attempt that got no HTTP response (SPEC §5,
+// transport errors): a failed event's error wraps it when its batch's last
+// attempt ended so. Find it with errors.As. Err's text differs across Go
+// versions and platforms, so nothing in the SDK decides on it. The
+// analytics package names it analytics.TransportError.
 type TransportError struct {
-	Phase Phase // how far the request got
-	Err   error // the HTTP client's error
+	// Phase is how far the request got.
+	Phase Phase
+	// Err is the HTTP client's error, with the write key removed (SPEC §7).
+	Err error
 }
 
-// Error says how far the request got and what went wrong.
+// Error says how far the request got and what went wrong, e.g.
+// "transport error (request written, no response): EOF".
 func (e *TransportError) Error() string {
 	return fmt.Sprintf("transport error (%s): %v", e.Phase, e.Err)
 }
@@ -111,22 +125,28 @@ func (e *TransportError) Error() string {
 // Unwrap returns the HTTP client's error.
 func (e *TransportError) Unwrap() error { return e.Err }
 
-// Written reports whether the request had been completely written.
+// Written reports whether the request had been completely written, so the
+// server may have received it.
 func (e *TransportError) Written() bool { return e.Phase.Written() }
 
-// BatchError is the final error of a batch that was not delivered: why
-// (Reason), after how many attempts, and the last attempt's error.
+// BatchError is the error a failed event is reported with (SPEC §8): why
+// its batch stopped (Reason), how many attempts the batch made, and the
+// last attempt's error. The analytics package names it
+// analytics.BatchError.
 //
-// errors.Is matches Reason (a sentinel such as ErrRetriesExhausted, or the
-// context's error when a shutdown deadline ended it) and anything Err
-// wraps; errors.As finds an *HTTPError or *TransportError in Err.
+// errors.Is matches Reason (one of package retry's sentinel errors, such
+// as retry.ErrRetriesExhausted, or, when the context of Uploader.Deliver
+// ended first, context.Cause of it: for a Shutdown that ran out of time,
+// the analytics package's ErrShutdown and the context's error) and
+// anything Err wraps; errors.As finds the *HTTPError or *TransportError in
+// Err.
 type BatchError struct {
 	// Reason is why the batch stopped.
 	Reason error
 	// Attempts is how many attempts were made; 0 means it was never sent.
 	Attempts int
-	// Err is the last attempt's error: *HTTPError or *TransportError, or
-	// nil when no attempt was made.
+	// Err is the last attempt's error: an *HTTPError or a
+	// *TransportError, or nil when no attempt was made.
 	Err error
 }
 

@@ -24,6 +24,6 @@ func TestRedirectToARefusedPortIsNotWritten(t *testing.T) {
 	assert.Equal(t, PhaseNotConnected, te.Phase, "the last hop never connected")
 	assert.False(t, te.Written(), "written")
 	c := up.Counters()
-	assert.Equal(t, int64(1), c.TransportErrorsNotWritten)
-	assert.Zero(t, c.TransportErrorsWritten)
+	assert.Equal(t, int64(1), c.TransportErrors.NotWritten)
+	assert.Zero(t, c.TransportErrors.Written)
 }

@@ -250,10 +250,10 @@ func TestLostToAReusedConnectionIsResentAtOnce(t *testing.T) {
 
 			c := r.up.Counters()
 			assert.Equal(t, int64(1), c.Resends, "Resends")
-			assert.Zero(t, c.BackoffRetries, "BackoffRetries: the resend spent a retry")
+			assert.Zero(t, c.Retries.Backoff, "Retries.Backoff: the resend spent a retry")
 			assert.Equal(t, int64(2), c.Attempts, "Attempts: the resend is part of its attempt")
 			assert.Equal(t, int64(2), c.BatchesDelivered, "BatchesDelivered")
-			assert.Zero(t, c.TransportErrorsWritten+c.TransportErrorsNotWritten, "transport errors: the attempt was answered")
+			assert.Zero(t, c.TransportErrors.Written+c.TransportErrors.NotWritten, "transport errors: the attempt was answered")
 			// 3 requests on 2 connections: the resend carries the
 			// X-Retry-Count of the attempt it repeats (none: a first
 			// attempt), on a new connection.
@@ -307,8 +307,8 @@ func TestResendIsNotResent(t *testing.T) {
 
 			c := r.up.Counters()
 			assert.Equal(t, int64(1), c.Resends, "Resends: the resend was resent")
-			assert.Equal(t, int64(1), c.BackoffRetries, "BackoffRetries: the counted path after the resend")
-			assert.Equal(t, int64(1), c.TransportErrorsWritten, "TransportErrorsWritten: the resend's end")
+			assert.Equal(t, int64(1), c.Retries.Backoff, "Retries.Backoff: the counted path after the resend")
+			assert.Equal(t, int64(1), c.TransportErrors.Written, "TransportErrors.Written: the resend's end")
 			// The lost request and its resend, each the second request of
 			// a pooled connection, then the retry on a new one.
 			third := r.srv.places()[2:]
@@ -351,8 +351,8 @@ func TestNoResend(t *testing.T) {
 				require.NoError(t, r.deliver(1), "the second batch")
 				c := r.up.Counters()
 				assert.Zero(t, c.Resends, "Resends")
-				assert.Equal(t, int64(1), c.BackoffRetries, "BackoffRetries")
-				assert.Equal(t, int64(1), c.TransportErrorsWritten, "TransportErrorsWritten")
+				assert.Equal(t, int64(1), c.Retries.Backoff, "Retries.Backoff")
+				assert.Equal(t, int64(1), c.TransportErrors.Written, "TransportErrors.Written")
 				assert.Equal(t, []place{{1, 1, ""}, {1, 2, ""}, {2, 1, "1"}}, r.srv.places(), "(connection, request on it, X-Retry-Count)")
 				assert.Contains(t, r.logs.String(), tc.phase.String(), "the retry's log record names the phase")
 				assert.NotContains(t, r.logs.String(), "batch resent", "a resend's log record")
@@ -368,7 +368,7 @@ func TestNoResend(t *testing.T) {
 			require.NoError(t, r.deliver(0))
 			c := r.up.Counters()
 			assert.Zero(t, c.Resends, "Resends")
-			assert.Equal(t, int64(1), c.BackoffRetries, "BackoffRetries")
+			assert.Equal(t, int64(1), c.Retries.Backoff, "Retries.Backoff")
 			assert.Equal(t, []place{{1, 1, ""}, {2, 1, "1"}}, r.srv.places(), "(connection, request on it, X-Retry-Count)")
 		})
 	}

@@ -151,7 +151,7 @@ func TestOutageWithTheSendRateOff(t *testing.T) {
 			assert.Equal(t, 1750*time.Millisecond, o.at.Sub(start), "batch %s failed after 250ms+500ms+1s", o.id)
 		}
 		assert.Len(t, r.tr.requests(), 16*4, "attempts: 4 of each batch")
-		assert.Equal(t, SendRateState{}, r.up.SendRate(), "the send rate's state when off")
+		assert.Equal(t, SendRateStats{}, r.up.SendRate(), "the send rate's state when off")
 	})
 }
 
@@ -210,7 +210,7 @@ func TestRecoveryRampsUp(t *testing.T) {
 			}
 		}
 		// Then the limit, no longer binding, is lifted.
-		assert.Equal(t, SendRateState{}.Limit, r.up.SendRate().Limit, "the limit at the end")
+		assert.Equal(t, SendRateStats{}.Limit, r.up.SendRate().Limit, "the limit at the end")
 	})
 }
 
@@ -347,7 +347,7 @@ func TestHeldBatchFailsWhenItsBudgetEnds(t *testing.T) {
 // Stats: while the API is down the client probes, shows the probe's rate
 // and the attempts waiting; after the recovery the limit rises, and once
 // it no longer binds it is lifted.
-func TestSendRateState(t *testing.T) {
+func TestSendRateStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		start := time.Now()

@@ -13,8 +13,8 @@
 //
 // Every exported name is supported API of this package, for the analytics
 // package: it wires an Uploader to its queue, hands each batch the request
-// slot of its first attempt, and turns this package's errors into its own
-// where it reports outcomes.
+// slot of its first attempt, and gives its users this package's error
+// types under its own names (aliases).
 package consumer
 
 import (

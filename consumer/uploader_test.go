@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dualpath/analytics-go/internal/jsontime"
 	"github.com/dualpath/analytics-go/retry"
 )
 
@@ -67,14 +68,14 @@ func TestBodyIdenticalOnEveryAttemptButSentAt(t *testing.T) {
 		require.NoError(t, one(t, r.deliver(context.Background(), 5), 5))
 		reqs := r.tr.requests()
 		require.Len(t, reqs, 4)
-		firstAt, err := time.Parse(timeLayout, reqs[0].batch.SentAt)
+		firstAt, err := time.Parse(jsontime.Layout, reqs[0].batch.SentAt)
 		require.NoError(t, err)
 		for i, s := range reqs {
 			// Everything up to sentAt is the same bytes.
 			head := s.body[:bytes.Index(s.body, []byte(`,"sentAt":`))]
 			first := reqs[0].body[:bytes.Index(reqs[0].body, []byte(`,"sentAt":`))]
 			assert.Equal(t, string(first), string(head), "attempt %d: the events", i)
-			at, err := time.Parse(timeLayout, s.batch.SentAt)
+			at, err := time.Parse(jsontime.Layout, s.batch.SentAt)
 			require.NoError(t, err, "attempt %d sentAt %q", i, s.batch.SentAt)
 			assert.WithinDuration(t, s.at.UTC().Truncate(time.Millisecond), at, 0, "attempt %d: sentAt is the attempt's time", i)
 			if i > 0 {
@@ -110,7 +111,7 @@ func TestBackoffWaitsAndRetryCount(t *testing.T) {
 				}
 				assert.Equal(t, want, r.waits())
 				c := r.up.Counters()
-				assert.Equal(t, int64(n), c.BackoffRetries)
+				assert.Equal(t, int64(n), c.Retries.Backoff)
 				assert.Equal(t, int64(n+1), c.Attempts)
 				assert.Equal(t, int64(1), c.BatchesFailed)
 			})
@@ -129,8 +130,8 @@ func TestRateLimitPathWaitsRetryAfterUncounted(t *testing.T) {
 		want := []time.Duration{7 * time.Second, time.Second, 60 * time.Second, 2 * time.Second, 3 * time.Second, 250 * time.Millisecond}
 		assert.Equal(t, want, r.waits())
 		c := r.up.Counters()
-		assert.Equal(t, int64(5), c.RateLimitRetries)
-		assert.Equal(t, int64(1), c.BackoffRetries)
+		assert.Equal(t, int64(5), c.Retries.RateLimit)
+		assert.Equal(t, int64(1), c.Retries.Backoff)
 		assert.Equal(t, int64(5), c.RateLimitedWaits)
 	})
 }
@@ -251,9 +252,9 @@ func TestTransportErrorsAreRetriedAndReportTheirPhase(t *testing.T) {
 				assert.Equal(t, p == PhaseWritten, te.Written())
 				c := r.up.Counters()
 				if p.Written() {
-					assert.Equal(t, int64(2), c.TransportErrorsWritten)
+					assert.Equal(t, int64(2), c.TransportErrors.Written)
 				} else {
-					assert.Equal(t, int64(2), c.TransportErrorsNotWritten)
+					assert.Equal(t, int64(2), c.TransportErrors.NotWritten)
 				}
 				assert.Len(t, r.tr.requests(), 2)
 			})
@@ -396,40 +397,6 @@ func TestErrorTexts(t *testing.T) {
 	assert.Equal(t, "transport error (request written, no response): EOF", te.Error())
 }
 
-func TestAppendTimeMatchesTheLayout(t *testing.T) {
-	for _, tm := range []time.Time{
-		time.Date(2026, 11, 29, 12, 34, 56, 789_999_999, time.UTC),
-		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.FixedZone("X", -7200)),
-		time.Date(2024, 2, 29, 1, 2, 3, 4_000_000, time.FixedZone("Y", 19800)),
-		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Now(),
-	} {
-		assert.Equal(t, tm.UTC().Format(timeLayout), string(AppendTime(nil, tm)), "AppendTime(%v)", tm)
-	}
-}
-
-// TimeCache writes what AppendTime writes, through runs of times in the
-// same second, across seconds, zones and the years AppendTime hands to
-// the time package.
-func TestTimeCacheMatchesAppendTime(t *testing.T) {
-	var c TimeCache
-	base := time.Date(2026, 11, 29, 23, 59, 58, 0, time.UTC)
-	var times []time.Time
-	for ms := 0; ms < 3000; ms += 7 {
-		times = append(times, base.Add(time.Duration(ms)*time.Millisecond+123*time.Microsecond))
-	}
-	times = append(times,
-		base.In(time.FixedZone("X", -7200)), // the same second, in another zone
-		time.Date(10000, 1, 1, 0, 0, 0, 5_000_000, time.UTC),
-		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
-		base, base.Add(-time.Second), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Now())
-	for _, tm := range times {
-		require.Equal(t, string(AppendTime(nil, tm)), string(c.Append(nil, tm)), "TimeCache.Append(%v)", tm)
-	}
-}
-
 func TestPhaseIsThatOfTheLastSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// A followed 307 reaches "responding" on its first hop; if the
@@ -443,8 +410,8 @@ func TestPhaseIsThatOfTheLastSend(t *testing.T) {
 		assert.Equal(t, PhaseConnected, te.Phase)
 		assert.False(t, te.Written(), "written")
 		c := r.up.Counters()
-		assert.Equal(t, int64(1), c.TransportErrorsNotWritten)
-		assert.Zero(t, c.TransportErrorsWritten)
+		assert.Equal(t, int64(1), c.TransportErrors.NotWritten)
+		assert.Zero(t, c.TransportErrors.Written)
 	})
 }
 
