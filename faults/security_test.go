@@ -6,7 +6,6 @@ package faults
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,15 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 // secrets are the forms the write key takes on the wire and in memory.
-var secrets = []string{
-	testWriteKey,
-	base64.StdEncoding.EncodeToString([]byte(testWriteKey + ":")),
-	base64.StdEncoding.EncodeToString([]byte(testWriteKey)),
-	base64.RawStdEncoding.EncodeToString([]byte(testWriteKey + ":")),
-}
+var secrets = testsupport.WriteKeyForms(testWriteKey)
 
 // sink collects every text the SDK hands the application.
 type sink struct {
@@ -47,7 +42,7 @@ func (s *sink) add(where string, texts ...string) {
 
 func (s *sink) addErr(where string, err error) {
 	if err != nil {
-		s.add(where, fmt.Sprintf("%v | %+v | %#v", err, err, err), renderError(err))
+		s.add(where, fmt.Sprintf("%v | %+v | %#v", err, err, err), testsupport.RenderError(err))
 	}
 }
 
@@ -74,7 +69,7 @@ func (s *sink) leaks() []string {
 func runScenario(t *testing.T, out *sink, endpoint string, hc *http.Client, shutdownAfter time.Duration, opts ...analytics.Option) {
 	t.Helper()
 	e := newEnv(t, endpoint, hc, append([]analytics.Option{analytics.WithFlushAt(5), analytics.WithRetryCount(2)}, opts...)...)
-	e.out.setHook(func(_ string, err error) {
+	e.out.SetHook(func(_ string, err error) {
 		if err != nil {
 			out.addErr("callback", err)
 			panic(err) // the SDK logs what it recovers
@@ -96,7 +91,7 @@ func runScenario(t *testing.T, out *sink, endpoint string, hc *http.Client, shut
 	out.add("client", fmt.Sprintf("%v %+v %#v", e.client, e.client, e.client))
 	st := e.client.Stats()
 	out.add("Stats", fmt.Sprintf("%+v %#v", st, st))
-	logs := e.logs.all()
+	logs := e.logs.All()
 	for _, r := range logs {
 		out.add("log", r.Text)
 	}
@@ -238,7 +233,7 @@ func TestNoRedirectToPlainHTTP(t *testing.T) {
 			got := slices.Clone(plainAuth)
 			mu.Unlock()
 			require.Empty(t, got, "the plain-HTTP server received requests; their Authorization headers")
-			_, failed := e.out.split(t, ids(msgs))
+			_, failed := e.out.Split(t, ids(msgs))
 			for id, err := range failed {
 				assert.ErrorIs(t, err, analytics.ErrRedirect, id)
 			}

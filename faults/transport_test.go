@@ -110,7 +110,7 @@ func TestFaultOnceThenDelivered(t *testing.T) {
 			assert.Zero(t, st.BatchesFailed, "Stats.BatchesFailed")
 			// The attempt that will be retried goes to the log, with its
 			// phase, not to Failure.
-			assert.Equal(t, 1, e.logs.count("analytics: upload attempt failed, will retry"), "'will retry' log records")
+			assert.Equal(t, 1, e.logs.Count("analytics: upload attempt failed, will retry"), "'will retry' log records")
 			var wantFaulted int64 // connections closed or reset before TLS
 			if !fc.seen {
 				wantFaulted = 1
@@ -135,7 +135,7 @@ func TestFaultEveryAttemptRetriesExhausted(t *testing.T) {
 
 			checkFailedTransport(t, e, ids(msgs), 3, fc.phase)
 			if fc.cause != nil {
-				_, failed := e.out.split(t, ids(msgs))
+				_, failed := e.out.Split(t, ids(msgs))
 				for id, err := range failed {
 					assert.ErrorIs(t, err, fc.cause, id)
 				}
@@ -161,7 +161,7 @@ func TestFaultEveryAttemptRetriesExhausted(t *testing.T) {
 // a transport error in phase p, and that the error and Stats say so.
 func checkFailedTransport(t *testing.T, e *env, want []string, attempts int, p analytics.Phase) {
 	t.Helper()
-	delivered, failed := e.out.split(t, want)
+	delivered, failed := e.out.Split(t, want)
 	require.Empty(t, delivered, "events delivered")
 	for id, err := range failed {
 		assert.ErrorIs(t, err, analytics.ErrRetriesExhausted, id)
@@ -220,7 +220,7 @@ func TestTLSVerificationOnByDefault(t *testing.T) {
 	e.enqueue(msgs...)
 	e.close()
 	checkFailedTransport(t, e, ids(msgs), 3, analytics.PhaseNotConnected)
-	_, failed := e.out.split(t, ids(msgs))
+	_, failed := e.out.Split(t, ids(msgs))
 	for id, err := range failed {
 		var cve *tls.CertificateVerificationError
 		assert.ErrorAs(t, err, &cve, id)

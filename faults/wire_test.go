@@ -45,7 +45,7 @@ func TestConnectionsReused(t *testing.T) {
 	e.close()
 	assert.LessOrEqual(t, l.Conns(), int64(2), "TCP connections for %d requests, want at most MaxConcurrentRequests", len(api.Requests()))
 	assert.GreaterOrEqual(t, len(api.Requests()), 42, "requests, want at least 40 batches and the retries")
-	ok, failed := e.out.calls()
+	ok, failed := e.out.Calls()
 	assert.Equal(t, 1950, ok, "delivered")
 	assert.Equal(t, 50, failed, "failed: the batch answered 400")
 }
@@ -126,7 +126,7 @@ func sendOne(t *testing.T, endpoint string, hc *http.Client) []error {
 	msgs := tracks("one", 1)
 	e.enqueue(msgs...)
 	e.close()
-	_, failed := e.out.split(t, ids(msgs))
+	_, failed := e.out.Split(t, ids(msgs))
 	var errs []error
 	for _, err := range failed {
 		errs = append(errs, err)

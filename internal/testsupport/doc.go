@@ -9,4 +9,13 @@
 //     the spool on a nearly full disk. Each suite wraps its file system's
 //     files with it (spool.FS and the root's test file system differ only
 //     in the package that names them).
+//   - Outcomes: a Callback that records each event's Success and Failure
+//     calls by messageId, and checks that each got exactly one (Split).
+//     Generic in the message type, so that it is an analytics.Callback
+//     without importing analytics.
+//   - LogStore and its slog Handler: every log record kept with every
+//     attribute, and every error in it printed in full (RenderError), for
+//     the tests that search the logs.
+//   - WriteKeyForms: the forms a write key takes on the wire, for the
+//     tests that look for it where it must not be.
 package testsupport
