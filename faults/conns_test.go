@@ -69,6 +69,11 @@ func (l *faultListener) Accept() (net.Conn, error) {
 			resetConn(c)
 			continue
 		}
+		if size := l.s.readBuf.Swap(0); size > 0 {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetReadBuffer(int(size))
+			}
+		}
 		return &rawConn{Conn: c, n: n}, nil
 	}
 }

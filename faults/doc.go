@@ -21,6 +21,17 @@
 // (on a loaded machine a handler may run late): a batch's attempts are put
 // in order by their X-Retry-Count.
 //
+// It is the SDK's one suite of the client over real sockets: what the
+// client puts on the wire over plain HTTP with its own HTTP client
+// (connection reuse, headers and gzip, the redirect rule: wire_test.go)
+// runs against the analyticstest mock; the rest against the fault server,
+// which breaks connections in ways the mock does not (before the TLS
+// handshake, without close_notify, with a reset, on reuse). Unit tests
+// stay in each package; the e2e suite (e2e/) checks the same contract
+// through the conformance CLI. What this suite shares with the SDK's
+// other tests (the callback recorder, the log store) is in
+// internal/testsupport.
+//
 // Besides the fault cases: concurrency and lifecycle properties of Enqueue,
 // Close and Shutdown, recovered callback panics, a randomized test of
 // fault scripts (replay one with -faults.seed=N or FAULTS_SEED=N), the

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 func TestMain(m *testing.M) {
@@ -39,7 +39,7 @@ type env struct {
 	t      *testing.T
 	client *analytics.Client
 	out    *outcomes
-	logs   *logStore
+	logs   *testsupport.LogStore // every record, every attribute
 }
 
 // newEnv starts a client sending to endpoint with hc (nil: the SDK's own
@@ -48,11 +48,11 @@ type env struct {
 // is closed when the test ends.
 func newEnv(t *testing.T, endpoint string, hc *http.Client, opts ...analytics.Option) *env {
 	t.Helper()
-	e := &env{t: t, out: newOutcomes(), logs: &logStore{}}
+	e := &env{t: t, out: testsupport.NewOutcomes(messageID), logs: &testsupport.LogStore{}}
 	base := []analytics.Option{
 		analytics.WithEndpoint(endpoint),
 		analytics.WithCallback(e.out),
-		analytics.WithLogger(slog.New(captureHandler{store: e.logs})),
+		analytics.WithLogger(slog.New(e.logs.Handler())),
 		analytics.WithBackoffBase(time.Millisecond),
 		analytics.WithBackoffCap(4 * time.Millisecond),
 		analytics.WithRequestTimeout(2 * time.Second),
@@ -119,197 +119,8 @@ func messageID(m analytics.Message) string {
 	return fmt.Sprintf("(not a Track: %T)", m)
 }
 
-// outcomes is a Callback that records every call by messageId. hook, if
-// set, runs after the call is recorded (a test makes it panic).
-type outcomes struct {
-	mu        sync.Mutex
-	successes map[string]int
-	failures  map[string][]error
-	hook      func(id string, err error)
-}
-
-func newOutcomes() *outcomes {
-	return &outcomes{successes: map[string]int{}, failures: map[string][]error{}}
-}
-
-func (o *outcomes) Success(m analytics.Message) {
-	id := messageID(m)
-	o.mu.Lock()
-	o.successes[id]++
-	hook := o.hook
-	o.mu.Unlock()
-	if hook != nil {
-		hook(id, nil)
-	}
-}
-
-func (o *outcomes) Failure(m analytics.Message, err error) {
-	id := messageID(m)
-	o.mu.Lock()
-	o.failures[id] = append(o.failures[id], err)
-	hook := o.hook
-	o.mu.Unlock()
-	if hook != nil {
-		hook(id, err)
-	}
-}
-
-func (o *outcomes) setHook(f func(id string, err error)) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.hook = f
-}
-
-// calls returns how many callbacks were made, successes and failures.
-func (o *outcomes) calls() (ok, failed int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, n := range o.successes {
-		ok += n
-	}
-	for _, errs := range o.failures {
-		failed += len(errs)
-	}
-	return ok, failed
-}
-
-// split checks that each of want got exactly one callback and nothing else
-// got any, and returns the delivered ids and the failed ones with their
-// errors.
-func (o *outcomes) split(t *testing.T, want []string) (delivered []string, failed map[string]error) {
-	t.Helper()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	failed = map[string]error{}
-	wanted := map[string]bool{}
-	for _, id := range want {
-		wanted[id] = true
-		n := o.successes[id] + len(o.failures[id])
-		if !assert.Equal(t, 1, n, "event %s: callbacks (%d Success, %d Failure)", id, o.successes[id], len(o.failures[id])) {
-			continue
-		}
-		if o.successes[id] == 1 {
-			delivered = append(delivered, id)
-		} else {
-			failed[id] = o.failures[id][0]
-		}
-	}
-	for id, n := range o.successes {
-		assert.True(t, wanted[id], "Success for %s (%d times), an event that was never accepted", id, n)
-	}
-	for id := range o.failures {
-		assert.True(t, wanted[id], "Failure for %s, an event that was never accepted", id)
-	}
-	return delivered, failed
-}
-
-// logStore keeps every log record the SDK writes, rendered with every
-// attribute, and every error in it in full (Error, %+v, %#v of each error
-// in the tree): what the security test searches for the write key.
-type logStore struct {
-	mu      sync.Mutex
-	records []logRecord
-}
-
-type logRecord struct {
-	Level slog.Level
-	Msg   string
-	Text  string
-}
-
-func (s *logStore) add(r logRecord) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.records = append(s.records, r)
-}
-
-func (s *logStore) all() []logRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.records)
-}
-
-// count returns how many records have msg as their message.
-func (s *logStore) count(msg string) int {
-	n := 0
-	for _, r := range s.all() {
-		if r.Msg == msg {
-			n++
-		}
-	}
-	return n
-}
-
-// captureHandler is a slog.Handler that enables every level and keeps
-// everything.
-type captureHandler struct {
-	store  *logStore
-	prefix string // from WithAttrs and WithGroup
-}
-
-func (h captureHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h captureHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s msg=%q", r.Level, h.prefix, r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		writeAttr(&b, "", a)
-		return true
-	})
-	h.store.add(logRecord{Level: r.Level, Msg: r.Message, Text: b.String()})
-	return nil
-}
-
-func (h captureHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	var b strings.Builder
-	b.WriteString(h.prefix)
-	for _, a := range attrs {
-		writeAttr(&b, "", a)
-	}
-	return captureHandler{store: h.store, prefix: b.String()}
-}
-
-func (h captureHandler) WithGroup(name string) slog.Handler {
-	return captureHandler{store: h.store, prefix: h.prefix + " group=" + name}
-}
-
-func writeAttr(b *strings.Builder, group string, a slog.Attr) {
-	v := a.Value.Resolve()
-	if v.Kind() == slog.KindGroup {
-		for _, ga := range v.Group() {
-			writeAttr(b, group+a.Key+".", ga)
-		}
-		return
-	}
-	x := v.Any()
-	fmt.Fprintf(b, " %s%s=%v (%+v) (%#v)", group, a.Key, x, x, x)
-	if err, ok := x.(error); ok {
-		b.WriteString(" " + renderError(err))
-	}
-}
-
-// renderError writes out every error in err's tree: Error(), %+v and %#v
-// of each, so that a secret in a field that Error() leaves out still shows.
-func renderError(err error) string {
-	var b strings.Builder
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		fmt.Fprintf(&b, "[%s | %+v | %#v]", err.Error(), err, err)
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				walk(e)
-			}
-		}
-	}
-	walk(err)
-	return b.String()
-}
+// outcomes records every callback by messageId.
+type outcomes = testsupport.Outcomes[analytics.Message]
 
 // batchAttempts returns the requests the server received for the batch of
 // exactly these events, in the client's order (see inClientOrder).
@@ -377,7 +188,7 @@ func checkAttempts(t *testing.T, reqs []Received, retryCounts []string, delivere
 // that the server received each in exactly one 2xx request.
 func checkDeliveredOnce(t *testing.T, s *Server, out *outcomes, want []string) {
 	t.Helper()
-	delivered, failed := out.split(t, want)
+	delivered, failed := out.Split(t, want)
 	for id, err := range failed {
 		assert.NoError(t, err, "event %s failed", id)
 	}

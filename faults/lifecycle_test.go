@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 // enqueuers runs g goroutines that enqueue events g<i>-<n> until Enqueue
@@ -96,7 +97,7 @@ func closers(t *testing.T, e *env, fns ...func() error) []error {
 		wg.Go(func() {
 			<-start
 			errs[i] = f()
-			ok, failed := e.out.calls()
+			ok, failed := e.out.Calls()
 			after[i] = [2]int{ok, failed}
 			// assert, not require: this is not the test's goroutine.
 			assert.ErrorIs(t, e.client.Enqueue(analytics.Track{MessageId: "late", UserId: "u", Event: "E"}), analytics.ErrClosed, "Enqueue after closer %d returned", i)
@@ -105,7 +106,7 @@ func closers(t *testing.T, e *env, fns ...func() error) []error {
 	}
 	close(start)
 	wg.Wait()
-	ok, failed := e.out.calls()
+	ok, failed := e.out.Calls()
 	for i, a := range after {
 		assert.Equal(t, [2]int{ok, failed}, a, "closer %d: callbacks (successes, failures) made when it returned, against in the end: none may run after Close returns", i)
 	}
@@ -134,7 +135,7 @@ func TestEnqueueWhileClosing(t *testing.T) {
 	}
 	require.NotEmpty(t, q.closed, "no Enqueue returned ErrClosed: the test did not race Close")
 
-	delivered, failed := e.out.split(t, q.accepted)
+	delivered, failed := e.out.Split(t, q.accepted)
 	for id, err := range failed {
 		assert.NoError(t, err, "%s failed", id)
 	}
@@ -184,7 +185,7 @@ func TestShutdownCutShortWhileEnqueuing(t *testing.T) {
 		assert.NoError(t, err, "an enqueuer")
 	}
 
-	delivered, failed := e.out.split(t, q.accepted)
+	delivered, failed := e.out.Split(t, q.accepted)
 	assert.Equal(t, 0, len(delivered), "events delivered by a server that never answers")
 	for id, err := range failed {
 		// Stop at the first event that fails a check: the others
@@ -262,7 +263,7 @@ func TestPanickingCallback(t *testing.T) {
 	leakCheck(t)
 	s := newServer(t).Script(Answer{Status: 400})
 	e := newEnv(t, s.URL, s.HTTPClient(t, 0), analytics.WithFlushAt(10), analytics.WithMaxConcurrentRequests(1))
-	e.out.setHook(func(id string, err error) {
+	e.out.SetHook(func(id string, err error) {
 		switch {
 		case err != nil:
 			panic(err)
@@ -285,22 +286,22 @@ func TestPanickingCallback(t *testing.T) {
 	e.close()
 
 	all := append(ids(first), ids(second)...)
-	delivered, failed := e.out.split(t, all)
+	delivered, failed := e.out.Split(t, all)
 	assert.Len(t, delivered, 30, "events delivered")
 	assert.Equal(t, 10, len(failed), "events failed: the batch answered 400")
 	for id, err := range failed {
 		assert.ErrorIs(t, err, analytics.ErrFatalStatus, id)
 		assert.True(t, strings.HasPrefix(id, "first-"), "%s failed, not an event of the first batch", id)
 	}
-	var panics []logRecord
-	for _, r := range e.logs.all() {
+	var panics []testsupport.LogRecord
+	for _, r := range e.logs.All() {
 		if r.Msg == "analytics: callback panicked" {
 			panics = append(panics, r)
 		}
 	}
 	require.Equal(t, len(all), len(panics), "'callback panicked' log records")
 	for _, want := range []string{"boom second-5", "callback for first-21", "PanicNilError", "{ID:first-22}", "HTTP 400"} {
-		shows := func(r logRecord) bool { return strings.Contains(r.Text, want) }
+		shows := func(r testsupport.LogRecord) bool { return strings.Contains(r.Text, want) }
 		assert.True(t, slices.ContainsFunc(panics, shows), "no 'callback panicked' log record shows the panic value %q", want)
 	}
 	st := e.client.Stats()

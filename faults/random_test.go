@@ -166,7 +166,7 @@ func runRandomScript(t *testing.T, rng *rand.Rand) {
 	e.close()
 
 	// Every accepted event: exactly one outcome.
-	delivered, failed := e.out.split(t, ids(msgs))
+	delivered, failed := e.out.Split(t, ids(msgs))
 	st := e.client.Stats()
 	f := st.Failed
 	failedSum := f.RetriesExhausted + f.BackoffBudgetExceeded + f.RateLimitBudgetExceeded + f.FatalStatus + f.Redirect + f.Shutdown + f.Other

@@ -6,7 +6,6 @@ package faults
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,15 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	analytics "github.com/dualpath/analytics-go"
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 // secrets are the forms the write key takes on the wire and in memory.
-var secrets = []string{
-	testWriteKey,
-	base64.StdEncoding.EncodeToString([]byte(testWriteKey + ":")),
-	base64.StdEncoding.EncodeToString([]byte(testWriteKey)),
-	base64.RawStdEncoding.EncodeToString([]byte(testWriteKey + ":")),
-}
+var secrets = testsupport.WriteKeyForms(testWriteKey)
 
 // sink collects every text the SDK hands the application.
 type sink struct {
@@ -47,7 +42,7 @@ func (s *sink) add(where string, texts ...string) {
 
 func (s *sink) addErr(where string, err error) {
 	if err != nil {
-		s.add(where, fmt.Sprintf("%v | %+v | %#v", err, err, err), renderError(err))
+		s.add(where, fmt.Sprintf("%v | %+v | %#v", err, err, err), testsupport.RenderError(err))
 	}
 }
 
@@ -74,7 +69,7 @@ func (s *sink) leaks() []string {
 func runScenario(t *testing.T, out *sink, endpoint string, hc *http.Client, shutdownAfter time.Duration, opts ...analytics.Option) {
 	t.Helper()
 	e := newEnv(t, endpoint, hc, append([]analytics.Option{analytics.WithFlushAt(5), analytics.WithRetryCount(2)}, opts...)...)
-	e.out.setHook(func(_ string, err error) {
+	e.out.SetHook(func(_ string, err error) {
 		if err != nil {
 			out.addErr("callback", err)
 			panic(err) // the SDK logs what it recovers
@@ -96,7 +91,7 @@ func runScenario(t *testing.T, out *sink, endpoint string, hc *http.Client, shut
 	out.add("client", fmt.Sprintf("%v %+v %#v", e.client, e.client, e.client))
 	st := e.client.Stats()
 	out.add("Stats", fmt.Sprintf("%+v %#v", st, st))
-	logs := e.logs.all()
+	logs := e.logs.All()
 	for _, r := range logs {
 		out.add("log", r.Text)
 	}
@@ -122,6 +117,7 @@ func TestWriteKeyNeverLeaks(t *testing.T) {
 		{name: "statuses", setup: func(s *Server) {
 			s.Script(Answer{Status: 401, Body: "invalid write key"}, Answer{Status: 400, Body: `{"error":"bad request"}`},
 				Answer{Status: 302, Header: http.Header{"Location": {"/elsewhere"}}},
+				Answer{Status: 301, Header: http.Header{"Location": {"http://elsewhere.test/"}}},
 				Answer{Status: 429, Header: http.Header{"Retry-After": {"1"}}, Body: "slow down"})
 			s.Default(Answer{Status: 503, Body: "busy"})
 		}},
@@ -180,6 +176,8 @@ func TestWriteKeyNeverLeaks(t *testing.T) {
 		assert.Fail(t, "the write key leaked", "%.500s", leak)
 	}
 	assert.GreaterOrEqual(t, len(out.texts), 100, "texts collected: the scenarios did not run")
+	retried := slices.ContainsFunc(out.texts, func(x string) bool { return strings.Contains(x, "will retry") })
+	assert.True(t, retried, "no log record of a retry: the scenarios did not exercise the retry log")
 }
 
 // A server (or a proxy's error page) that echoes the request's
@@ -199,35 +197,47 @@ func TestWriteKeyEchoedByServer(t *testing.T) {
 // A 307 from the HTTPS endpoint to plain HTTP on the same host. net/http
 // keeps the Authorization header on a redirect to the same host whatever
 // the scheme, so the SDK must refuse the downgrade, whatever the client's
-// redirect policy: the batch fails with ErrRedirect and nothing reaches the
-// plain server.
+// redirect policy: New guards every client it is given, so one with
+// net/http's default policy (which follows a 307) is guarded as one with
+// analytics.CheckRedirect is. The batch fails with ErrRedirect and nothing
+// reaches the plain server.
 func TestNoRedirectToPlainHTTP(t *testing.T) {
-	leakCheck(t)
-	var mu sync.Mutex
-	var plainAuth []string
-	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		plainAuth = append(plainAuth, r.Header.Get("Authorization"))
-		mu.Unlock()
-	}))
-	t.Cleanup(plain.Close)
-	s := newServer(t).Default(Answer{Status: http.StatusTemporaryRedirect, Header: http.Header{"Location": {plain.URL + "/v1/batch"}}})
-	hc := s.HTTPClient(t, 0)
-	hc.CheckRedirect = analytics.CheckRedirect
-	// The plain server listens on 127.0.0.1 too: the same host, another
-	// port and scheme.
-	e := newEnv(t, s.URL, hc)
-	msgs := tracks("m", 3)
-	e.enqueue(msgs...)
-	e.close()
+	for _, policy := range []struct {
+		name  string
+		check func(*http.Request, []*http.Request) error
+	}{
+		{"net/http's default policy", nil},
+		{"analytics.CheckRedirect", analytics.CheckRedirect},
+	} {
+		t.Run(policy.name, func(t *testing.T) {
+			leakCheck(t)
+			var mu sync.Mutex
+			var plainAuth []string
+			plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				plainAuth = append(plainAuth, r.Header.Get("Authorization"))
+				mu.Unlock()
+			}))
+			t.Cleanup(plain.Close)
+			s := newServer(t).Default(Answer{Status: http.StatusTemporaryRedirect, Header: http.Header{"Location": {plain.URL + "/v1/batch"}}})
+			hc := s.HTTPClient(t, 0)
+			hc.CheckRedirect = policy.check
+			// The plain server listens on 127.0.0.1 too: the same host,
+			// another port and scheme.
+			e := newEnv(t, s.URL, hc)
+			msgs := tracks("m", 3)
+			e.enqueue(msgs...)
+			e.close()
 
-	mu.Lock()
-	got := slices.Clone(plainAuth)
-	mu.Unlock()
-	require.Empty(t, got, "the plain-HTTP server received requests; their Authorization headers")
-	_, failed := e.out.split(t, ids(msgs))
-	for id, err := range failed {
-		assert.ErrorIs(t, err, analytics.ErrRedirect, id)
+			mu.Lock()
+			got := slices.Clone(plainAuth)
+			mu.Unlock()
+			require.Empty(t, got, "the plain-HTTP server received requests; their Authorization headers")
+			_, failed := e.out.Split(t, ids(msgs))
+			for id, err := range failed {
+				assert.ErrorIs(t, err, analytics.ErrRedirect, id)
+			}
+			assert.Equal(t, len(msgs), len(failed), "events failed: all, with ErrRedirect")
+		})
 	}
-	assert.Equal(t, len(msgs), len(failed), "events failed: all, with ErrRedirect")
 }

@@ -130,6 +130,7 @@ type Server struct {
 
 	accepted  atomic.Int64 // TCP connections accepted
 	connFails atomic.Int64 // of which closed or reset before the handshake
+	readBuf   atomic.Int64 // if not 0, SO_RCVBUF of the next accepted connection
 }
 
 // newServer starts a fault server (HTTP/1.1 over TLS) that answers 200
@@ -222,6 +223,16 @@ func (s *Server) Received() []Received {
 // of them were closed or reset before the TLS handshake.
 func (s *Server) Accepted() (all, failed int64) { return s.accepted.Load(), s.connFails.Load() }
 
+// SmallReadBuffer sets the receive buffer of the next connection accepted
+// to n bytes, so that a client writing more than a few times n on it to a
+// server that does not read blocks in the write. (Only the next one: on
+// loopback with buffers that small, a body of hundreds of KB the server
+// does read takes seconds to arrive.)
+func (s *Server) SmallReadBuffer(n int) *Server {
+	s.readBuf.Store(int64(n))
+	return s
+}
+
 // DeliveredIDs counts, by messageId, the events in requests answered 2xx.
 func (s *Server) DeliveredIDs() map[string]int {
 	out := map[string]int{}
@@ -247,6 +258,34 @@ func (s *Server) HTTPClient(t *testing.T, maxConns int) *http.Client {
 	c := &http.Client{Transport: tr}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
+}
+
+// withDialed makes hc's transport hand each TCP connection it dials to f,
+// and use the connection f returns.
+func withDialed(hc *http.Client, f func(*net.TCPConn) net.Conn) *http.Client {
+	tr := hc.Transport.(*http.Transport)
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			return f(tc), nil
+		}
+		return c, err
+	}
+	return hc
+}
+
+// closeSignal is a client's TCP connection that says on closed when the
+// client closes it.
+type closeSignal struct {
+	*net.TCPConn
+	once   sync.Once
+	closed chan<- struct{}
+}
+
+func (c *closeSignal) Close() error {
+	c.once.Do(func() { c.closed <- struct{}{} })
+	return c.TCPConn.Close()
 }
 
 func (s *Server) next() Answer {

@@ -8,146 +8,50 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 // diskFS is the operating system's file system on a small disk that only
-// the spool's directory uses: capacity bytes, of which what the files in
-// dir take, and those removed from it that this process still holds open
-// (their space comes back once closed, as on a real disk), is used. A
-// write past what is free writes what fits and fails with ENOSPC; so does
-// a reserve (Allocate, in place of fallocate). With mapped, segment files
-// are handed out as the *os.File itself, so that the spool maps them;
-// otherwise they are written.
+// the spool's directory uses (testsupport.SmallDisk). With mapped, segment
+// files are handed out as the *os.File itself, so that the spool maps
+// them; otherwise they are written.
 type diskFS struct {
 	osFS
-	dir    string
+	*testsupport.SmallDisk
 	mapped bool
-
-	mu       sync.Mutex
-	capacity int64
-	refused  int // writes and reserves refused for want of space
 }
 
 func newDiskFS(dir string, capacity int64, mapped bool) *diskFS {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real // as /proc/self/fd names it
-	}
-	return &diskFS{dir: dir, capacity: capacity, mapped: mapped}
+	return &diskFS{SmallDisk: testsupport.NewSmallDisk(dir, capacity), mapped: mapped}
 }
 
-// setFree makes the disk's capacity what is used now plus free.
-func (d *diskFS) setFree(free int64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.capacity = d.usedLocked() + free
-}
-
-func (d *diskFS) used() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.usedLocked()
-}
-
-// held is the size of the files removed from dir that this process still
-// holds open: space the disk does not have back yet.
-func (d *diskFS) held() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var n int64
-	for _, size := range d.removedOpen() {
-		n += size
-	}
-	return n
-}
-
-func (d *diskFS) usedLocked() int64 {
-	var n int64
-	entries, err := os.ReadDir(d.dir)
-	if err != nil {
-		panic(err)
-	}
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
-			n += info.Size()
-		}
-	}
-	for _, size := range d.removedOpen() {
-		n += size
-	}
-	return n
-}
-
-// removedOpen returns the sizes of the files removed from dir that a
-// descriptor of this process still holds, by inode.
-func (d *diskFS) removedOpen() map[uint64]int64 {
-	out := map[uint64]int64{}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		panic(err)
-	}
-	for _, fd := range fds {
-		link := filepath.Join("/proc/self/fd", fd.Name())
-		target, err := os.Readlink(link)
-		if err != nil || !strings.HasPrefix(target, d.dir+"/") || !strings.HasSuffix(target, " (deleted)") {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat(link, &st) == nil {
-			out[st.Ino] = st.Size
-		}
-	}
-	return out
-}
-
-// Allocate is fallocate, refused when the disk lacks the room.
-func (d *diskFS) Allocate(fd int, size int64) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if size-st.Size > d.capacity-d.usedLocked() {
-		d.refused++
-		return syscall.ENOSPC
-	}
-	return fallocate(fd, size)
-}
+// Allocate is fallocate, refused when the disk lacks the room. (Declared
+// here, so that osFS's does not shadow it.)
+func (d *diskFS) Allocate(fd int, size int64) error { return d.SmallDisk.Allocate(fd, size) }
 
 func (d *diskFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	f, err := d.osFS.OpenFile(name, flag, perm)
 	if err != nil || d.mapped && strings.HasSuffix(name, segExt) {
 		return f, err
 	}
-	return &diskFile{File: f, disk: d, name: name}, nil
+	return &diskFile{File: f, disk: d.SmallDisk, name: name}, nil
 }
 
 type diskFile struct {
 	File
-	disk *diskFS
+	disk *testsupport.SmallDisk
 	name string
 }
 
-// Write appends (every file of the spool is written at its end) what fits.
-func (f *diskFile) Write(p []byte) (int, error) {
-	d := f.disk
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	free := max(d.capacity-d.usedLocked(), 0)
-	if int64(len(p)) <= free {
-		return f.File.Write(p)
-	}
-	d.refused++
-	n, _ := f.File.Write(p[:free])
-	return n, &fs.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
-}
+// Write appends what fits.
+func (f *diskFile) Write(p []byte) (int, error) { return f.disk.Write(f.File, f.name, p) }
 
 // record is the i-th record of the disk tests: about 300 bytes, what a
 // typical event takes.
@@ -196,7 +100,7 @@ func TestNearlyFullDisk(t *testing.T) {
 			for i := range n {
 				id, err := s.Append(record(i), take)
 				if err != nil {
-					require.False(t, tt.mapped, "Append %d: %v (disk: %d of %d bytes used)", i, err, disk.used(), tt.free)
+					require.False(t, tt.mapped, "Append %d: %v (disk: %d of %d bytes used)", i, err, disk.Used(), tt.free)
 					require.ErrorIs(t, err, syscall.ENOSPC)
 					failures++
 					deliver(t, s, inFlight) // the batch ends
@@ -207,14 +111,14 @@ func TestNearlyFullDisk(t *testing.T) {
 				if inFlight = append(inFlight, id); len(inFlight) == 50 { // a batch
 					deliver(t, s, inFlight)
 					inFlight = nil
-					require.LessOrEqual(t, disk.used(), tt.free)
+					require.LessOrEqual(t, disk.Used(), tt.free)
 				}
 			}
 			deliver(t, s, inFlight)
 			assert.Zero(t, s.Stats().Records)
 			assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
 			if tt.mapped {
-				assert.Positive(t, disk.refused, "the disk refused reserves: the test is of a nearly full disk")
+				assert.Positive(t, disk.Refusals(), "the disk refused reserves: the test is of a nearly full disk")
 			} else {
 				assert.LessOrEqual(t, failures, 1, "the disk found full once at most")
 			}
@@ -280,7 +184,7 @@ func TestRemovedSegmentClosed(t *testing.T) {
 			}
 			require.Greater(t, handed[len(handed)-1].Seg, handed[0].Seg+3, "several segments")
 			deliver(t, s, handed)
-			assert.Zero(t, disk.held(), "bytes of removed segments still held open")
+			assert.Zero(t, disk.Held(), "bytes of removed segments still held open")
 		})
 	}
 }
@@ -300,7 +204,7 @@ func TestFullDiskLeavesNoEmptyAck(t *testing.T) {
 				require.NoError(t, err)
 				handed = append(handed, id)
 			}
-			disk.setFree(4)
+			disk.SetFree(4)
 			require.ErrorIs(t, s.Ack(handed[:5]), syscall.ENOSPC)
 			if all {
 				assert.Error(t, s.Ack(handed[5:]), "its .ack cannot be written either")
