@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/dualpath/analytics-go/analyticstest"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -59,4 +65,219 @@ func TestLoggerDefaultsToSlogDefault(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	newLogger(nil).Error("to the default", slog.Int("events", 3))
 	assert.Contains(t, buf.String(), `level=ERROR msg="to the default" events=3`, "the record in slog.Default()")
+}
+
+// panickyHandler is a slog.Handler that panics on the records it matches,
+// as one writing to a testing.T whose test has ended does: the first
+// limit of them, or all of them when limit is 0.
+type panickyHandler struct {
+	match  func(slog.Record) bool
+	limit  int
+	mu     sync.Mutex
+	panics int
+}
+
+// panicsOn panics on the records whose message contains msg.
+func panicsOn(msg string, limit int) *panickyHandler {
+	return &panickyHandler{match: func(r slog.Record) bool { return strings.Contains(r.Message, msg) }, limit: limit}
+}
+
+func (h *panickyHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *panickyHandler) Handle(_ context.Context, r slog.Record) error {
+	if !h.match(r) {
+		return nil
+	}
+	h.mu.Lock()
+	arm := h.limit == 0 || h.panics < h.limit
+	if arm {
+		h.panics++
+	}
+	h.mu.Unlock()
+	if arm {
+		panic("Log in goroutine after TestSomething has completed: " + r.Message)
+	}
+	return nil
+}
+
+func (h *panickyHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *panickyHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h *panickyHandler) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.panics
+}
+
+// panickyCallback records each outcome in out, then panics.
+type panickyCallback struct{ out *outcomes }
+
+func (c panickyCallback) Success(m Message) {
+	c.out.Success(m)
+	panic("user bug in Success")
+}
+
+func (c panickyCallback) Failure(m Message, err error) {
+	c.out.Failure(m, err)
+	panic("user bug in Failure")
+}
+
+// assertOutcomes checks that each message got exactly one callback: a
+// Success for those in ok, a Failure for those in failed.
+func (e *env) assertOutcomes(ok, failed []Message) {
+	e.t.Helper()
+	successes, failures := e.out.ids()
+	for _, m := range ok {
+		id := MessageID(m)
+		assert.Equal(e.t, 1, successes[id], "Success callbacks for messageId %s", id)
+		assert.Zero(e.t, failures[id], "Failure callbacks for messageId %s", id)
+	}
+	for _, m := range failed {
+		id := MessageID(m)
+		assert.Zero(e.t, successes[id], "Success callbacks for messageId %s", id)
+		assert.Equal(e.t, 1, failures[id], "Failure callbacks for messageId %s", id)
+	}
+}
+
+// A handler that panics once, on the record of a failed batch, must not
+// make the client count the batch twice, give its queue budget back twice
+// (InFlight −10, and MaxQueueSize no longer enforced), or call back twice.
+func TestLogPanicOnFailureKeepsStatsExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := panicsOn("events not delivered", 1)
+		// The first batch is refused; the next uploads stall for an hour.
+		api := newAPI().Script(analyticstest.Status(400)).Default(analyticstest.Answer{Delay: time.Hour})
+		e := newEnv(t, api, WithMaxQueueSize(10), WithFlushAt(10), WithRequestTimeout(2*time.Hour),
+			WithLogger(slog.New(h)), WithCloseTimeout(0))
+		refused := tracks("a", 10)
+		e.enqueue(refused...)
+		e.flush()
+		assert.Equal(t, 1, h.count(), "panics of the handler")
+		st := e.client.Stats()
+		assert.Equal(t, int64(10), st.Enqueued, "events enqueued")
+		assert.Equal(t, int64(10), st.Failed.Total(), "events failed")
+		assert.Equal(t, int64(10), st.Failed.FatalStatus, "events failed with a fatal status")
+		assert.Zero(t, st.InFlight, "events in flight")
+		assert.Zero(t, st.QueueDepth, "events queued")
+		// The bound holds: 10 of 30 events fit while the uploads stall.
+		accepted := 0
+		for _, m := range tracks("b", 30) {
+			err := e.client.Enqueue(m)
+			if err == nil {
+				accepted++
+			} else {
+				assert.ErrorIs(t, err, ErrQueueFull, "Enqueue")
+			}
+		}
+		assert.Equal(t, 10, accepted, "events of 30 accepted with MaxQueueSize 10")
+		e.close()
+		e.assertOutcomes(tracks("b", 10), refused)
+		st = e.client.Stats()
+		assert.Equal(t, int64(20), st.Enqueued, "events enqueued after Close")
+		assert.Equal(t, int64(10), st.Delivered, "events delivered after Close")
+		assert.Equal(t, int64(10), st.Failed.Total(), "events failed after Close")
+		assert.Zero(t, st.InFlight, "events in flight after Close")
+	})
+}
+
+// A callback that panics, and a handler that panics on the record of that
+// panic: every event still gets exactly one callback, and the events the
+// API accepted get Success, never Failure.
+func TestLogPanicAfterCallbackPanicCallsBackOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := panicsOn("callback panicked", 1)
+		out := &outcomes{}
+		e := newEnv(t, newAPI(), WithLogger(slog.New(h)), WithCallback(panickyCallback{out}))
+		e.out = out
+		msgs := tracks("m", 10)
+		e.enqueue(msgs...)
+		e.close()
+		assert.Equal(t, 1, h.count(), "panics of the handler")
+		e.assertDeliveredOnce(msgs)
+		st := e.client.Stats()
+		assert.Equal(t, int64(10), st.Delivered, "events delivered")
+		assert.Zero(t, st.Failed.Total(), "events failed")
+		assert.Zero(t, st.InFlight, "events in flight")
+	})
+}
+
+// A handler that panics on every record (a retry's warning, a failed
+// batch, a callback's panic, and whatever the SDK logs about those) must
+// crash nothing; every event gets exactly one callback.
+func TestLogPanicOnEveryRecordCrashesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &panickyHandler{match: func(slog.Record) bool { return true }}
+		tries := 0
+		api := newAPI().Rule(func(r analyticstest.Request) analyticstest.Answer {
+			if strings.HasPrefix(r.MessageIDs()[0], "bad") {
+				return analyticstest.Status(400)
+			}
+			if tries++; tries == 1 {
+				return analyticstest.Status(503) // retried
+			}
+			return analyticstest.Answer{Default: true}
+		})
+		out := &outcomes{}
+		e := newEnv(t, api, WithLogger(slog.New(h)), WithCallback(panickyCallback{out}), withExactBackoff())
+		e.out = out
+		good, bad := tracks("good", 5), tracks("bad", 5)
+		e.enqueue(good...)
+		e.flush()
+		e.enqueue(bad...)
+		e.close()
+		e.assertOutcomes(good, bad)
+		assert.GreaterOrEqual(t, h.count(), 3, "panics of the handler: a retry, a failure, a callback")
+		st := e.client.Stats()
+		assert.Equal(t, int64(10), st.Enqueued, "events enqueued")
+		assert.Equal(t, int64(5), st.Delivered, "events delivered")
+		assert.Equal(t, int64(5), st.Failed.FatalStatus, "events failed with a fatal status")
+		assert.Equal(t, int64(1), st.Retries.Backoff, "backoff retries")
+		assert.Zero(t, st.InFlight, "events in flight")
+	})
+}
+
+// The reporting of a batch is safe on its own, whatever the logger: with a
+// handler that panics, not shielded by the client's wrapper, the queue
+// budget is still given back once, and each event called back once, with
+// its own outcome.
+func TestBatchReportSurvivesAPanickingLogCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPI().Rule(func(r analyticstest.Request) analyticstest.Answer {
+			if strings.HasPrefix(r.MessageIDs()[0], "bad") {
+				return analyticstest.Status(400)
+			}
+			return analyticstest.Answer{Default: true}
+		})
+		out := &outcomes{}
+		e := newEnv(t, api, WithCallback(panickyCallback{out}), WithMaxQueueSize(10), WithFlushAt(5))
+		e.out = out
+		// Once on a failed batch, and on every callback panic.
+		var failedOnce atomic.Bool
+		h := &panickyHandler{match: func(r slog.Record) bool {
+			switch {
+			case strings.Contains(r.Message, "callback panicked"):
+				return true
+			case strings.Contains(r.Message, "events not delivered"):
+				return failedOnce.CompareAndSwap(false, true)
+			}
+			return false
+		}}
+		e.client.log, e.client.failLog = slog.New(h), slog.New(h)
+		good, bad := tracks("good", 5), tracks("bad", 5)
+		e.enqueue(good...)
+		e.flush()
+		e.enqueue(bad...)
+		e.flush()
+		// Both batches' budget is back: 10 more fit in MaxQueueSize 10.
+		more := tracks("more", 10)
+		e.enqueue(more...)
+		e.close()
+		e.assertOutcomes(append(good, more...), bad)
+		assert.Equal(t, 21, h.count(), "panics of the handler: a failed batch, 20 callbacks")
+		st := e.client.Stats()
+		assert.Equal(t, int64(20), st.Enqueued, "events enqueued")
+		assert.Equal(t, int64(15), st.Delivered, "events delivered")
+		assert.Equal(t, int64(5), st.Failed.Total(), "events failed")
+		assert.Zero(t, st.InFlight, "events in flight")
+	})
 }
