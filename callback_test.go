@@ -1,10 +1,12 @@
 package analytics
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
+	"github.com/dualpath/analytics-go/analyticstest"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -47,4 +49,51 @@ func TestBlockingCallbacksDoNotStopUploads(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A callback's message carries its Type, whatever the caller set, on
+// Success and on Failure.
+func TestCallbackMessageCarriesType(t *testing.T) {
+	msgs := []Message{
+		Track{UserId: "u", Event: "E"},
+		Identify{UserId: "u"},
+		Page{UserId: "u", Name: "Home"},
+		Screen{UserId: "u", Name: "Main"},
+		Group{UserId: "u", GroupId: "g"},
+		Alias{UserId: "u", PreviousId: "p"},
+		&Track{Type: "bogus", UserId: "u", Event: "E"},
+	}
+	want := []string{"track", "identify", "page", "screen", "group", "alias", "track"}
+	for _, status := range []int{200, 400} {
+		e := newEnv(t, newAPI().Default(analyticstest.Status(status)))
+		e.enqueue(msgs...)
+		e.close()
+		var got []string
+		for _, m := range e.out.successes {
+			got = append(got, typeOf(m))
+		}
+		for _, f := range e.out.failed() {
+			got = append(got, typeOf(f.msg))
+		}
+		assert.Equal(t, want, got, "the Type of each message called back, answered %d", status)
+	}
+}
+
+// typeOf returns the Type field of any message.
+func typeOf(m Message) string {
+	switch m := m.(type) {
+	case Track:
+		return m.Type
+	case Identify:
+		return m.Type
+	case Page:
+		return m.Type
+	case Screen:
+		return m.Type
+	case Group:
+		return m.Type
+	case Alias:
+		return m.Type
+	}
+	return fmt.Sprintf("not a message value: %T", m)
 }

@@ -798,3 +798,57 @@ func TestEnqueueContextWithRoom(t *testing.T) {
 		e.assertDeliveredOnce(tracks("a", 1))
 	})
 }
+
+// Close waits at most its timeout, 30 s by default; what is left is
+// reported failed with ErrShutdown, and Close says so. 0 waits for every
+// outcome.
+func TestCloseIsBoundedByDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		opts      []Option
+		waits     time.Duration
+		delivered bool
+	}{
+		{"default", nil, DefaultCloseTimeout, false},
+		{"5s", []Option{WithCloseTimeout(5 * time.Second)}, 5 * time.Second, false},
+		{"0", []Option{WithCloseTimeout(0)}, time.Hour, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := newAPI().Default(analyticstest.Answer{Delay: time.Hour})
+				e := newEnv(t, api, append(tt.opts, WithRequestTimeout(2*time.Hour))...)
+				msgs := tracks("m", 3)
+				e.enqueue(msgs...)
+				start := time.Now()
+				err := e.client.Close()
+				assert.Equal(t, tt.waits, time.Since(start), "Close returned after")
+				if tt.delivered {
+					require.NoError(t, err, "Close")
+					e.assertDeliveredOnce(msgs)
+					return
+				}
+				assert.ErrorIs(t, err, ErrShutdown, "Close")
+				assert.ErrorIs(t, err, context.DeadlineExceeded, "Close")
+				failures := e.out.failed()
+				require.Len(t, failures, 3, "Failure callbacks")
+				for _, f := range failures {
+					assert.ErrorIs(t, f.err, ErrShutdown, "a failure")
+					assert.ErrorIs(t, f.err, context.DeadlineExceeded, "a failure")
+				}
+				assert.EqualValues(t, 3, e.client.Stats().Failed.Shutdown, "Stats().Failed.Shutdown")
+			})
+		})
+	}
+}
+
+// As in v3, a second Close returns ErrClosed; Shutdown stays idempotent.
+func TestCloseTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI())
+		e.enqueue(tracks("m", 2)...)
+		require.NoError(t, e.client.Close(), "the first Close")
+		assert.ErrorIs(t, e.client.Close(), ErrClosed, "the second Close")
+		assert.NoError(t, e.client.Shutdown(context.Background()), "Shutdown after Close")
+		e.assertDeliveredOnce(tracks("m", 2))
+	})
+}

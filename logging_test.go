@@ -3,6 +3,8 @@ package analytics
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/dualpath/analytics-go/analyticstest"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // brokenHandler panics in every method.
@@ -280,4 +283,173 @@ func TestBatchReportSurvivesAPanickingLogCall(t *testing.T) {
 		assert.Equal(t, int64(5), st.Failed.Total(), "events failed")
 		assert.Zero(t, st.InFlight, "events in flight")
 	})
+}
+
+// records decodes a log written by a slog.JSONHandler, one record a line.
+func records(t *testing.T, log string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(log) {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "log line %q", line)
+		out = append(out, r)
+	}
+	return out
+}
+
+// ofLevel returns the records of one level ("WARN", "ERROR").
+func ofLevel(recs []map[string]any, level string) []map[string]any {
+	var out []map[string]any
+	for _, r := range recs {
+		if r["level"] == level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// jsonLogger logs to logs as JSON, every level.
+func jsonLogger(logs *logBuffer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// With no WithLogger, a batch the API refuses goes to slog.Default() as an
+// error, and a 401 or 403 says to check the write key, without showing it.
+func TestNoLoggerReportsFailuresToSlogDefault(t *testing.T) {
+	for _, tt := range []struct {
+		status  int
+		message string
+	}{
+		{401, "analytics: events not delivered: the tracking API refused the write key; check the write key"},
+		{403, "analytics: events not delivered: the tracking API refused the write key; check the write key"},
+		{400, "analytics: events not delivered"},
+	} {
+		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
+			logs := &logBuffer{}
+			defer slog.SetDefault(slog.Default())
+			slog.SetDefault(jsonLogger(logs))
+			// newEnv gives the client a logger of its own; WithLogger(nil)
+			// restores the default.
+			e := newEnv(t, newAPI().Default(analyticstest.Status(tt.status)), WithLogger(nil))
+			e.enqueue(tracks("m", 3)...)
+			e.close()
+			recs := records(t, logs.String())
+			require.Len(t, recs, 1, "records logged through slog.Default():\n%s", logs)
+			assert.Equal(t, "ERROR", recs[0]["level"], "the record's level")
+			assert.Equal(t, tt.message, recs[0]["msg"], "the record's message")
+			assert.EqualValues(t, 3, recs[0]["events"], "the record's events")
+			assert.Contains(t, recs[0]["error"], fmt.Sprintf("HTTP %d", tt.status), "the record's error")
+			assert.NotContains(t, logs.String(), testWriteKey, "the log shows the write key")
+			assert.Empty(t, e.logs.String(), "the env's own logger, replaced by the default")
+		})
+	}
+}
+
+// WithLogger(slog.New(slog.DiscardHandler)) silences the SDK.
+func TestDiscardLoggerSilences(t *testing.T) {
+	logs := &logBuffer{}
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(jsonLogger(logs))
+	e := newEnv(t, newAPI().Default(analyticstest.Status(401)), WithLogger(slog.New(slog.DiscardHandler)))
+	e.enqueue(tracks("m", 3)...)
+	e.close()
+	assert.Empty(t, logs.String(), "records logged through slog.Default()")
+	assert.Empty(t, e.logs.String(), "records logged through the env's logger")
+	_, failed := e.out.counts()
+	assert.Equal(t, 3, failed, "Failure callbacks")
+}
+
+// Under a long outage a batch retries every half second for five minutes:
+// its warnings are throttled (the first few, then one per interval), and
+// the ones logged count the ones left out.
+func TestAttemptWarningsAreThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const outage = 5 * time.Minute
+		logs := &logBuffer{}
+		e := newEnv(t, newAPI().Default(analyticstest.Status(503)), WithLogger(jsonLogger(logs)), withExactBackoff(),
+			WithRetryCount(1000), WithBackoffBase(time.Second), WithBackoffCap(time.Second))
+		e.enqueue(tracks("m", 1)...)
+		ctx, cancel := context.WithTimeout(context.Background(), outage)
+		defer cancel()
+		require.ErrorIs(t, e.client.Shutdown(ctx), context.DeadlineExceeded, "Shutdown")
+
+		retries := int(e.client.Stats().Retries.Backoff)
+		require.Greater(t, retries, 500, "retries in the outage, at one per 500 ms")
+		recs := records(t, logs.String())
+		warnings := ofLevel(recs, "WARN")
+		suppressed := 0
+		for i, r := range warnings {
+			assert.Equal(t, "analytics: upload attempt failed, will retry", r["msg"], "warning %d", i)
+			n, _ := r["suppressed"].(float64)
+			if i < throttleFirst {
+				assert.Zero(t, n, "warning %d, one of the first, suppressed", i)
+			}
+			suppressed += int(n)
+		}
+		t.Logf("%d retries: %d warnings logged, %d suppressed", retries, len(warnings), suppressed)
+		assert.Greater(t, len(warnings), throttleFirst, "warnings go on during the outage")
+		assert.LessOrEqual(t, len(warnings), throttleFirst+int(outage/throttleInterval)+1, "warnings logged")
+		// Every retry is accounted for, but for those after the last
+		// warning logged, which no later warning counted.
+		assert.LessOrEqual(t, len(warnings)+suppressed, retries, "warnings logged and suppressed")
+		assert.GreaterOrEqual(t, len(warnings)+suppressed, retries-int(throttleInterval/(500*time.Millisecond)),
+			"warnings logged and suppressed")
+		failures := ofLevel(recs, "ERROR")
+		require.Len(t, failures, 1, "error records: the batch, failed at the deadline")
+		assert.Contains(t, failures[0]["error"], ErrShutdown.Error(), "the failure's error")
+	})
+}
+
+// A wrong write key fails every batch at once: the errors are throttled
+// too, and the next one logged counts those left out.
+func TestFailureErrorsAreThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &logBuffer{}
+		e := newEnv(t, newAPI().Default(analyticstest.Status(401)), WithLogger(jsonLogger(logs)), WithFlushAt(1))
+		e.enqueue(tracks("a", 20)...) // 20 batches of one event
+		e.flush()
+		errs := ofLevel(records(t, logs.String()), "ERROR")
+		require.Len(t, errs, throttleFirst, "error records for 20 failed batches at once")
+		time.Sleep(throttleInterval)
+		e.enqueue(tracks("b", 1)...)
+		e.flush()
+		errs = ofLevel(records(t, logs.String()), "ERROR")
+		require.Len(t, errs, throttleFirst+1, "error records after the interval")
+		assert.EqualValues(t, 20-throttleFirst, errs[throttleFirst]["suppressed"], "suppressed, in the record after them")
+		e.close()
+		_, failed := e.out.counts()
+		assert.Equal(t, 21, failed, "Failure callbacks: every event, whatever the log")
+		assert.EqualValues(t, 21, e.client.Stats().Failed.FatalStatus, "Stats().Failed.FatalStatus")
+	})
+}
+
+// A 404 (a wrong endpoint path, or at a real gateway a write key whose
+// source is disabled) says what to check, in the log line and in the
+// failure's error, with the start of the body, as a 401 or 403 does.
+func TestNotFoundSaysWhatToCheck(t *testing.T) {
+	logs := &logBuffer{}
+	api := newAPI().Default(analyticstest.Answer{Status: 404, Body: "source is disabled"})
+	e := newEnv(t, api, WithLogger(jsonLogger(logs)))
+	e.enqueue(tracks("m", 2)...)
+	e.close()
+
+	const check = "check the endpoint URL and path (batches go to the endpoint + /v1/batch) and that the write key's source is enabled"
+	recs := ofLevel(records(t, logs.String()), "ERROR")
+	require.Len(t, recs, 1, "error records:\n%s", logs)
+	assert.Equal(t, "analytics: events not delivered: the tracking API answered 404 Not Found; "+check, recs[0]["msg"], "the record's message")
+	assert.Contains(t, recs[0]["error"], `HTTP 404 Not Found: "source is disabled"`, "the record's error has the body")
+
+	_, failed := e.out.counts()
+	require.Equal(t, 2, failed, "Failure callbacks")
+	err := e.out.failures[0].err
+	require.ErrorIs(t, err, ErrFatalStatus)
+	assert.Equal(t, `analytics: non-retryable status after 1 attempt: HTTP 404 Not Found: "source is disabled"; `+check, err.Error(), "the failure's error")
+	assert.NotContains(t, logs.String(), testWriteKey, "the log shows the write key")
+
+	// A 401's error says what to check too.
+	e = newEnv(t, newAPI().Default(analyticstest.Answer{Status: 401, Body: "bad key"}))
+	e.enqueue(tracks("k", 1)...)
+	e.close()
+	require.Len(t, e.out.failures, 1, "Failure callbacks")
+	assert.Equal(t, `analytics: non-retryable status after 1 attempt: HTTP 401 Unauthorized: "bad key"; check the write key`, e.out.failures[0].err.Error(), "a 401's error")
 }

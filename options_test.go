@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dualpath/analytics-go/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/dualpath/analytics-go/retry"
 )
 
 // newOrPanic calls New, turning a panic into an error so that a test can
@@ -272,5 +271,27 @@ func TestHugeMaxConcurrentRequestsIsRefused(t *testing.T) {
 			continue
 		}
 		assert.ErrorContains(t, err, "invalid option MaxConcurrentRequests:", "New with MaxConcurrentRequests %d", n)
+	}
+}
+
+// An endpoint that already ends in /v1/batch is taken as the base: the
+// batches go to it, not to .../v1/batch/v1/batch.
+func TestEndpointEndingInBatchPathIsNormalised(t *testing.T) {
+	for _, tt := range []struct{ endpoint, path string }{
+		{"http://tracking.test", "/v1/batch"},
+		{"http://tracking.test/", "/v1/batch"},
+		{"http://tracking.test/v1/batch", "/v1/batch"},
+		{"http://tracking.test/v1/batch/", "/v1/batch"},
+		{"http://tracking.test/proxy/v1/batch", "/proxy/v1/batch"},
+		{"http://tracking.test/proxy/", "/proxy/v1/batch"},
+	} {
+		api := newAPI()
+		e := newEnv(t, api, WithEndpoint(tt.endpoint))
+		e.enqueue(tracks("m", 1)...)
+		e.close()
+		reqs := api.Requests()
+		if assert.Len(t, reqs, 1, "requests for endpoint %s", tt.endpoint) {
+			assert.Equal(t, tt.path, reqs[0].Path, "the path requested for endpoint %s", tt.endpoint)
+		}
 	}
 }
