@@ -83,17 +83,32 @@ const (
 	maxLimit = 1e9
 )
 
-// A Turn is an attempt a SendRate admitted. Its end must be reported with
-// End exactly once, whether the attempt was sent or not.
+// A Turn is an attempt a SendRate admitted, returned by Admit. Its end must
+// be reported with End exactly once, whether the attempt was sent or not:
+// the turn tells End whether the attempt was the probe, and whether it was
+// in flight when the last failure came (its failure is then the same news,
+// not counted again in a row). The zero Turn is for an attempt sent without
+// asking (Admit returns it with ok false): End counts its outcome in the
+// window, never in a run of failures.
 type Turn struct {
 	seq   uint64 // the admission's number, from 1; 0 for no turn
 	probe bool   // the probe of SendProbing
 }
 
-// SendRate is the client-wide send rate: every attempt of every batch,
-// first or retry, asks it for a turn. It decides; it does no I/O and never
-// reads the clock: the caller passes the time in, waits, and reports each
-// attempt's end.
+// SendRate is the client-wide send rate of SPEC §5: every attempt of every
+// batch, first or retry, asks it for a turn. It decides; it does no I/O and
+// never reads the clock: the caller passes the time in, waits, and reports
+// each attempt's end:
+//
+//	turn, wait, ok := rate.Admit(time.Now())
+//	if !ok {
+//		// wait (0: until another attempt ends), then Admit again
+//	}
+//	resp := send()
+//	res := retry.Classify(resp.StatusCode, resp.Header, time.Now())
+//	if rate.End(turn, time.Now(), res.Outcome) {
+//		// the API is back: wake the batches sleeping through a backoff
+//	}
 //
 // It keeps the attempts that ended over the last 2 minutes, and how many
 // the API accepted (a 2xx). While at most half of them failed, it does not
