@@ -156,15 +156,9 @@ type SendRate struct {
 	seq    uint64 // turns admitted so far
 	cutSeq uint64 // turns admitted before the last failure: theirs count no more in a row
 
-	// The healthy rate: a moving average of the attempts started while
-	// healthy, with time constant healthyWindow, corrected for the time
-	// since healthySince (as a young average is too low).
-	avg          float64
-	avgAt        time.Time
-	healthySince time.Time
-	healthyStart int     // attempts started since healthySince
-	healthy      float64 // the healthy rate when the trouble began; 0 unknown
-	trusted      bool    // healthy was measured over healthyMinAge at least
+	meter   healthyRate // the attempts started while healthy
+	healthy float64     // the healthy rate when the trouble began; 0 unknown
+	trusted bool        // healthy was measured over healthyMinAge at least
 
 	ceiling   float64   // the most the limit rises to, for now
 	atCeiling time.Time // when the limit reached the ceiling; zero if not there
@@ -215,7 +209,7 @@ func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool)
 		s.probeOut = true
 		return s.admit(true), 0, true
 	}
-	s.countHealthy(now)
+	s.meter.count(now)
 	return s.admit(false), 0, true
 }
 
@@ -377,18 +371,7 @@ func (s *SendRate) raise(now time.Time) {
 func (s *SendRate) toHealthy(now time.Time) {
 	s.mode = SendHealthy
 	s.lim, s.atCeiling = nil, time.Time{}
-	s.healthySince, s.healthyStart = now, 0
-	s.avg, s.avgAt = 0, now
-}
-
-// countHealthy adds an attempt started at now to the healthy rate.
-func (s *SendRate) countHealthy(now time.Time) {
-	if s.healthySince.IsZero() {
-		s.healthySince, s.avgAt = now, now
-	}
-	s.avg = s.avg*decay(now.Sub(s.avgAt)) + 1/healthyWindow.Seconds()
-	s.avgAt = now
-	s.healthyStart++
+	s.meter.restart(now)
 }
 
 // measure sets the healthy rate, the rate of attempts per second while
@@ -396,31 +379,18 @@ func (s *SendRate) countHealthy(now time.Time) {
 // it. Right after a trouble, until a second of healthy traffic says more,
 // the rate measured before it holds.
 func (s *SendRate) measure(now time.Time) {
-	age := now.Sub(s.healthySince)
+	age := s.meter.age(now)
 	switch {
 	case s.trusted && age < healthyMinAge:
-	case s.healthyStart < 2:
+	case s.meter.n < 2:
 		s.healthy, s.trusted = 0, false
 	default:
-		// The average just after an attempt is high by about half an
-		// attempt (the failing one was counted as it started): half is
-		// taken off. A young average is too low by the weight of the time
-		// before it began: 1 − e^(−age/window). A floor of 1 ms keeps a
-		// burst of attempts that start and fail in the same instant
-		// finite.
-		avg := max(s.avg*decay(now.Sub(s.avgAt))-0.5/healthyWindow.Seconds(), 0)
-		s.healthy = avg / (1 - decay(max(age, time.Millisecond)))
-		s.trusted = age >= healthyMinAge
+		s.healthy, s.trusted = s.meter.rate(now), age >= healthyMinAge
 	}
 	s.ceiling = math.Inf(1)
 	if s.trusted {
 		s.ceiling = ceilingFactor * s.healthy
 	}
-}
-
-// decay is the weight left after d of the healthy rate's moving average.
-func decay(d time.Duration) float64 {
-	return math.Exp(-d.Seconds() / healthyWindow.Seconds())
 }
 
 // longestSpacing is a k at which the probe's spacing is its longest:
