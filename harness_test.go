@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dualpath/analytics-go/analyticstest"
+	"github.com/dualpath/analytics-go/internal/jitter"
 )
 
 func TestMain(m *testing.M) {
@@ -172,5 +173,5 @@ func newAPI() *analyticstest.Server { return analyticstest.New() }
 // withExactBackoff removes the jitter: backoff retry n waits exactly
 // BackoffBase·2^(n−1)/2 (250ms, 500ms, 1s, ... with the defaults).
 func withExactBackoff() Option {
-	return func(c *config) { c.policy.Jitter = func(time.Duration) time.Duration { return 0 } }
+	return func(c *config) { jitter.Set(&c.policy, func(time.Duration) time.Duration { return 0 }) }
 }

@@ -9,7 +9,7 @@ import (
 
 // ready returns the slot of the next attempt, and its turn at the send
 // rate, once the client-wide rate-limit pause is open and the send rate
-// admits it: slot itself when it still holds one of u's and nothing held
+// admits it (SPEC §5: the pause, then the turn, then the request slot): slot itself when it still holds one of u's and nothing held
 // the attempt back, else a new one, taken after waiting without a slot.
 // It also returns the channel that is closed when the API recovers, for
 // the backoff wait that may follow the attempt. It returns the context's

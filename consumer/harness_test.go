@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dualpath/analytics-go/internal/jitter"
 	"github.com/dualpath/analytics-go/retry"
 )
 
@@ -188,7 +189,7 @@ func newRig(t *testing.T, script ...answer) *rig {
 	t.Helper()
 	tr := &fakeTransport{t: t, script: script}
 	policy := retry.DefaultPolicy()
-	policy.Jitter = func(time.Duration) time.Duration { return 0 }
+	jitter.Set(&policy, func(time.Duration) time.Duration { return 0 })
 	r := &rig{t: t, tr: tr}
 	r.up = New(Config{
 		Endpoint:              "http://tracking.test",

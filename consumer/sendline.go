@@ -11,12 +11,12 @@ import (
 )
 
 // sendLine is where attempts wait for the client-wide send rate
-// (retry.SendRate). Only the first in line asks for a turn: the attempt
-// that came first, except while the rate probes, when it is the attempt
-// of the batch that has spent the fewest retries (the first of those that
-// came), so that the batches held back through an outage spend their
-// retries evenly and none runs out long before the others. A nil rate
-// (the send rate turned off) admits everything at once.
+// (retry.SendRate, SPEC §5). Only the first in line asks for a turn: the
+// attempt that came first, except while the rate probes, when it is the
+// attempt of the batch that has spent the fewest retries (the first of
+// those that came), so that the batches held back through an outage spend
+// their retries evenly and none runs out long before the others. A nil
+// rate (the send rate turned off) admits everything at once.
 //
 // Waiting is event-driven, with no polling: a waiter sleeps until the
 // turn the rate announced is due, until the line changes (an attempt

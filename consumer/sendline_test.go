@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dualpath/analytics-go/internal/jitter"
 	"github.com/dualpath/analytics-go/retry"
 )
 
@@ -270,7 +271,7 @@ func TestRetryAfterPauseEndsWithTheClientsJitter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var logs strings.Builder
-				r := newRig(t, retryAfter(429, tt.ra)).policy(func(p *retry.Policy) { p.Jitter = tt.jitter })
+				r := newRig(t, retryAfter(429, tt.ra)).policy(func(p *retry.Policy) { jitter.Set(p, tt.jitter) })
 				r.up.log = slog.New(slog.NewTextHandler(&logs, nil))
 				if !tt.adaptive {
 					r.up.line = newSendLine(nil)
@@ -296,7 +297,7 @@ func TestClientsResumeApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rigs []*rig
 		for range 5 {
-			r := newRig(t, retryAfter(429, "5")).policy(func(p *retry.Policy) { p.Jitter = nil })
+			r := newRig(t, retryAfter(429, "5")).policy(func(p *retry.Policy) { jitter.Set(p, nil) })
 			rigs = append(rigs, r)
 		}
 		var wg sync.WaitGroup

@@ -15,7 +15,7 @@ func fullJitter(n time.Duration) time.Duration { return n - 1 }
 
 func testPolicy() Policy {
 	p := DefaultPolicy()
-	p.Jitter = noJitter
+	p.jitterFunc = noJitter
 	return p
 }
 
@@ -43,9 +43,9 @@ func TestBackoffFormula(t *testing.T) {
 	}
 	for i, d := range wantD {
 		n := i + 1
-		p.Jitter = noJitter
+		p.jitterFunc = noJitter
 		assert.Equal(t, d/2, p.backoff(n), "backoff(%d) without jitter", n)
-		p.Jitter = fullJitter
+		p.jitterFunc = fullJitter
 		assert.Equal(t, d-1, p.backoff(n), "backoff(%d) with top jitter", n)
 	}
 }

@@ -1,6 +1,7 @@
 // Package retry decides what happens after each upload attempt of a batch:
 // whether the attempt succeeded, must be split, failed for good, or is
-// retried, and if so on which path and after how long.
+// retried, and if so on which path and after how long. It implements the
+// dual-path retry of the SDK's docs/SPEC.md §5.
 //
 // It holds the SDK's retry policy in one place: the table of retryable
 // statuses ([Classify]), the jittered exponential backoff, and the
@@ -31,7 +32,11 @@
 // ramps up again after. A batch it holds back spends no retry, only time
 // from its backoff budget.
 //
-// Every exported name is supported API of this package, for package
-// consumer, which runs the loop, and the analytics package, which holds the
-// Policy and re-exports the sentinel errors. Nothing else is exported.
+// The package stands on its own: a client of any batch-ingesting HTTP API
+// can run its upload loop on it. Per batch: [Policy.NewBudget], then for
+// each attempt [Classify] its end and [Budget.Next] for the Decision. Per
+// client: one [Pause], held by rate-limited answers and waited on before
+// each attempt, and one [SendRate], whose [SendRate.Admit] gives each
+// attempt its [Turn] and whose [SendRate.End] takes the attempt's outcome.
+// The SDK's consumer package runs its loop so.
 package retry

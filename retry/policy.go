@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/dualpath/analytics-go/internal/jitter"
 )
 
 // The reasons a batch fails. They are the sentinel errors the analytics
@@ -28,7 +30,8 @@ var (
 )
 
 // Policy is the retry configuration shared by every batch of a client. A
-// Policy is read-only once in use and safe for concurrent use.
+// Policy is read-only once in use and safe for concurrent use. Its jittered
+// waits draw from math/rand/v2.
 type Policy struct {
 	// RetryCount is how many retries the backoff path may spend per batch;
 	// 0 means none.
@@ -60,9 +63,14 @@ type Policy struct {
 	// is also called for that: it must be a function of n alone, safe
 	// for concurrent use.
 	Backoff func(retry int) time.Duration
-	// Jitter returns a uniformly random duration in [0, n) for n > 0. Nil
-	// uses math/rand/v2. Tests set it to make waits exact.
-	Jitter func(n time.Duration) time.Duration
+
+	// jitterFunc, when set, draws the jitter in place of math/rand/v2. Only
+	// tests set it, through internal/jitter.
+	jitterFunc jitter.Func
+}
+
+func init() {
+	jitter.Set = func(policy any, fn jitter.Func) { policy.(*Policy).jitterFunc = fn }
 }
 
 // DefaultPolicy returns the SDK's defaults: 10 retries, backoff 500 ms
@@ -110,9 +118,10 @@ func (p *Policy) backoffCeiling(n int) time.Duration {
 	return min(d, p.BackoffCap)
 }
 
+// jitter returns a uniformly random duration in [0, n) for n > 0.
 func (p *Policy) jitter(n time.Duration) time.Duration {
-	if p.Jitter != nil {
-		return p.Jitter(n)
+	if p.jitterFunc != nil {
+		return p.jitterFunc(n)
 	}
 	return rand.N(n)
 }

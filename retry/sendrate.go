@@ -83,17 +83,32 @@ const (
 	maxLimit = 1e9
 )
 
-// A Turn is an attempt a SendRate admitted. Its end must be reported with
-// End exactly once, whether the attempt was sent or not.
+// A Turn is an attempt a SendRate admitted, returned by Admit. Its end must
+// be reported with End exactly once, whether the attempt was sent or not:
+// the turn tells End whether the attempt was the probe, and whether it was
+// in flight when the last failure came (its failure is then the same news,
+// not counted again in a row). The zero Turn is for an attempt sent without
+// asking (Admit returns it with ok false): End counts its outcome in the
+// window, never in a run of failures.
 type Turn struct {
 	seq   uint64 // the admission's number, from 1; 0 for no turn
 	probe bool   // the probe of SendProbing
 }
 
-// SendRate is the client-wide send rate: every attempt of every batch,
-// first or retry, asks it for a turn. It decides; it does no I/O and never
-// reads the clock: the caller passes the time in, waits, and reports each
-// attempt's end.
+// SendRate is the client-wide send rate of SPEC §5: every attempt of every
+// batch, first or retry, asks it for a turn. It decides; it does no I/O and
+// never reads the clock: the caller passes the time in, waits, and reports
+// each attempt's end:
+//
+//	turn, wait, ok := rate.Admit(time.Now())
+//	if !ok {
+//		// wait (0: until another attempt ends), then Admit again
+//	}
+//	resp := send()
+//	res := retry.Classify(resp.StatusCode, resp.Header, time.Now())
+//	if rate.End(turn, time.Now(), res.Outcome) {
+//		// the API is back: wake the batches sleeping through a backoff
+//	}
 //
 // It keeps the attempts that ended over the last 2 minutes, and how many
 // the API accepted (a 2xx). While at most half of them failed, it does not
@@ -141,15 +156,9 @@ type SendRate struct {
 	seq    uint64 // turns admitted so far
 	cutSeq uint64 // turns admitted before the last failure: theirs count no more in a row
 
-	// The healthy rate: a moving average of the attempts started while
-	// healthy, with time constant healthyWindow, corrected for the time
-	// since healthySince (as a young average is too low).
-	avg          float64
-	avgAt        time.Time
-	healthySince time.Time
-	healthyStart int     // attempts started since healthySince
-	healthy      float64 // the healthy rate when the trouble began; 0 unknown
-	trusted      bool    // healthy was measured over healthyMinAge at least
+	meter   healthyRate // the attempts started while healthy
+	healthy float64     // the healthy rate when the trouble began; 0 unknown
+	trusted bool        // healthy was measured over healthyMinAge at least
 
 	ceiling   float64   // the most the limit rises to, for now
 	atCeiling time.Time // when the limit reached the ceiling; zero if not there
@@ -200,7 +209,7 @@ func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool)
 		s.probeOut = true
 		return s.admit(true), 0, true
 	}
-	s.countHealthy(now)
+	s.meter.count(now)
 	return s.admit(false), 0, true
 }
 
@@ -362,18 +371,7 @@ func (s *SendRate) raise(now time.Time) {
 func (s *SendRate) toHealthy(now time.Time) {
 	s.mode = SendHealthy
 	s.lim, s.atCeiling = nil, time.Time{}
-	s.healthySince, s.healthyStart = now, 0
-	s.avg, s.avgAt = 0, now
-}
-
-// countHealthy adds an attempt started at now to the healthy rate.
-func (s *SendRate) countHealthy(now time.Time) {
-	if s.healthySince.IsZero() {
-		s.healthySince, s.avgAt = now, now
-	}
-	s.avg = s.avg*decay(now.Sub(s.avgAt)) + 1/healthyWindow.Seconds()
-	s.avgAt = now
-	s.healthyStart++
+	s.meter.restart(now)
 }
 
 // measure sets the healthy rate, the rate of attempts per second while
@@ -381,31 +379,18 @@ func (s *SendRate) countHealthy(now time.Time) {
 // it. Right after a trouble, until a second of healthy traffic says more,
 // the rate measured before it holds.
 func (s *SendRate) measure(now time.Time) {
-	age := now.Sub(s.healthySince)
+	age := s.meter.age(now)
 	switch {
 	case s.trusted && age < healthyMinAge:
-	case s.healthyStart < 2:
+	case s.meter.n < 2:
 		s.healthy, s.trusted = 0, false
 	default:
-		// The average just after an attempt is high by about half an
-		// attempt (the failing one was counted as it started): half is
-		// taken off. A young average is too low by the weight of the time
-		// before it began: 1 − e^(−age/window). A floor of 1 ms keeps a
-		// burst of attempts that start and fail in the same instant
-		// finite.
-		avg := max(s.avg*decay(now.Sub(s.avgAt))-0.5/healthyWindow.Seconds(), 0)
-		s.healthy = avg / (1 - decay(max(age, time.Millisecond)))
-		s.trusted = age >= healthyMinAge
+		s.healthy, s.trusted = s.meter.rate(now), age >= healthyMinAge
 	}
 	s.ceiling = math.Inf(1)
 	if s.trusted {
 		s.ceiling = ceilingFactor * s.healthy
 	}
-}
-
-// decay is the weight left after d of the healthy rate's moving average.
-func decay(d time.Duration) float64 {
-	return math.Exp(-d.Seconds() / healthyWindow.Seconds())
 }
 
 // longestSpacing is a k at which the probe's spacing is its longest:

@@ -217,7 +217,7 @@ func TestSendRateProbeSpacing(t *testing.T) {
 	// With a jitter, up to half more: clients whose outage began in the
 	// same instant probe apart.
 	r = newRateRig(t)
-	r.policy.Jitter = fullJitter
+	r.policy.jitterFunc = fullJitter
 	for range 24 {
 		r.attempt(OutcomeSuccess, "healthy")
 		r.now = r.now.Add(5 * time.Second)
@@ -249,7 +249,7 @@ func TestSendRateProbeSpacing(t *testing.T) {
 	// own shortest wait: clients whose outage began in the same instant
 	// drift apart.
 	r = newRateRig(t)
-	r.policy.Jitter = fullJitter
+	r.policy.jitterFunc = fullJitter
 	assert.Equal(t, 3*time.Second+1, r.failures(6, "failures"), "s(6) = 4s, with the most jitter")
 }
 
@@ -261,7 +261,7 @@ func TestProbeSpacingNeverExceedsTheBatchsOwnWait(t *testing.T) {
 		for _, probeCap := range []time.Duration{0, time.Second, 4 * time.Second, time.Hour} {
 			p := DefaultPolicy()
 			p.BackoffBase, p.ProbeInterval = base, probeCap
-			p.Jitter = noJitter
+			p.jitterFunc = noJitter
 			for k := 1; k <= 40; k++ {
 				require.LessOrEqual(t, p.probeSpacing(k), p.backoff(k), "base %v, ProbeInterval %v, retry %d", base, probeCap, k)
 			}
@@ -429,7 +429,7 @@ func TestResumeJitter(t *testing.T) {
 			}
 		}
 	}
-	p.Jitter = fullJitter
+	p.jitterFunc = fullJitter
 	assert.Equal(t, 500*time.Millisecond-1, p.ResumeJitter(5*time.Second), "the most after 5s")
 }
 

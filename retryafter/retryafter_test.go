@@ -185,6 +185,8 @@ func BenchmarkParse(b *testing.B) {
 	for _, bm := range []struct{ name, value string }{
 		{"delta-seconds", "120"},
 		{"IMF-fixdate", "Fri, 02 Jan 2026 08:49:37 GMT"},
+		{"RFC 850", "Friday, 02-Jan-26 08:49:37 GMT"},
+		{"asctime", "Fri Jan  2 08:49:37 2026"},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -1,0 +1,26 @@
+package retry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/dualpath/analytics-go/internal/jitter"
+)
+
+// TestJitterSeam checks the seam the tests of other packages use: Set,
+// installed by this package, replaces a Policy's jitter, and nil restores
+// math/rand/v2's.
+func TestJitterSeam(t *testing.T) {
+	p := DefaultPolicy()
+	jitter.Set(&p, fullJitter)
+	assert.Equal(t, time.Second-1, p.jitter(time.Second), "the jitter set")
+	assert.Equal(t, 500*time.Millisecond-1, p.ResumeJitter(5*time.Second), "ResumeJitter draws from it")
+	jitter.Set(&p, nil)
+	for range 100 {
+		j := p.jitter(time.Second)
+		assert.True(t, j >= 0 && j < time.Second, "math/rand/v2's jitter %v is in [0, 1s)", j)
+	}
+	assert.Panics(t, func() { jitter.Set(p, noJitter) }, "Set with a Policy, not a *Policy")
+}
