@@ -1,7 +1,6 @@
-// Package consumer is the consumer of the design: it takes batches of
-// encoded events from a queue.Queue, uploads them to a tracking API that
-// speaks the Segment HTTP Tracking API, retries them, and reports each
-// event's outcome.
+// Package consumer takes batches of encoded events from a queue.Queue,
+// uploads them to a tracking API that speaks the Segment HTTP Tracking
+// API, retries them, and reports each event's outcome.
 //
 // A Loop cuts batches from its queue (every FlushAt events, every
 // FlushInterval, on Flush), uploads them with an Uploader and reports what
