@@ -23,7 +23,8 @@ const batchesInFlight = 4
 // optional.
 type LoopConfig[T any] struct {
 	// Queue is where the events wait; the Loop cuts its batches from it
-	// and releases their room once they end.
+	// and releases their room once they end. The Loop does not see
+	// pushes: whoever pushes calls Wake when the queue reaches FlushAt.
 	Queue *queue.Queue[T]
 	// Uploader sends the batches.
 	Uploader *Uploader
@@ -31,8 +32,8 @@ type LoopConfig[T any] struct {
 	Outcomes Outcomes[T]
 	// FlushAt is the number of queued events that makes a batch due.
 	FlushAt int
-	// FlushInterval is how long after the last cut the events queued are
-	// sent without waiting for FlushAt.
+	// FlushInterval is how long after the last cut the events taken by
+	// then (Accepted) are sent without waiting for FlushAt.
 	FlushInterval time.Duration
 	// CallsMayBlock is optional: Outcomes.Called may block (on the
 	// caller's own Enqueue, say), so what the Loop needs to cut the next
@@ -47,8 +48,9 @@ type LoopConfig[T any] struct {
 	// it gets. Call Wake when events join the backlog.
 	Refill func() (backlog bool)
 	// Accepted is optional: the number of events taken so far, numbered as
-	// the queue numbers them (a backlog's included), which FlushInterval
-	// sends. Nil: the events pushed into the queue.
+	// the queue numbers them (a backlog's included), read when
+	// FlushInterval passes: the events numbered below it are sent. Nil:
+	// the events pushed into the queue.
 	Accepted func() uint64
 	// Halted is optional: it is called, on the Loop's goroutine, if the
 	// Loop stops on an internal error (a panic of a bug), so that the
