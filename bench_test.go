@@ -45,12 +45,13 @@ const quietQueue = 10_000
 
 // drain empties the queue of a quietClient, as uploads would.
 func drain(c *Client) {
-	batch := c.queue.Drain()
+	q := c.in.(*memoryIntake).q
+	batch := q.Drain()
 	size := 0
 	for _, it := range batch.Items {
 		size += len(it.Data)
 	}
-	c.queue.Release(len(batch.Items), size)
+	q.Release(len(batch.Items), size)
 }
 
 // BenchmarkEnqueue is the call on the user's hot path: validate, fill

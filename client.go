@@ -11,7 +11,6 @@ import (
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
-	"github.com/dualpath/analytics-go/spool"
 )
 
 // Client records events and uploads them in batches in the background. All
@@ -21,37 +20,18 @@ import (
 type Client struct {
 	cfg      config
 	up       *consumer.Uploader
-	queue    *queue.Queue[held]
-	spool    *spool.Spool // nil unless WithSpool
+	in       intake       // memory-only or spooled: chosen once, in New
+	loop     batchLoop    // in.loop(): cuts, uploads and reports
 	ownHTTP  *http.Client // the SDK's own client, whose idle connections Close closes
 	log      *slog.Logger // recovered panics
 	failLog  *slog.Logger // events that failed for good, throttled
 	callback Callback
 	stats    counters
 
-	wake     chan struct{} // a push reached FlushAt
-	room     chan struct{} // events ended while the spool has a backlog on disk
-	flushReq chan uint64   // Flush: send everything numbered below this
-	closing  chan struct{} // closed when shutdown begins
-	batches  chan struct{} // a token per batch cut and not yet finished
-	done     chan struct{} // closed when the loop and every upload have ended
-
-	// ctx is the context of every upload; a Shutdown whose own context
-	// ends cancels it, with the reason as cause.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
-	// mu guards inflight and waiters: what Flush waits for.
-	mu       sync.Mutex
-	inflight []uint64 // Seq of every batch being uploaded
-	waiters  []*flushWaiter
-
 	stopped       atomic.Bool  // stopIntake ran
-	intake        sync.RWMutex // read-held by each Enqueue from its push until its event is counted
+	accepting     sync.RWMutex // read-held by each Enqueue from its push until its event is counted
 	beginShutdown sync.Once
 	endShutdown   sync.Once
-
-	uploads sync.WaitGroup
 }
 
 // New returns a client that sends events to the tracking API with writeKey,
@@ -73,15 +53,8 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		cfg:      cfg,
-		queue:    queue.New[held](cfg.maxQueueSize, cfg.maxQueueBytes),
 		log:      newLogger(cfg.logger),
 		callback: cfg.callback,
-		wake:     make(chan struct{}, 1),
-		room:     make(chan struct{}, 1),
-		flushReq: make(chan uint64),
-		closing:  make(chan struct{}),
-		batches:  make(chan struct{}, batchesInFlight*cfg.maxConcurrentRequests),
-		done:     make(chan struct{}),
 	}
 	httpClient := cfg.httpClient
 	if httpClient == nil {
@@ -110,13 +83,18 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		AdaptiveSendRate:      cfg.adaptiveSendRate,
 		Logger:                throttled(c.log), // a warning per failed attempt
 	})
+	// The one place that knows whether there is a spool (SPEC §11).
 	if cfg.spoolDir != "" {
-		if err := c.openSpool(); err != nil {
+		sp, err := newSpoolIntake(c)
+		if err != nil {
 			return nil, err
 		}
+		c.in = sp
+	} else {
+		c.in = newMemoryIntake(c)
 	}
-	c.ctx, c.cancel = context.WithCancelCause(context.Background())
-	go c.run()
+	c.loop = c.in.loop()
+	c.loop.Start()
 	return c, nil
 }
 
@@ -171,11 +149,8 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		c.stats.rejInvalid.Add(1)
 		return err
 	}
-	if !wait && c.spool == nil {
-		// Refuse before encoding what the queue would refuse anyway. A
-		// waiting call is refused only when closed, which PushWait sees:
-		// it saves the lock this look takes.
-		if err := c.refusal(ctx, c.queue.Admission(), false); err != nil {
+	if !wait {
+		if err := c.in.precheck(); err != nil {
 			return err
 		}
 	}
@@ -214,39 +189,22 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 	// time, so exactly one of them sees n == FlushAt on the way up; above
 	// it, the loop goes on cutting until the queue is below FlushAt again.
 	if n == c.cfg.flushAt {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.loop.Wake()
 	}
 	return nil
 }
 
-// accept pushes the encoded event into the queue (through the spool, with
-// one) and counts it, or returns Enqueue's refusal. The queue's own lock
-// (the spool's, with a spool) orders the push against shutdown's Close of
-// the queue: an event is either accepted before it, or refused. The intake
-// lock makes shutdown wait until every event accepted is counted too, so
-// that Stats adds up the moment Close or Shutdown returns.
+// accept pushes the encoded event through the intake and counts it, or
+// returns Enqueue's refusal. The intake's own lock orders the push against
+// shutdown's stop: an event is either accepted before it, or refused. The
+// accepting lock makes shutdown wait until every event accepted is counted
+// too, so that Stats adds up the moment Close or Shutdown returns.
 func (c *Client) accept(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
-	c.intake.RLock()
-	defer c.intake.RUnlock()
-	var n int
-	if c.spool != nil {
-		var err error
-		if n, err = c.appendToSpool(ctx, wait, data, h, kept); err != nil {
-			return 0, err
-		}
-	} else {
-		var res queue.Admission
-		if !wait {
-			res, n = c.queue.Push(data, h, kept)
-		} else {
-			res, n = c.queue.PushWait(ctx, data, h, kept)
-		}
-		if err := c.refusal(ctx, res, wait); err != nil {
-			return 0, err
-		}
+	c.accepting.RLock()
+	defer c.accepting.RUnlock()
+	n, err := c.in.push(ctx, wait, data, h, kept)
+	if err != nil {
+		return 0, err
 	}
 	c.stats.enqueued.Add(1)
 	return n, nil
@@ -280,25 +238,7 @@ func (c *Client) Flush(ctx context.Context) error {
 	if c.isClosed() {
 		return ErrClosed
 	}
-	target := c.accepted()
-	w := c.addWaiter(target)
-	if w == nil {
-		return nil
-	}
-	select {
-	case c.flushReq <- target:
-	case <-c.done:
-	case <-ctx.Done():
-		c.dropWaiter(w)
-		return ctx.Err()
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		c.dropWaiter(w)
-		return ctx.Err()
-	}
+	return c.loop.Flush(ctx, c.in.accepted())
 }
 
 // Close stops accepting events, sends everything queued, and waits until
@@ -332,10 +272,10 @@ func (c *Client) Close() error {
 	switch {
 	case !first:
 		return ErrClosed
-	case err != nil && c.spool == nil:
-		return shutdownCause(err)
+	case err != nil:
+		return c.in.shutdownError(err) // with a spool, nil: what is left is kept, not failed
 	}
-	return nil // with a spool, what is left is kept, not failed
+	return nil
 }
 
 // Shutdown is Close bounded by ctx instead of the close timeout. If ctx
@@ -360,18 +300,19 @@ func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 		if !c.cfg.closeRetries {
 			c.up.StopRetries()
 		}
-		close(c.closing)
+		c.loop.Close()
 	})
+	done := c.loop.Done()
 	select {
-	case <-c.done:
+	case <-done:
 		// Finished already: a ctx that has ended too does not matter.
 	default:
 		select {
-		case <-c.done:
+		case <-done:
 		case <-ctx.Done():
 			err = ctx.Err()
-			c.cancel(shutdownCause(err))
-			<-c.done
+			c.loop.Cancel(shutdownCause(err))
+			<-done
 		}
 	}
 	c.endShutdown.Do(c.finishShutdown)
@@ -379,20 +320,12 @@ func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 }
 
 // finishShutdown runs once, after the loop and every upload have ended:
-// whatever a cancelled shutdown left queued is reported as failed.
+// whatever a cancelled shutdown left queued is failed, or kept in the
+// spool, and the Flush calls still waiting end (SPEC §8).
 func (c *Client) finishShutdown() {
-	if c.spool != nil {
-		c.closeSpool()
-	} else if left := c.queue.Drain(); len(left.Items) > 0 {
-		cause := context.Cause(c.ctx)
-		if cause == nil {
-			cause = shutdownCause(nil)
-		}
-		c.settle(&report{items: left.Items}, &BatchError{Reason: cause})
-	}
-	c.notifyWaiters()
-	c.releaseWaiters()
-	c.cancel(nil)
+	c.in.finish()
+	c.loop.EndFlushes(ErrClosed) // what they wait for stays in the spool
+	c.loop.Cancel(nil)
 	if c.ownHTTP != nil {
 		c.ownHTTP.CloseIdleConnections()
 	}
@@ -403,30 +336,15 @@ func (c *Client) finishShutdown() {
 // backlog on disk still comes into it to be sent.
 func (c *Client) stopIntake() {
 	c.stopped.Store(true)
-	if c.spool != nil {
-		c.spool.Seal()
-	} else {
-		c.queue.Close()
-	}
+	c.in.stop()
 	// Every push from now on is refused, and the waiting ones have been
 	// woken to be: once the calls under way have counted their events,
 	// Stats.Enqueued is final.
-	c.intake.Lock()
+	c.accepting.Lock()
 	//lint:ignore SA2001 an empty critical section is the barrier: it waits for the readers.
-	c.intake.Unlock()
+	c.accepting.Unlock()
 }
 
 // isClosed reports whether the client takes no more events: Close or
 // Shutdown has begun, or an internal error stopped it.
 func (c *Client) isClosed() bool { return c.stopped.Load() }
-
-// accepted returns the number of events taken so far, in the order the
-// queue numbers them: pushed into the queue, or waiting in the spool to
-// be.
-func (c *Client) accepted() uint64 {
-	if c.spool != nil {
-		return c.spool.Handed()
-	}
-	pushed, _ := c.queue.Counts()
-	return pushed
-}

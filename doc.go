@@ -9,9 +9,8 @@
 // Enqueue validates and encodes the event and returns at once; it never
 // blocks on the network or on a full queue. EnqueueContext waits for room
 // in a full queue instead, until its context ends. In the background the
-// client
-// cuts batches (every FlushAt events, every FlushInterval, or on Flush) and
-// uploads up to MaxConcurrentRequests of them at a time.
+// client cuts batches (every FlushAt events, every FlushInterval, or on
+// Flush) and uploads up to MaxConcurrentRequests of them at a time.
 //
 // Each batch runs a retry loop with two paths. A retryable response with a
 // valid Retry-After takes the rate-limit path: the whole client waits as
@@ -27,7 +26,23 @@
 // for it, 30 s at most by default (WithCloseTimeout); Shutdown bounds the
 // wait with a context.
 //
-// The work is split the way data flows: package queue holds events and cuts
-// batches, package consumer uploads a batch and runs its loop, package retry
-// makes every retry decision, and package retryafter parses the header.
+// The work is split the way data flows (Enqueue → queue → consumer →
+// HTTP; outcomes flow back as callbacks and stats), imports going down:
+//
+//	analytics     the face: New, Enqueue, Flush, Close, options, messages
+//	  │           and their encoding, errors, Stats, callbacks; and the
+//	  │           intake, memory-only or through the spool, chosen in New
+//	  ├─ spool       the durable log of WithSpool (SPEC §11)
+//	  └─ consumer    the loop: cuts batches from the queue, uploads them,
+//	       │         retries them and reports each event's outcome back
+//	       ├─ queue       holds events in memory and splices batches (§3)
+//	       └─ retry       every retry decision: classify, wait, budgets,
+//	            │         the rate-limit pause, the send rate (§5)
+//	            └─ retryafter   parses the Retry-After header (§6)
+//
+// The root builds the queue its intake fills and the consumer empties, and
+// asks retry for the hints of its failure log. internal/decimal reads
+// decimal literals exactly, for the environment options (OptionsFromEnv)
+// and the e2e CLI. Package v3compat, above the root, is a drop-in for
+// segmentio/analytics-go v3.
 package analytics

@@ -241,12 +241,13 @@ func BenchmarkEnqueueCallback(b *testing.B) {
 // drainKept empties the queue of a client with a callback, as uploads
 // would, without calling back.
 func drainKept(c *Client) {
-	batch := c.queue.Drain()
+	q := c.in.(*memoryIntake).q
+	batch := q.Drain()
 	size := 0
 	for _, it := range batch.Items {
 		size += it.Size()
 	}
-	c.queue.Release(len(batch.Items), size)
+	q.Release(len(batch.Items), size)
 }
 
 // A Context.Extra member that a Context field wins over is never written,

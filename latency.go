@@ -55,10 +55,10 @@ type latencies struct {
 // since is the stamp of an event enqueued at now.
 func (l *latencies) since(now time.Time) time.Duration { return now.Sub(l.start) }
 
-// ended counts the latencies of a run of events that has just had its
-// final outcome, delivered or failed; those read back from the spool are
-// not stamped and not counted.
-func (l *latencies) ended(run []queue.Item[held], delivered bool) {
+// endedRun counts into l the latencies of a run of events that has just
+// had its final outcome, delivered or failed; those read back from the
+// spool are not stamped (unstamped) and not counted.
+func endedRun[T event](l *latencies, run []queue.Item[T], delivered bool) {
 	h := &l.failed
 	if delivered {
 		h = &l.delivered
@@ -67,10 +67,11 @@ func (l *latencies) ended(run []queue.Item[held], delivered bool) {
 	var counts [len(latencyBounds) + 1]int64
 	var sum time.Duration
 	for i := range run {
-		if run[i].Value.from != fromEnqueue {
+		at := run[i].Value.base().at
+		if at == unstamped {
 			continue
 		}
-		d := now - run[i].Value.at
+		d := now - at
 		b, _ := slices.BinarySearch(latencyBounds[:], d) // the first bound >= d
 		counts[b]++
 		sum += d

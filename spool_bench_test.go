@@ -39,15 +39,16 @@ func BenchmarkEnqueueSpool(b *testing.B) {
 // drainSpool empties the queue of a quiet client with a spool and marks
 // the drained events done in it.
 func drainSpool(b *testing.B, c *Client) {
-	batch := c.queue.Drain()
+	in := c.in.(*spoolIntake)
+	batch := in.q.Drain()
 	size := 0
 	ids := make([]spool.ID, 0, len(batch.Items))
 	for _, it := range batch.Items {
 		size += it.Size()
 		ids = append(ids, it.Value.rec)
 	}
-	c.queue.Release(len(batch.Items), size)
-	if err := c.spool.Ack(ids); err != nil {
+	in.q.Release(len(batch.Items), size)
+	if err := in.sp.Ack(ids); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -10,39 +10,50 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/dualpath/analytics-go/queue"
 	"github.com/dualpath/analytics-go/spool"
 )
 
-// held is what the queue keeps with an event besides its bytes.
-type held struct {
-	// msg is the message for the callback: nil without a callback, and
-	// for an event read back from the spool (its callback gets a Spooled
-	// made from its bytes then).
-	msg  Message
-	rec  spool.ID // its record, with a spool
-	from origin
-	at   time.Duration // when Enqueue took it, since New (latencies.since); 0 unless from Enqueue
+// spoolIntake is the intake with a spool (WithSpool, SPEC §11): every
+// event is written to the spool first, and goes into the memory queue
+// straight away when nothing waits on disk before it and the queue has
+// room, or later, read back from disk (refill). An event's record is
+// marked done (acked) after its callback; a shutdown cut short leaves
+// what has no outcome in the spool for the next start.
+type spoolIntake struct {
+	reporter[spooled]
+	lane[spooled]
+	sp    *spool.Spool
+	final atomic.Pointer[spool.Stats] // the spool's counts once closed
+}
+
+// spooled is what the spool intake's queue keeps with an event: what a
+// memory-only client keeps, and the event's record in the spool.
+type spooled struct {
+	held
+	rec spool.ID
+	// recovered: an earlier client spooled it, and New found it.
+	recovered bool
 	// damaged marks a record the spool found damaged when reading it
 	// back: no bytes to send; its batch reports it failed (errDamaged).
 	damaged bool
 }
 
-// origin says where an event in the queue came from.
-type origin uint8
+// message is the message for the callback, or, for an event read back
+// from the spool, a Spooled made from its bytes.
+func (s spooled) message(data []byte) Message {
+	if s.msg != nil {
+		return s.msg
+	}
+	return spooledMessage(data, s.recovered)
+}
 
-const (
-	fromEnqueue origin = iota // pushed by Enqueue
-	fromDisk                  // Enqueue spooled it; read back from disk
-	fromEarlier               // an earlier client spooled it; recovered by New
-)
-
-// openSpool opens the spool directory, which recovers what an earlier
+// newSpoolIntake opens the spool directory, which recovers what an earlier
 // client left there: those events wait in the spool's backlog, ahead of
 // anything enqueued now, and the loop takes them into the queue first.
-func (c *Client) openSpool() error {
+func newSpoolIntake(c *Client) (*spoolIntake, error) {
 	sp, err := spool.Open(c.cfg.spoolDir, spool.Options{
 		MaxBytes: c.cfg.spoolMaxBytes,
 		Sync:     c.cfg.spoolSync,
@@ -50,44 +61,47 @@ func (c *Client) openSpool() error {
 		Logger:   throttled(c.log),
 	})
 	if err != nil {
-		return fmt.Errorf("analytics: %w", err)
+		return nil, fmt.Errorf("analytics: %w", err)
 	}
-	c.spool = sp
+	s := &spoolIntake{reporter: reporter[spooled]{c}, sp: sp}
+	s.lane = newLane[spooled](c, s, s.refill, sp.Handed)
 	if n := sp.Stats().Recovered; n > 0 {
 		c.log.LogAttrs(context.Background(), slog.LevelInfo,
 			"analytics: events an earlier client left in the spool will be sent first",
 			slog.Int64("events", n), slog.String("dir", c.cfg.spoolDir))
 	}
-	return nil
+	return s, nil
 }
 
-// appendToSpool writes the encoded event data to the spool; the spool
-// hands it straight to the queue when nothing waits on disk before it and
-// the queue has room, and keeps it on disk otherwise, for refill. It
-// returns the queue's length after the push (0 when the event stayed on
-// disk), or Enqueue's error: ErrClosed, ErrQueueFull (the spool is at its
-// bound), or one wrapping ErrSpool and the file system's error.
-func (c *Client) appendToSpool(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
+// precheck refuses nothing: whether the spool takes an event is the
+// spool's to say.
+func (s *spoolIntake) precheck() error { return nil }
+
+// push writes the encoded event data to the spool; the spool hands it
+// straight to the queue when nothing waits on disk before it and the
+// queue has room, and keeps it on disk otherwise, for refill. It returns
+// the queue's length after the push (0 when the event stayed on disk), or
+// Enqueue's error: ErrClosed, ErrQueueFull (the spool is at its bound), or
+// one wrapping ErrSpool and the file system's error.
+func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
 	n := 0
 	direct := func(id spool.ID) bool {
-		res, k := c.queue.Push(data, held{msg: h.msg, rec: id, at: h.at}, kept)
+		res, k := s.q.Push(data, spooled{held: h, rec: id}, kept)
 		n = k
 		return res == queue.Admitted
 	}
 	var err error
 	if wait {
-		_, err = c.spool.AppendWait(ctx, data, direct)
+		_, err = s.sp.AppendWait(ctx, data, direct)
 	} else {
-		_, err = c.spool.Append(data, direct)
+		_, err = s.sp.Append(data, direct)
 	}
+	c := s.c
 	switch {
 	case err == nil && n == 0:
 		// The event waits on disk: the queue is as full as it gets, and
-		// the loop cuts it whatever FlushAt says (wantCut), once woken.
-		select {
-		case c.room <- struct{}{}:
-		default:
-		}
+		// the loop cuts it whatever FlushAt says, once woken.
+		s.l.Wake()
 		return 0, nil
 	case err == nil:
 		return n, nil
@@ -105,6 +119,15 @@ func (c *Client) appendToSpool(ctx context.Context, wait bool, data []byte, h he
 	return 0, &spoolError{err}
 }
 
+func (s *spoolIntake) accepted() uint64 { return s.sp.Handed() }
+
+// stop seals the spool; the queue stays open: the backlog on disk still
+// comes into it to be sent.
+func (s *spoolIntake) stop() { s.sp.Seal() }
+
+// shutdownError is nil: what is left is kept, not failed.
+func (s *spoolIntake) shutdownError(error) error { return nil }
+
 // spoolError is Enqueue's error when the spool could not write an event:
 // it matches ErrSpool and the file system's error.
 type spoolError struct{ cause error }
@@ -117,65 +140,57 @@ func (e *spoolError) Error() string { return ErrSpool.Error() + ": " + e.cause.E
 func (e *spoolError) Unwrap() []error { return []error{ErrSpool, e.cause} }
 
 // refill takes events waiting in the spool into the queue while it has
-// room, oldest first, and reports whether some still wait on disk. Without
-// a spool it does nothing.
-func (c *Client) refill() (backlog bool) {
-	if c.spool == nil || c.spool.Backlog() == 0 {
+// room, oldest first, and reports whether some still wait on disk.
+func (s *spoolIntake) refill() (backlog bool) {
+	if s.sp.Backlog() == 0 {
 		return false
 	}
-	_, err := c.spool.Load(func(id spool.ID, data []byte, recovered bool) bool {
-		res, _ := c.queue.Push(data, held{rec: id, from: originOf(recovered)}, 0)
+	_, err := s.sp.Load(func(id spool.ID, data []byte, recovered bool) bool {
+		res, _ := s.q.Push(data, spooled{held: held{at: unstamped}, rec: id, recovered: recovered}, 0)
 		return res == queue.Admitted
 	}, func(id spool.ID, data []byte, recovered bool) bool {
 		// A damaged record still takes its place in the queue, so that
 		// it is counted and called back like the others (Flush waits for
 		// it too), with its bytes as read; its batch fails it without
 		// sending it.
-		res, _ := c.queue.Push(data, held{rec: id, from: originOf(recovered), damaged: true}, 0)
+		res, _ := s.q.Push(data, spooled{held: held{at: unstamped}, rec: id, recovered: recovered, damaged: true}, 0)
 		return res == queue.Admitted
 	})
 	if err != nil {
 		// The record stays first in the backlog; the next turn of the
 		// loop (an upload ending, the flush timer) reads it again.
-		c.failLog.LogAttrs(context.Background(), slog.LevelWarn,
+		s.c.failLog.LogAttrs(context.Background(), slog.LevelWarn,
 			"analytics: could not read events back from the spool; will try again",
 			slog.String("error", err.Error()))
 	}
-	return c.spool.Backlog() > 0
-}
-
-func originOf(recovered bool) origin {
-	if recovered {
-		return fromEarlier
-	}
-	return fromDisk
+	return s.sp.Backlog() > 0
 }
 
 // errDamaged is the failure of an event whose record the spool found
 // damaged (its checksum fails) when reading it back: it matches ErrSpool.
 var errDamaged = &spoolError{errors.New("spool: the event's record is damaged on disk (its checksum fails); it was skipped, not sent")}
 
-// failDamaged moves the damaged events of r to its front, the others
-// keeping their order, and reports them failed. It returns how many there
-// were: the batch's upload sends the events after them.
-func (c *Client) failDamaged(r *report) int {
+// Unsent moves the damaged events of items to their front, the others
+// keeping their order: they fail with errDamaged, and the batch's upload
+// sends the events after them.
+func (s *spoolIntake) Unsent(items []queue.Item[spooled]) (int, error) {
 	k := 0
-	for _, it := range r.items {
+	for _, it := range items {
 		if it.Value.damaged {
 			k++
 		}
 	}
-	if k > 0 {
-		slices.SortStableFunc(r.items, func(a, b queue.Item[held]) int {
-			return cmp.Compare(goodFirst(a), goodFirst(b))
-		})
-		c.end(r, k, &BatchError{Reason: errDamaged})
+	if k == 0 {
+		return 0, nil
 	}
-	return k
+	slices.SortStableFunc(items, func(a, b queue.Item[spooled]) int {
+		return cmp.Compare(goodFirst(a), goodFirst(b))
+	})
+	return k, &BatchError{Reason: errDamaged}
 }
 
 // goodFirst is 1 for an event to send, 0 for a damaged one.
-func goodFirst(it queue.Item[held]) int {
+func goodFirst(it queue.Item[spooled]) int {
 	if it.Value.damaged {
 		return 0
 	}
@@ -183,35 +198,48 @@ func goodFirst(it queue.Item[held]) int {
 }
 
 // leaves reports whether events that ended with err stay in the spool for
-// the next start instead of failing: with a spool, those a shutdown cut
-// short.
-func (c *Client) leaves(err error) bool {
-	return c.spool != nil && err != nil && (errors.Is(err, ErrShutdown) || errors.Is(err, ErrRetriesStopped))
+// the next start instead of failing: those a shutdown cut short. They have
+// no outcome yet: they are not counted, get no callback, and stay unacked.
+func leaves(err error) bool {
+	return err != nil && (errors.Is(err, ErrShutdown) || errors.Is(err, ErrRetriesStopped))
 }
 
-// ack marks done in the spool the records of the events called back since
-// the last ack, unless a shutdown left them there.
-func (c *Client) ack(r *report) {
-	if c.spool == nil || r.acked >= r.called {
-		return
+// Ended wakes the loop, whose queue has room now, while events wait on
+// disk, and counts run unless it leaves.
+func (s *spoolIntake) Ended(run []queue.Item[spooled], err error) {
+	if s.sp.Backlog() > 0 {
+		s.l.Wake()
 	}
-	lo := r.acked
-	r.acked = r.called
-	if c.leaves(r.err) {
+	if !leaves(err) {
+		s.reporter.Ended(run, err)
+	}
+}
+
+// Called calls the callback back, unless the event leaves.
+func (s *spoolIntake) Called(it *queue.Item[spooled], err error) {
+	if !leaves(err) {
+		s.reporter.Called(it, err)
+	}
+}
+
+// Done marks done in the spool the records of run, whose callbacks have
+// been called, unless a shutdown left them there.
+func (s *spoolIntake) Done(run []queue.Item[spooled], err error) {
+	if leaves(err) {
 		return
 	}
 	p := idSlices.Get().(*[]spool.ID)
 	ids := (*p)[:0]
-	for _, it := range r.items[lo:r.called] {
+	for _, it := range run {
 		ids = append(ids, it.Value.rec)
 	}
-	err := c.spool.Ack(ids)
+	err = s.sp.Ack(ids)
 	*p = ids
 	idSlices.Put(p)
 	if err != nil {
 		// The events have their outcome; only a restart before the
 		// spool reclaims them could send them again, with their ids.
-		c.failLog.LogAttrs(context.Background(), slog.LevelWarn,
+		s.c.failLog.LogAttrs(context.Background(), slog.LevelWarn,
 			"analytics: could not mark events done in the spool; a restart may send them again",
 			slog.String("error", err.Error()))
 	}
@@ -219,27 +247,46 @@ func (c *Client) ack(r *report) {
 
 var idSlices = sync.Pool{New: func() any { return new([]spool.ID) }}
 
-// closeSpool runs once, after the loop and every upload have ended: the
+// finish runs once, after the loop and every upload have ended: the
 // events still queued, and those on disk, stay in the spool for the next
 // New; it says how many.
-func (c *Client) closeSpool() {
-	if rest := c.queue.Drain(); len(rest.Items) > 0 {
+func (s *spoolIntake) finish() {
+	if rest := s.q.Drain(); len(rest.Items) > 0 {
 		size := 0
 		for _, it := range rest.Items {
 			size += it.Size()
 		}
-		c.queue.Release(len(rest.Items), size)
+		s.q.Release(len(rest.Items), size)
 	}
-	if err := c.spool.Close(); err != nil {
-		c.log.LogAttrs(context.Background(), slog.LevelWarn, "analytics: closing the spool",
+	log := s.c.log
+	if err := s.sp.Close(); err != nil {
+		log.LogAttrs(context.Background(), slog.LevelWarn, "analytics: closing the spool",
 			slog.String("error", err.Error()))
 	}
-	final := c.spool.Stats()
-	c.stats.spoolFinal.Store(&final)
+	final := s.sp.Stats()
+	s.final.Store(&final)
 	if left := final.Records; left > 0 {
-		c.log.LogAttrs(context.Background(), slog.LevelWarn,
+		log.LogAttrs(context.Background(), slog.LevelWarn,
 			"analytics: events not delivered before the shutdown ended stay in the spool for the next start",
-			slog.Int64("events", left), slog.String("dir", c.cfg.spoolDir))
+			slog.Int64("events", left), slog.String("dir", s.c.cfg.spoolDir))
+	}
+}
+
+// spoolStats is Stats.Spool: the spool's counts, and what Close left.
+func (s *spoolIntake) spoolStats() SpoolStats {
+	st, left := s.sp.Stats(), int64(0)
+	if final := s.final.Load(); final != nil {
+		// Closed: what has no outcome yet is what the shutdown left.
+		st, left = *final, final.Records
+	}
+	return SpoolStats{
+		Bytes:          st.Bytes,
+		MaxBytes:       s.c.cfg.spoolMaxBytes,
+		Records:        st.Records,
+		OnDisk:         st.Backlog,
+		Recovered:      st.Recovered,
+		SkippedCorrupt: st.Corrupt,
+		Left:           left,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/dualpath/analytics-go/consumer"
-	"github.com/dualpath/analytics-go/spool"
 )
 
 // Stats is a snapshot of a client's counters since New. Each counter is
@@ -168,10 +167,8 @@ type counters struct {
 	enqueued, delivered                          atomic.Int64
 	rejInvalid, rejTooLarge, rejFull, rejClosed  atomic.Int64
 	rejSpool                                     atomic.Int64
-	batches                                      atomic.Int64
 	failExhausted, failBackoff, failRateLimit    atomic.Int64
 	failFatal, failRedirect, failShutdown, other atomic.Int64
-	spoolFinal                                   atomic.Pointer[spool.Stats] // the spool's counts once closed
 	failSpool                                    atomic.Int64
 	latency                                      latencies
 }
@@ -205,7 +202,7 @@ func (c *counters) failed(err error, n int64) {
 func (c *Client) Stats() Stats {
 	u := c.up.Counters()
 	// In flight is what the queue's bounds still hold but no longer queue.
-	queued, queuedBytes, holding := c.queue.Sizes()
+	queued, queuedBytes, holding, heldBytes := c.in.sizes()
 	return Stats{
 		Enqueued: c.stats.enqueued.Load(),
 		Rejected: RejectedStats{
@@ -226,7 +223,7 @@ func (c *Client) Stats() Stats {
 			Spool:                   c.stats.failSpool.Load(),
 			Other:                   c.stats.other.Load(),
 		},
-		Batches:          c.stats.batches.Load(),
+		Batches:          c.loop.Batches(),
 		BatchesDelivered: u.BatchesDelivered,
 		BatchesFailed:    u.BatchesFailed,
 		Splits:           u.Splits,
@@ -242,29 +239,8 @@ func (c *Client) Stats() Stats {
 		InFlight:         int64(holding - queued),
 		QueueMaxSize:     c.cfg.maxQueueSize,
 		QueueMaxBytes:    c.cfg.maxQueueBytes,
-		QueueHeldBytes:   c.queue.HeldBytes(),
+		QueueHeldBytes:   heldBytes,
 		Latency:          c.stats.latency.snapshot(),
-		Spool:            c.spoolStats(),
-	}
-}
-
-// spoolStats is Stats.Spool: the spool's counts, and what Close left.
-func (c *Client) spoolStats() SpoolStats {
-	if c.spool == nil {
-		return SpoolStats{}
-	}
-	s, left := c.spool.Stats(), int64(0)
-	if final := c.stats.spoolFinal.Load(); final != nil {
-		// Closed: what has no outcome yet is what the shutdown left.
-		s, left = *final, final.Records
-	}
-	return SpoolStats{
-		Bytes:          s.Bytes,
-		MaxBytes:       c.cfg.spoolMaxBytes,
-		Records:        s.Records,
-		OnDisk:         s.Backlog,
-		Recovered:      s.Recovered,
-		SkippedCorrupt: s.Corrupt,
-		Left:           left,
+		Spool:            c.in.spoolStats(),
 	}
 }

@@ -17,8 +17,8 @@ import (
 // attempt (no header). It returns the classified result and, unless
 // the result is a success, an *HTTPError or *TransportError, scrubbed of
 // the write key: every error of an attempt leaves through here.
-func (u *Uploader) attempt(ctx context.Context, slot *Slot, events [][]byte, id string, retryCount int) (retry.Result, error) {
-	defer slot.Release()
+func (u *Uploader) attempt(ctx context.Context, slot *slot, events [][]byte, id string, retryCount int) (retry.Result, error) {
+	defer slot.release()
 	res, err := u.send(ctx, events, id, retryCount)
 	return res, u.scrub.error(err)
 }

@@ -15,11 +15,11 @@ import (
 // the backoff wait that may follow the attempt. It returns the context's
 // cause, ErrRateLimitBudgetExceeded from the pause, or
 // ErrBackoffBudgetExceeded from the send rate, instead.
-func (u *Uploader) ready(ctx context.Context, slot *Slot, budget *retry.Budget) (*Slot, retry.Turn, <-chan struct{}, error) {
+func (u *Uploader) ready(ctx context.Context, slot *slot, budget *retry.Budget) (*slot, retry.Turn, <-chan struct{}, error) {
 	for {
 		if u.pause.Until().After(time.Now()) && !u.retriesStopped() {
 			// The client is paused by a Retry-After: wait without the slot.
-			slot.Release()
+			slot.release()
 			waited, err := u.wait(ctx)
 			if waited {
 				u.stats.gateWaits.Add(1)
@@ -33,7 +33,7 @@ func (u *Uploader) ready(ctx context.Context, slot *Slot, budget *retry.Budget) 
 			return nil, retry.Turn{}, nil, err
 		}
 		if !u.holds(slot) {
-			if slot, err = u.Acquire(ctx); err != nil {
+			if slot, err = u.acquire(ctx); err != nil {
 				u.line.end(turn, 0)
 				return nil, retry.Turn{}, nil, err
 			}

@@ -221,9 +221,9 @@ func (r *rig) deliver(ctx context.Context, n int) []outcome {
 func (r *rig) deliverEvents(ctx context.Context, evs [][]byte) []outcome {
 	var out []outcome
 	r.start = time.Now()
-	slot, err := r.up.Acquire(ctx)
+	slot, err := r.up.acquire(ctx)
 	require.NoError(r.t, err)
-	r.up.Deliver(ctx, slot, evs, func(lo, hi int, err error) {
+	r.up.deliverOn(ctx, slot, evs, func(lo, hi int, err error) {
 		out = append(out, outcome{lo, hi, err})
 	})
 	r.end = time.Now()
@@ -375,12 +375,12 @@ func deliverOnce(t *testing.T, ctx context.Context, up *Uploader) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		slot, err := up.Acquire(ctx)
+		slot, err := up.acquire(ctx)
 		if err != nil {
 			out = append(out, outcome{0, 1, err})
 			return
 		}
-		up.Deliver(ctx, slot, events(1), func(lo, hi int, err error) {
+		up.deliverOn(ctx, slot, events(1), func(lo, hi int, err error) {
 			out = append(out, outcome{lo, hi, err})
 		})
 	}()

@@ -207,11 +207,11 @@ func (r *resendRig) deliver(b int) error {
 		},
 	})
 	var out []outcome
-	slot, err := r.up.Acquire(ctx)
+	slot, err := r.up.acquire(ctx)
 	if err != nil {
 		return err
 	}
-	r.up.Deliver(ctx, slot, evs, func(lo, hi int, err error) { out = append(out, outcome{lo, hi, err}) })
+	r.up.deliverOn(ctx, slot, evs, func(lo, hi int, err error) { out = append(out, outcome{lo, hi, err}) })
 	if len(out) != 1 || out[0].lo != 0 || out[0].hi != 3 {
 		return fmt.Errorf("reports %v, want one of [0, 3)", out)
 	}

@@ -53,7 +53,7 @@ func newSendLine(rate *retry.SendRate) *sendLine {
 // the wait (at once when the wait is known, else when the budget ends), or
 // with the context's cause. Once stop is closed (the Uploader's
 // StopRetries), it admits at once, with no turn: nothing is held back.
-func (l *sendLine) admit(ctx context.Context, slot *Slot, budget *retry.Budget, stop <-chan struct{}) (retry.Turn, <-chan struct{}, error) {
+func (l *sendLine) admit(ctx context.Context, slot *slot, budget *retry.Budget, stop <-chan struct{}) (retry.Turn, <-chan struct{}, error) {
 	if l.rate == nil || closed(stop) {
 		return retry.Turn{}, nil, nil
 	}
@@ -70,7 +70,7 @@ func (l *sendLine) admit(ctx context.Context, slot *Slot, budget *retry.Budget, 
 	l.line = append(l.line, waiter{ticket: me, retries: budget.Retries()})
 	l.mu.Unlock()
 	l.held.Add(1)
-	slot.Release()
+	slot.release()
 
 	var budgetEnd <-chan time.Time
 	if end, ok := budget.BackoffDeadline(); ok {

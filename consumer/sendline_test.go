@@ -39,12 +39,12 @@ func (r *rig) deliverMany(prefix string, n int, every time.Duration) []batchRun 
 		id := fmt.Sprintf("%s-%d", prefix, i)
 		wg.Go(func() {
 			ctx := context.Background()
-			slot, err := r.up.Acquire(ctx)
+			slot, err := r.up.acquire(ctx)
 			if !assert.NoError(r.t, err) {
 				return
 			}
 			ev := fmt.Appendf(nil, `{"type":"track","event":"E","userId":"u","messageId":%q}`, id)
-			r.up.Deliver(ctx, slot, [][]byte{ev}, func(_, _ int, err error) {
+			r.up.deliverOn(ctx, slot, [][]byte{ev}, func(_, _ int, err error) {
 				out[i] = batchRun{id: id, err: err, at: time.Now()}
 			})
 		})

@@ -15,15 +15,15 @@ import (
 // gives them all back.
 func free(t *testing.T, u *Uploader) int {
 	t.Helper()
-	var taken []*Slot
+	var taken []*slot
 	defer func() {
 		for _, s := range taken {
-			s.Release()
+			s.release()
 		}
 	}()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		s, err := u.Acquire(ctx)
+		s, err := u.acquire(ctx)
 		cancel()
 		if err != nil {
 			require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -37,46 +37,46 @@ func TestReleaseTwiceGivesBackOneSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		r.up = New(Config{Client: r.up.client, MaxConcurrentRequests: 2})
-		a, err := r.up.Acquire(context.Background())
+		a, err := r.up.acquire(context.Background())
 		require.NoError(t, err)
-		b, err := r.up.Acquire(context.Background())
+		b, err := r.up.acquire(context.Background())
 		require.NoError(t, err)
 
-		a.Release()
-		a.Release() // must not give back b's slot, nor block
+		a.release()
+		a.release() // must not give back b's slot, nor block
 		assert.Equal(t, 1, free(t, r.up), "slots free with b still held")
 
-		b.Release()
+		b.release()
 		assert.Equal(t, 2, free(t, r.up), "slots free once both are released")
 
-		var zero Slot
-		zero.Release()
-		(*Slot)(nil).Release()
-		assert.Equal(t, 2, free(t, r.up), "slots free after releasing the zero and a nil Slot")
+		var zero slot
+		zero.release()
+		(*slot)(nil).release()
+		assert.Equal(t, 2, free(t, r.up), "slots free after releasing the zero and a nil slot")
 	})
 }
 
-// A Deliver handed a slot that holds nothing takes one of its own for the
+// A deliverOn handed a slot that holds nothing takes one of its own for the
 // first attempt: it neither blocks forever giving back a slot it never had
 // nor takes one from another batch.
 func TestDeliverWithASlotThatHoldsNothing(t *testing.T) {
-	released := func(u *Uploader) *Slot {
-		s, err := u.Acquire(context.Background())
+	released := func(u *Uploader) *slot {
+		s, err := u.acquire(context.Background())
 		require.NoError(t, err)
-		s.Release()
+		s.release()
 		return s
 	}
-	cases := map[string]func(u *Uploader) *Slot{
+	cases := map[string]func(u *Uploader) *slot{
 		"released": released,
-		"zero":     func(*Uploader) *Slot { return &Slot{} },
-		"nil":      func(*Uploader) *Slot { return nil },
-		"another Uploader's": func(*Uploader) *Slot {
-			s, err := New(Config{MaxConcurrentRequests: 1}).Acquire(context.Background())
+		"zero":     func(*Uploader) *slot { return &slot{} },
+		"nil":      func(*Uploader) *slot { return nil },
+		"another Uploader's": func(*Uploader) *slot {
+			s, err := New(Config{MaxConcurrentRequests: 1}).acquire(context.Background())
 			require.NoError(t, err)
 			return s
 		},
 	}
-	for name, slot := range cases {
+	for name, take := range cases {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t)
@@ -84,7 +84,7 @@ func TestDeliverWithASlotThatHoldsNothing(t *testing.T) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					r.up.Deliver(context.Background(), slot(r.up), events(2), func(lo, hi int, err error) {
+					r.up.deliverOn(context.Background(), take(r.up), events(2), func(lo, hi int, err error) {
 						out = append(out, outcome{lo, hi, err})
 					})
 				}()
@@ -102,25 +102,40 @@ func TestDeliverWithASlotThatHoldsNothing(t *testing.T) {
 	}
 }
 
-// Deliver sends its first attempt on the slot it is handed, without giving
+// deliverOn sends its first attempt on the slot it is handed, without giving
 // it back first, so batches go out in the order their slots were taken:
 // whoever waits for a slot meanwhile gets it only after that attempt.
 func TestFirstAttemptGoesOutOnTheSlotHandedIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		r.up.requests = make(chan struct{}, 1)
-		first, err := r.up.Acquire(context.Background())
+		first, err := r.up.acquire(context.Background())
 		require.NoError(t, err)
 		sentBefore := make(chan int, 1)
 		go func() {
-			next, err := r.up.Acquire(context.Background()) // waits for first's slot
+			next, err := r.up.acquire(context.Background()) // waits for first's slot
 			sentBefore <- len(r.tr.requests())
 			if assert.NoError(t, err) {
-				next.Release()
+				next.release()
 			}
 		}()
 		synctest.Wait()
-		r.up.Deliver(context.Background(), first, events(1), func(int, int, error) {})
+		r.up.deliverOn(context.Background(), first, events(1), func(int, int, error) {})
 		assert.Equal(t, 1, <-sentBefore, "requests sent before the next waiter got the slot")
+	})
+}
+
+// Deliver, used alone, takes a slot for its first attempt and gives it
+// back when it returns.
+func TestDeliverTakesASlotOfItsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		var out []outcome
+		r.up.Deliver(context.Background(), events(2), func(lo, hi int, err error) {
+			out = append(out, outcome{lo, hi, err})
+		})
+		require.NoError(t, one(t, out, 2))
+		assert.Len(t, r.tr.requests(), 1)
+		assert.Equal(t, 8, free(t, r.up), "slots free after Deliver")
 	})
 }

@@ -1,5 +1,12 @@
-// Package consumer uploads batches of encoded events to a tracking API and
-// runs each batch's retry loop.
+// Package consumer takes batches of encoded events from a queue.Queue,
+// uploads them to a tracking API that speaks the Segment HTTP Tracking
+// API, retries them, and reports each event's outcome.
+//
+// A Loop cuts batches from its queue (every FlushAt events, every
+// FlushInterval, on Flush), uploads them with an Uploader and reports what
+// became of each event, exactly once, to the Outcomes it is given (SPEC
+// §3, §4, §8). An Uploader can also be used alone: Deliver runs one
+// batch's retry loop (SPEC §5) in the caller's goroutine.
 //
 // The Uploader does the I/O (one POST per attempt, under its own deadline,
 // response bodies drained and closed so connections are reused); every
@@ -10,11 +17,6 @@
 // send rate reports the API has recovered. It reads time.Now and waits on
 // timers, so budgets are measured on the monotonic clock; its tests run the
 // loop in a testing/synctest bubble, where every wait is exact and instant.
-//
-// Every exported name is supported API of this package, for the analytics
-// package: it wires an Uploader to its queue, hands each batch the request
-// slot of its first attempt, and gives its users this package's error
-// types under its own names (aliases).
 package consumer
 
 import (
@@ -102,15 +104,15 @@ type Uploader struct {
 
 	pause    retry.Pause
 	line     *sendLine     // the send rate's line; its rate is nil when off
-	requests chan struct{} // a token per request in flight: see Slot
+	requests chan struct{} // a token per request in flight: see slot
 	stats    counters
 
 	stop     chan struct{} // closed by StopRetries
 	stopOnce sync.Once
 }
 
-// New returns an Uploader for cfg. It does not validate cfg: the analytics
-// package does, naming the option at fault.
+// New returns an Uploader for cfg. It does not validate cfg: the caller
+// does (the analytics package names the option at fault).
 func New(cfg Config) *Uploader {
 	u := &Uploader{
 		url:       cfg.Endpoint + BatchPath,
@@ -144,13 +146,13 @@ func (u *Uploader) EventBytes() int {
 	return u.maxBody - u.env.size()
 }
 
-// EventsDoneAtReturn reports whether nothing reads a batch's events once
+// eventsDoneAtReturn reports whether nothing reads a batch's events once
 // Deliver has returned, so that their memory may be reused. It does with
 // gzip on: each attempt compresses the events into a body of its own
 // before it is sent. Without gzip the body is read from the events as the
 // transport writes it, and an http.RoundTripper may go on reading it after
 // the round trip has returned.
-func (u *Uploader) EventsDoneAtReturn() bool { return u.gzip }
+func (u *Uploader) eventsDoneAtReturn() bool { return u.gzip }
 
 // Counters returns a snapshot of the Uploader's counters.
 func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
@@ -162,12 +164,8 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // retry state, so report may be called several times; together the calls
 // cover every event exactly once.
 //
-// slot is the request slot of the first attempt, taken with Acquire, so
-// that batches go out in the order their slots were taken. Deliver
-// releases it, whatever happens. A slot that holds nothing (the zero Slot,
-// nil, or one already released) makes the first attempt take a slot of its
-// own, as every later attempt does; none is held while the batch waits to
-// retry.
+// Its first attempt waits for a request slot, as every later attempt does;
+// none is held while the batch waits to retry.
 //
 // An attempt whose request a reused HTTP/1 connection lost as it closed
 // (no byte of answer, not a timeout) is sent again at once, once, as part
@@ -176,9 +174,18 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 //
 // When ctx ends, the events not yet delivered are reported with a
 // *BatchError whose Reason is context.Cause(ctx).
-func (u *Uploader) Deliver(ctx context.Context, slot *Slot, events [][]byte, report func(lo, hi int, err error)) {
-	defer slot.Release()
-	u.deliver(ctx, slot, events, 0, report)
+func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo, hi int, err error)) {
+	u.deliverOn(ctx, nil, events, report)
+}
+
+// deliverOn is Deliver with s, the request slot of the first attempt,
+// taken with acquire, so that batches go out in the order their slots were
+// taken. It releases s, whatever happens. A slot that holds nothing (the
+// zero slot, nil, or one already released) makes the first attempt take
+// a slot of its own.
+func (u *Uploader) deliverOn(ctx context.Context, s *slot, events [][]byte, report func(lo, hi int, err error)) {
+	defer s.release()
+	u.deliver(ctx, s, events, 0, report)
 }
 
 // StopRetries ends every batch's retries, from now on: a batch waiting to
@@ -208,13 +215,13 @@ func (u *Uploader) retriesStopped() bool {
 	}
 }
 
-// deliver runs the loop of one batch. slot, if it still holds one, is the
+// deliver runs the loop of one batch (SPEC §5). slot, if it still holds one, is the
 // slot of the first attempt.
-func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
+func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	end := offset + len(events)
 	// Spliced first, checked second: a body over the limit is split before
-	// it is sent. A single event always fits: the analytics package refuses
-	// events over MaxMessageBytes at Enqueue.
+	// it is sent (SPEC §3). A single event always fits: the analytics
+	// package refuses events over MaxMessageBytes at Enqueue.
 	if len(events) > 1 && eventsLen(events)+u.env.size() > u.maxBody {
 		u.split(ctx, slot, events, offset, report)
 		return
@@ -243,7 +250,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 		if budget.Attempts() > 0 && u.retriesStopped() {
 			// Stopped while this retry waited for its turn.
 			u.line.end(turn, 0)
-			held.Release()
+			held.release()
 			fail(retry.ErrRetriesStopped, budget.Attempts())
 			return
 		}
@@ -307,10 +314,10 @@ func (u *Uploader) deliver(ctx context.Context, slot *Slot, events [][]byte, off
 
 // try makes one attempt on the turn the send rate gave it, and reports the
 // attempt's end to the send line however it ends: a panic in the transport
-// (a user's http.RoundTripper) included, which Client recovers further up.
+// (a user's http.RoundTripper) included, which the Loop recovers further up.
 // A turn never reported would stay in flight for good, and a probe's would
 // hold back every attempt after it.
-func (u *Uploader) try(ctx context.Context, slot *Slot, turn retry.Turn, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
+func (u *Uploader) try(ctx context.Context, slot *slot, turn retry.Turn, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
 	var o retry.Outcome // 0, not sent, unless the attempt returns
 	defer func() { u.line.end(turn, o) }()
 	res, err = u.attempt(ctx, slot, events, id, retryCount)
@@ -320,7 +327,7 @@ func (u *Uploader) try(ctx context.Context, slot *Slot, turn retry.Turn, events 
 
 // split sends each half of events as a batch of its own. The first half's
 // first attempt uses slot if it still holds one.
-func (u *Uploader) split(ctx context.Context, slot *Slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
+func (u *Uploader) split(ctx context.Context, slot *slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	u.stats.splits.Add(1)
 	mid := len(events) / 2
 	u.deliver(ctx, slot, events[:mid], offset, report)

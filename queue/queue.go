@@ -7,8 +7,11 @@
 // at once and leaves what is queued untouched. PushWait waits for room
 // instead, in line with other waiters, woken when room is released.
 //
-// Every exported name is supported API of this package, for the analytics
-// package, which keeps its events here.
+// The bounds count what the caller holds, not only what is queued: items
+// taken as a batch count until the caller releases them (Release), so
+// that events in flight use the budget of events waiting (SPEC §3). A
+// caller done with a batch may also Recycle it, so that its memory takes
+// the next items; package consumer's Loop does both.
 package queue
 
 import (

@@ -1,0 +1,255 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dualpath/analytics-go/queue"
+)
+
+// batchesInFlight × MaxConcurrentRequests batches may be cut and not yet
+// finished (SPEC §4). Only MaxConcurrentRequests of them have a request in
+// flight; the others wait for a slot or to retry, so that a batch in
+// backoff does not stop the rest. Their events still count against the
+// queue's bounds.
+const batchesInFlight = 4
+
+// LoopConfig is what a Loop needs. Every field is required unless marked
+// optional.
+type LoopConfig[T any] struct {
+	// Queue is where the events wait; the Loop cuts its batches from it
+	// and releases their room once they end. The Loop does not see
+	// pushes: whoever pushes calls Wake when the queue reaches FlushAt.
+	Queue *queue.Queue[T]
+	// Uploader sends the batches.
+	Uploader *Uploader
+	// Outcomes receives every event's outcome.
+	Outcomes Outcomes[T]
+	// FlushAt is the number of queued events that makes a batch due.
+	FlushAt int
+	// FlushInterval is how long after the last cut the events taken by
+	// then (Accepted) are sent without waiting for FlushAt.
+	FlushInterval time.Duration
+	// CallsMayBlock is optional: Outcomes.Called may block (on the
+	// caller's own Enqueue, say), so what the Loop needs to cut the next
+	// batch is given back before the calls of a run instead of after the
+	// batch.
+	CallsMayBlock bool
+	// Refill is optional: events that did not fit the queue wait
+	// elsewhere (a backlog), and Refill, called on the Loop's goroutine
+	// before it looks at the queue, moves what fits into it and reports
+	// whether some still wait. While they do, the Loop cuts whatever is
+	// queued without waiting for FlushAt, since the queue is as full as
+	// it gets. Call Wake when events join the backlog.
+	Refill func() (backlog bool)
+	// Accepted is optional: the number of events taken so far, numbered as
+	// the queue numbers them (a backlog's included), read when
+	// FlushInterval passes: the events numbered below it are sent. Nil:
+	// the events pushed into the queue.
+	Accepted func() uint64
+	// Halted is optional: it is called, on the Loop's goroutine, if the
+	// Loop stops on an internal error (a panic of a bug), so that the
+	// caller stops taking events; what is queued then fails with Drain.
+	Halted func()
+	// Logger is optional; it receives the internal errors the Loop
+	// recovers from. Nil discards.
+	Logger *slog.Logger
+}
+
+// Loop is the consumer of a queue (SPEC §3, §4): it cuts batches from the
+// queue when FlushAt events are queued, FlushInterval after the last cut,
+// or on Flush; uploads each with its Uploader, up to
+// MaxConcurrentRequests at a time and 4 × MaxConcurrentRequests cut and
+// not finished, first attempts going out in the order the batches were
+// cut; and reports each event's outcome, exactly once, to its Outcomes.
+// Create one with NewLoop and Start it; Close and wait for Done to end it.
+// Its methods are safe for concurrent use.
+type Loop[T any] struct {
+	cfg LoopConfig[T]
+	q   *queue.Queue[T]
+	up  *Uploader
+	out Outcomes[T]
+	log *slog.Logger
+
+	wake      chan struct{} // Wake: the queue or the backlog changed
+	flushReq  chan uint64   // Flush: send everything numbered below this
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
+	batches   chan struct{} // a token per batch cut and not yet finished
+	done      chan struct{} // closed when the loop and every upload have ended
+	cut       atomic.Int64  // batches cut
+
+	// ctx is the context of every upload; Cancel cancels it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// mu guards inflight and waiters: what Flush waits for.
+	mu       sync.Mutex
+	inflight []uint64 // Seq of every batch being uploaded
+	waiters  []*flushWaiter
+
+	uploads sync.WaitGroup
+}
+
+// NewLoop returns a Loop for cfg, not started. It does not validate cfg.
+func NewLoop[T any](cfg LoopConfig[T]) *Loop[T] {
+	l := &Loop[T]{
+		cfg:      cfg,
+		q:        cfg.Queue,
+		up:       cfg.Uploader,
+		out:      cfg.Outcomes,
+		log:      cfg.Logger,
+		wake:     make(chan struct{}, 1),
+		flushReq: make(chan uint64),
+		closing:  make(chan struct{}),
+		batches:  make(chan struct{}, batchesInFlight*cap(cfg.Uploader.requests)),
+		done:     make(chan struct{}),
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.cfg.Accepted == nil {
+		l.cfg.Accepted = func() uint64 { pushed, _ := l.q.Counts(); return pushed }
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	return l
+}
+
+// Start starts the Loop's goroutine. Call it once.
+func (l *Loop[T]) Start() { go l.run() }
+
+// Wake makes the Loop look at its queue again: call it when the queue
+// reaches FlushAt, or when events join the backlog (LoopConfig.Refill). It
+// never blocks.
+func (l *Loop[T]) Wake() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close makes the Loop cut everything queued, and what the backlog still
+// holds, without waiting for FlushAt; it ends, closing Done, once nothing
+// is left to cut and every upload has ended. It is safe to call more than
+// once.
+func (l *Loop[T]) Close() { l.closeOnce.Do(func() { close(l.closing) }) }
+
+// Cancel cancels every upload, with cause as the reason of the events'
+// *BatchError, and ends the Loop without cutting what is left (see Drain).
+func (l *Loop[T]) Cancel(cause error) { l.cancel(cause) }
+
+// Cause returns why the uploads were cancelled: the cause given to Cancel,
+// or the internal error that stopped the Loop; nil while they may run.
+func (l *Loop[T]) Cause() error { return context.Cause(l.ctx) }
+
+// Done returns a channel closed once the Loop's goroutine and every upload
+// it started have ended.
+func (l *Loop[T]) Done() <-chan struct{} { return l.done }
+
+// Batches returns the number of batches cut so far.
+func (l *Loop[T]) Batches() int64 { return l.cut.Load() }
+
+// Drain reports every event still queued as ended with err, oldest first,
+// as an upload reports them. Call it once Done is closed, after a Cancel
+// left events queued.
+func (l *Loop[T]) Drain(err error) {
+	if left := l.q.Drain(); len(left.Items) > 0 {
+		l.settle(&report[T]{items: left.Items}, err)
+	}
+}
+
+// run is the goroutine that cuts batches. It ends, closing done, once the
+// Loop is closed and everything queued has been cut (or the uploads were
+// cancelled), and every upload has returned.
+func (l *Loop[T]) run() {
+	defer close(l.done)
+	defer l.uploads.Wait()
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug of ours must not take the application down, nor lose
+			// events silently: stop taking events and fail what is queued.
+			// Logged last, so that nothing depends on the log call.
+			if l.cfg.Halted != nil {
+				l.cfg.Halted()
+			}
+			l.cancel(fmt.Errorf("analytics: internal error: %v", p))
+			l.log.Error("analytics: internal error; the client stops", slog.Any("panic", p))
+		}
+	}()
+	l.loop()
+}
+
+func (l *Loop[T]) loop() {
+	timer := time.NewTimer(l.cfg.FlushInterval)
+	defer timer.Stop()
+	var flushTo uint64 // events numbered below this are sent without waiting for FlushAt
+	closing := l.closing
+	for {
+		backlog := l.cfg.Refill != nil && l.cfg.Refill()
+		var tokens chan struct{}
+		if l.wantCut(flushTo, backlog) {
+			tokens = l.batches
+		} else if closing == nil && !backlog {
+			return // closed and everything has been cut
+		}
+		select {
+		case tokens <- struct{}{}:
+			// The first attempts of batches take request slots here, in
+			// the order the batches are cut, so they go out in order.
+			s, err := l.up.acquire(l.ctx)
+			if err != nil {
+				<-l.batches
+				return // cancelled
+			}
+			l.cutOne(s)
+			timer.Reset(l.cfg.FlushInterval)
+		case <-l.wake:
+		case <-timer.C:
+			flushTo = l.cfg.Accepted()
+			timer.Reset(l.cfg.FlushInterval)
+		case t := <-l.flushReq:
+			flushTo = max(flushTo, t)
+		case <-closing:
+			closing, flushTo = nil, math.MaxUint64
+		case <-l.ctx.Done():
+			return // cancelled
+		}
+	}
+}
+
+// wantCut reports whether a batch is due (SPEC §3): FlushAt events are
+// queued, or events are queued that a flush asked for, or the queue is as
+// full as it gets while more wait in the backlog.
+func (l *Loop[T]) wantCut(flushTo uint64, backlog bool) bool {
+	n := l.q.Len()
+	if n >= l.cfg.FlushAt || backlog && n > 0 {
+		return true
+	}
+	_, taken := l.q.Counts()
+	return n > 0 && taken < flushTo
+}
+
+// cutOne splices the next batch off the queue and starts its upload. The
+// caller holds a batch token and s, the request slot of the batch's first
+// attempt, which the upload gives back.
+func (l *Loop[T]) cutOne(s *slot) {
+	l.mu.Lock()
+	b := l.q.Take(l.cfg.FlushAt, l.up.EventBytes())
+	if len(b.Items) > 0 {
+		l.inflight = append(l.inflight, b.Seq)
+	}
+	l.mu.Unlock()
+	if len(b.Items) == 0 {
+		s.release()
+		<-l.batches
+		return
+	}
+	l.cut.Add(1)
+	l.uploads.Add(1)
+	go l.send(b, s)
+}

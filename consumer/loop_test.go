@@ -1,0 +1,161 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/queue"
+)
+
+// recorder is the Outcomes of a loop test: it records every call, and
+// panics in Called for the event of panicAt (its index in push order;
+// -1: never).
+type recorder struct {
+	t       *testing.T
+	mu      sync.Mutex
+	ended   map[int]error // per event: the err of its run
+	called  []int
+	done    []int
+	panicAt int
+}
+
+func newRecorder(t *testing.T) *recorder { return &recorder{t: t, ended: map[int]error{}, panicAt: -1} }
+
+func (r *recorder) Unsent([]queue.Item[int]) (int, error) { return 0, nil }
+
+func (r *recorder) Ended(run []queue.Item[int], err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range run {
+		_, again := r.ended[it.Value]
+		assert.False(r.t, again, "event %d ended twice", it.Value)
+		r.ended[it.Value] = err
+	}
+}
+
+func (r *recorder) Called(it *queue.Item[int], err error) {
+	r.mu.Lock()
+	r.called = append(r.called, it.Value)
+	r.mu.Unlock()
+	if it.Value == r.panicAt {
+		panic("a callback of the test")
+	}
+}
+
+func (r *recorder) Done(run []queue.Item[int], err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range run {
+		r.done = append(r.done, it.Value)
+	}
+}
+
+// newTestLoop returns a started Loop over a queue of n events, valued 0
+// to n-1, uploading with r's Uploader.
+func newTestLoop(r *rig, out Outcomes[int], flushAt, n int) (*Loop[int], *queue.Queue[int]) {
+	q := queue.New[int](1000, 1<<20)
+	evs := events(n)
+	for i := range n {
+		res, _ := q.Push(evs[i], i, 0)
+		require.Equal(r.t, queue.Admitted, res, "push %d", i)
+	}
+	l := NewLoop(LoopConfig[int]{
+		Queue: q, Uploader: r.up, Outcomes: out,
+		FlushAt: flushAt, FlushInterval: time.Hour,
+	})
+	l.Start()
+	return l, q
+}
+
+// A Loop cuts a batch per FlushAt events and, once closed, the rest; each
+// event ends once, is called back once, in order within its batch, and
+// its room in the queue is given back.
+func TestLoopCutsAtFlushAtAndReportsEachEventOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		rec := newRecorder(t)
+		l, q := newTestLoop(r, rec, 4, 10)
+		l.Close()
+		<-l.Done()
+
+		var sizes []int
+		for _, s := range r.tr.requests() {
+			sizes = append(sizes, len(s.batch.Batch))
+		}
+		assert.ElementsMatch(t, []int{4, 4, 2}, sizes, "the batches sent")
+		assert.Equal(t, int64(3), l.Batches(), "Batches")
+		require.Len(t, rec.ended, 10, "events ended")
+		for i := range 10 {
+			assert.NoError(t, rec.ended[i], "event %d", i)
+		}
+		assert.ElementsMatch(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, rec.called, "events called back")
+		assert.ElementsMatch(t, rec.called, rec.done, "events done")
+		_, _, held := q.Sizes()
+		assert.Zero(t, held, "events the queue still counts")
+	})
+}
+
+// Flush sends what is queued without waiting for FlushAt, and returns once
+// those events have ended.
+func TestLoopFlushWaitsForItsEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		rec := newRecorder(t)
+		l, _ := newTestLoop(r, rec, 100, 3)
+		require.NoError(t, l.Flush(context.Background(), 3))
+		rec.mu.Lock()
+		assert.Len(t, rec.ended, 3, "events ended when Flush returns")
+		rec.mu.Unlock()
+		assert.Len(t, r.tr.requests(), 1, "requests")
+		l.Close()
+		<-l.Done()
+		l.EndFlushes(fmt.Errorf("closed"))
+		assert.NoError(t, l.Flush(context.Background(), 3), "a Flush of what has ended")
+	})
+}
+
+// A panic in Outcomes.Called neither loses an event's report nor repeats
+// one: the rest of the run is called back, each event once.
+func TestLoopPanicInCalledReportsTheRestOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		rec := newRecorder(t)
+		rec.panicAt = 1
+		l, _ := newTestLoop(r, rec, 4, 4)
+		l.Close()
+		<-l.Done()
+		assert.Equal(t, []int{0, 1, 2, 3}, rec.called, "events called back")
+		assert.ElementsMatch(t, []int{0, 1, 2, 3}, rec.done, "events done")
+		for i := range 4 {
+			assert.NoError(t, rec.ended[i], "event %d: delivered before the panic", i)
+		}
+	})
+}
+
+// Cancel ends the Loop without cutting what is queued; Drain then reports
+// it, with the error given.
+func TestLoopCancelLeavesTheQueueToDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		rec := newRecorder(t)
+		l, _ := newTestLoop(r, rec, 100, 3)
+		cause := fmt.Errorf("cut short")
+		l.Cancel(cause)
+		<-l.Done()
+		assert.Same(t, cause, l.Cause(), "Cause")
+		assert.Empty(t, r.tr.requests(), "requests")
+		l.Drain(cause)
+		require.Len(t, rec.ended, 3, "events ended")
+		for i := range 3 {
+			assert.Same(t, cause, rec.ended[i], "event %d", i)
+		}
+		assert.Equal(t, []int{0, 1, 2}, rec.called, "events called back")
+	})
+}

@@ -1,0 +1,184 @@
+package consumer
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/dualpath/analytics-go/queue"
+)
+
+// Outcomes receives what became of the events a Loop takes from its queue.
+// A Loop calls it from the goroutine uploading a batch, several batches at
+// once, so it must be safe for concurrent use; for one batch the calls come
+// in order: Unsent once, then for each run of its events that ends, Ended,
+// Called for each event of the run, and Done.
+//
+// A panic in a method ends the batch's upload; the Loop recovers it and
+// goes on with the next step: no step is made twice, none is skipped, and
+// every event of the batch is still reported, the rest of the run under
+// way with its own outcome and the events after it with a *BatchError
+// naming the panic.
+type Outcomes[T any] interface {
+	// Unsent moves to the front of items those that must not be sent,
+	// keeping the order of the others, and returns how many they are and
+	// the error they end with; they end before the others are uploaded.
+	// Most implementations return 0, nil.
+	Unsent(items []queue.Item[T]) (n int, err error)
+	// Ended is called when the events of run have their outcome: err is
+	// nil when the tracking API took them, else why they failed (a
+	// *BatchError from the upload). Their room in the queue has been
+	// released already.
+	Ended(run []queue.Item[T], err error)
+	// Called is called for each event of the run after Ended, in order,
+	// with the run's err: where a caller calls back per event.
+	Called(it *queue.Item[T], err error)
+	// Done is called after Called for every event of the run.
+	Done(run []queue.Item[T], err error)
+}
+
+// send uploads one batch, its first attempt on s, and reports every event
+// of it exactly once.
+func (l *Loop[T]) send(b queue.Batch[T], s *slot) {
+	r := &report[T]{items: b.Items, token: true}
+	defer s.release() // deliver releases it; this covers a panic before deliver runs
+	defer func() {
+		l.batchDone(b.Seq)
+		l.giveBackToken(r)
+		l.uploads.Done()
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug of ours must not take the application down, nor lose
+			// events or report one twice: report the rest from where the
+			// panic stopped. Logged last, so that nothing depends on the
+			// log call.
+			l.settle(r, &BatchError{Reason: fmt.Errorf("analytics: internal error: %v", p)})
+			l.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
+		}
+	}()
+	skip, err := l.out.Unsent(r.items)
+	if skip > 0 {
+		l.end(r, skip, err)
+	}
+	if skip == len(b.Items) {
+		return
+	}
+	events := eventsFor(len(b.Items) - skip)
+	for i, it := range b.Items[skip:] {
+		events[i] = it.Data
+	}
+	l.up.deliverOn(l.ctx, s, events, func(lo, hi int, err error) {
+		lo, hi = lo+skip, hi+skip
+		if lo != r.ended {
+			// deliver reports runs in order; anything else is a bug of
+			// ours, which the recover above settles.
+			panic(fmt.Sprintf("events [%d, %d) reported after [0, %d)", lo, hi, r.ended))
+		}
+		l.end(r, hi, err)
+	})
+	if r.ended == len(b.Items) && l.up.eventsDoneAtReturn() {
+		// Every attempt has ended and every event is reported: nothing
+		// reads the events' bytes any more, and their memory may take the
+		// next ones.
+		clear(events)
+		eventSlices.Put(&events)
+		l.q.Recycle(b)
+	}
+}
+
+// eventSlices keeps the slices send hands deliver (*[][]byte), emptied,
+// for the next batches.
+var eventSlices sync.Pool
+
+// eventsFor returns a slice of n events, recycled when one is at hand.
+func eventsFor(n int) [][]byte {
+	if p, ok := eventSlices.Get().(*[][]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([][]byte, n)
+}
+
+// report is how far the events of a batch have been reported. Each step is
+// marked done before it runs, so that a panic part-way through (a bug of
+// ours, a log handler, a callback) can neither repeat a step nor skip one:
+// settle goes on from the marks. Only the goroutine reporting the batch
+// uses it.
+type report[T any] struct {
+	items  []queue.Item[T]
+	ended  int   // events [0, ended) have their outcome: released, Ended called
+	err    error // the outcome of events [called, ended)
+	called int   // events [0, called) have had Called
+	done   int   // events [0, done) have had Done
+	// token: r holds a batch token, which send gives back when the batch
+	// ends, or end before the first Called (CallsMayBlock).
+	token bool
+}
+
+// giveBackToken gives the batch's token back, if r still holds it, so
+// that the loop may cut another batch.
+func (l *Loop[T]) giveBackToken(r *report[T]) {
+	if r.token {
+		r.token = false
+		<-l.batches
+	}
+}
+
+// end records that the events up to hi ended with err (nil: delivered):
+// it gives back their room in the queue and reports them.
+func (l *Loop[T]) end(r *report[T], hi int, err error) {
+	l.callBack(r) // the rest of the run before, if a panic cut it short
+	run := r.items[r.ended:hi]
+	r.ended, r.err = hi, err
+	size := 0
+	for _, it := range run {
+		size += it.Size()
+	}
+	l.q.Release(len(run), size)
+	l.out.Ended(run, err)
+	if l.cfg.CallsMayBlock {
+		// The calls may block: what the loop needs to cut the next batch
+		// is given back before they run.
+		l.giveBackToken(r)
+	}
+	l.callBack(r)
+}
+
+// callBack makes the Called step for each event that has its outcome and
+// has not had it, then the Done step for them.
+func (l *Loop[T]) callBack(r *report[T]) {
+	for r.called < r.ended {
+		it := &r.items[r.called]
+		r.called++
+		l.out.Called(it, r.err)
+	}
+	if r.done < r.called {
+		lo := r.done
+		r.done = r.called
+		l.out.Done(r.items[lo:r.called], r.err)
+	}
+}
+
+// settle reports every event of r not reported yet: the rest of the run
+// under way with its own outcome, the events after it with err. It goes
+// on after a panic, from the marks, so that it always finishes.
+func (l *Loop[T]) settle(r *report[T], err error) {
+	var again any
+	for r.done < len(r.items) {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					again = p
+				}
+			}()
+			if r.done < r.ended {
+				l.callBack(r)
+				return
+			}
+			l.end(r, len(r.items), err)
+		}()
+	}
+	if again != nil {
+		l.log.Error("analytics: internal error while reporting events", slog.Any("panic", again))
+	}
+}
