@@ -298,3 +298,41 @@ func TestAppendWaitWokenWhenActiveSegmentDone(t *testing.T) {
 		}
 	})
 }
+
+// A record larger than a segment gets a segment of its own, of exactly
+// its size, rather than being refused; the records after it go on in the
+// next one.
+func TestLargeRecordOwnSegment(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{Sync: 1e9, SegmentBytes: 64 << 10})
+	big := bytes.Repeat([]byte("b"), maxRecord)
+	appendN(t, s, 0, 3)
+	id, err := s.Append(big, leave)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0), id.N, "the first record of its segment")
+	assert.EqualValues(t, headerSize+frameSize+maxRecord, s.active.size)
+	appendN(t, s, 3, 6)
+	assert.Equal(t, id.Seg+1, s.active.num, "the next records in the next segment")
+	g := datas(loadAll(t, s))
+	require.Len(t, g, 7)
+	assert.Equal(t, string(big), g[3])
+	require.NoError(t, s.Close())
+	s = openT(t, dir, Options{})
+	assert.Len(t, loadAll(t, s), 7)
+}
+
+// With segments small beside MaxBytes, the spool's files never go over
+// it, Stats.Bytes agrees with them, and room comes back when the records
+// are done.
+func TestBoundWithSmallSegments(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{Sync: 1e9, MaxBytes: 10 << 10, SegmentBytes: 4 << 10})
+	all := fill(t, s)
+	st := s.Stats()
+	assert.LessOrEqual(t, st.Bytes, int64(10<<10))
+	assert.Equal(t, dirBytes(t, dir), st.Bytes)
+	require.NoError(t, s.Ack(all))
+	_, err := s.Append(fixed, take)
+	require.NoError(t, err)
+	assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
+}
