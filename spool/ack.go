@@ -128,8 +128,8 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) error {
 
 // Acknowledgement files and MaxBytes. The bound covers the .ack files
 // too, and Ack cannot refuse to happen, so:
-//   - Appends leave ackRoom of the bound to the .ack files (fits);
-//     except that a record appended when no record
+//   - Appends, and mapped reserves, leave ackRoom of the bound to the .ack
+//     files (fits, reserve); except that a record appended when no record
 //     is live may use all of it, since its only Ack finishes its segment,
 //     which then goes (ackRuns), and needs no .ack.
 //   - An .ack file grown past ackCompactAt, or whose next write would take

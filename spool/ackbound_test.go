@@ -11,7 +11,7 @@ import (
 
 // Acks in the worst order for the .ack files (every other record, one
 // Ack each, shuffled: a run per record) keep the files within MaxBytes
-// after every call, on the operating system's files and a test FS's: the .ack files are compacted, and an
+// after every call, on both paths: the .ack files are compacted, and an
 // Ack that cannot fit even so fails with ErrFull and is written later.
 // Records acked by an Ack that returned nil do not come back; records
 // never acked do.
@@ -20,9 +20,9 @@ func TestAckFilesWithinMaxBytesAlways(t *testing.T) {
 		{Sync: 1e9, MaxBytes: 32 << 10, SegmentBytes: 4 << 10},
 		{Sync: 1e9, MaxBytes: 32 << 10, SegmentBytes: 4 << 10, FS: newFaultFS()},
 	} {
-		name := "os"
+		name := "mapped"
 		if o.FS != nil {
-			name = "testFS"
+			name = "written"
 		}
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -91,12 +91,12 @@ func TestAckFilesWithinMaxBytesAlways(t *testing.T) {
 // checks it, and the runs are never compacted while the segment lives.
 func TestAckFilesWithinMaxBytes(t *testing.T) {
 	for _, o := range []Options{
-		{Sync: 1e9, MaxBytes: 64 << 10, SegmentBytes: 8 << 10},
-		{Sync: 1e9, MaxBytes: 64 << 10, SegmentBytes: 8 << 10, FS: newFaultFS()},
+		{Sync: 1e9, MaxBytes: 64 << 10, SegmentBytes: 8 << 10},                   // mapped on Linux
+		{Sync: 1e9, MaxBytes: 64 << 10, SegmentBytes: 8 << 10, FS: newFaultFS()}, // written
 	} {
-		name := "os"
+		name := "mapped"
 		if o.FS != nil {
-			name = "testFS"
+			name = "written"
 		}
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -72,16 +72,23 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 // written at. The segment is nil when none could be created. s.mu is held.
 func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 	if s.mustRotate(frame) {
-		if err := s.rotateSegment(); err != nil {
+		if err := s.rotateSegment(frame); err != nil {
 			return nil, 0, err
 		}
 	}
 	seg := s.active
 	off := seg.end
-	// One buffer, one write(2): a record never reaches the file in pieces
-	// that another write could come between, and it is in the operating
-	// system once Write returns, so that a SIGKILL loses none of it
-	// (SPEC §11.1).
+	if seg.m != nil {
+		// Stored in the page cache through the mapping, straight from
+		// data: no write, and no copy into wbuf first.
+		if err := seg.m.put(off, data); err != nil {
+			s.rotate = true // the mapping may fault again: abandon it
+			return seg, off, ioErr("write", s.segPath(seg.num), err)
+		}
+		return seg, off, nil
+	}
+	// One buffer, one write: a record never reaches the file in pieces
+	// that another write could come between.
 	s.wbuf = appendFrame(s.wbuf[:0], data)
 	n, err := seg.f.Write(s.wbuf)
 	if err == nil && n < len(s.wbuf) {
@@ -119,9 +126,9 @@ func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) boo
 // them as a torn tail), and so that a segment of done records does not
 // hold a full disk's space: a segment holding none (its header only) stays
 // active if its bytes were cut off, so that no segment number goes to a
-// try. A disk found full cuts later segments at half this one's size
-// (cutAt): one that held the disk's free space would fill it again (SPEC
-// §11.9, for an FS that cannot say what is free). s.mu is held.
+// try. A disk found full cuts later written segments at half this one's
+// size (cutAt): one that held the disk's free space would fill it again.
+// s.mu is held.
 func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 	if seg.records > 0 {
 		s.rotate = true
@@ -141,18 +148,18 @@ func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 	return ioErr("write", path, err)
 }
 
-// minCutAt is the least size at which a segment is closed on a nearly full
-// disk: any smaller would be mostly headers and files.
+// minCutAt is the least size at which a written segment is closed after a
+// disk was found full: any smaller would be mostly headers and files.
 const minCutAt = 4 << 10
 
-// rotateSegment starts a new active segment and retires the old one. An
-// old one whose records are all done goes first, so that its space is
-// there for the new one, and is counted in the new one's cut (a nearly
-// full disk, SPEC §11.9). If the new one cannot be created, the old one, if
+// rotateSegment starts a new active segment, for a first record of frame
+// bytes, and retires the old one. An old one whose records are all done
+// goes first, so that its space is there for the new one's reserve (a
+// nearly full disk). If the new one cannot be created, the old one, if
 // it stays, stays active (and s.rotate set, so that the next Append
 // tries again); its number is tried again too, unless a file of it is
 // left. s.mu is held.
-func (s *Spool) rotateSegment() error {
+func (s *Spool) rotateSegment(frame int64) error {
 	if s.numbersUsed {
 		s.rotate = true
 		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
@@ -160,14 +167,18 @@ func (s *Spool) rotateSegment() error {
 	if len(s.strays) > 0 {
 		_ = s.removeStrays() // room back for the bound, if the disk lets us now
 	}
-	if a := s.active; a != nil && a.live == 0 {
+	if a := s.active; a != nil {
 		// No record goes to it again, even if the new segment cannot be
-		// created (s.rotate stays set).
-		s.active = nil
-		s.retire(a) // and removed
+		// created (s.rotate stays set): cut its reserve back first, so
+		// that the new reserve is sized with the room it gave back.
+		s.unmap(a)
+		if a.live == 0 {
+			s.active = nil
+			s.retire(a) // and removed
+		}
 	}
 	num := s.nextNum
-	f, err := s.createSegment(num)
+	f, m, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
 	if err != nil {
 		s.rotate = true
 		if errors.Is(err, fs.ErrExist) || slices.ContainsFunc(s.strays, func(x stray) bool { return x.num == num }) {
@@ -176,7 +187,10 @@ func (s *Spool) rotateSegment() error {
 		return err
 	}
 	s.useNumber(num)
-	seg := &segment{num: num, f: f, cut: s.segmentCut(), size: int64(headerSize), end: int64(headerSize)}
+	seg := &segment{num: num, f: f, m: m, size: int64(headerSize), end: int64(headerSize)}
+	if m != nil {
+		seg.size = m.size // on disk from now, zeros past the records
+	}
 	s.segs = append(s.segs, seg)
 	s.bytes += seg.size
 	old := s.active
@@ -215,16 +229,33 @@ func (s *Spool) makeRoom(frame int64) bool {
 
 // fits reports whether a record of frame bytes, and the header of a new
 // segment if it needs one, fit under MaxBytes now, ackRoom left to the
-// .ack files (ack.go; SPEC §11.5). s.mu is held.
+// .ack files (ack.go). A mapped active segment's room is counted
+// already: a record that goes there fits. s.mu is held.
 func (s *Spool) fits(frame int64) bool {
 	if s.maxBytes <= 0 {
 		return true
 	}
 	need := frame
-	if s.mustRotate(frame) {
+	switch {
+	case s.mustRotate(frame):
 		need += int64(headerSize)
+	case s.active.m != nil:
+		return true
 	}
 	return s.bytes+need <= s.maxBytes-s.ackRoom()
+}
+
+// reserve is the size of a new segment mapped for a first record of
+// frame bytes: SegmentBytes (or the record's own, if larger), but no more
+// than MaxBytes leaves, ackRoom kept for the .ack files, since the whole
+// reserve is on disk and counted; fits made sure that the header and the
+// record fit. s.mu is held.
+func (s *Spool) reserve(frame int64) int64 {
+	size := max(s.segBytes, int64(headerSize)+frame)
+	if s.maxBytes > 0 {
+		size = min(size, s.maxBytes-s.ackRoom()-s.bytes)
+	}
+	return max(size, int64(headerSize)+frame)
 }
 
 // neverFits reports whether a record of frame bytes exceeds MaxBytes even

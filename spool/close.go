@@ -65,6 +65,7 @@ func (s *Spool) closeLocked() error {
 	}
 	s.retired = nil
 	if a := s.active; a != nil {
+		s.unmap(a)
 		if s.synced < s.written {
 			if err := a.f.Sync(); err != nil {
 				errs = append(errs, ioErr("sync", s.segPath(a.num), err))

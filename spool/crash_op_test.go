@@ -36,8 +36,11 @@ func copyDir(t *testing.T, dir, to string) {
 // exactly once and in order; no record acked before the crash comes back;
 // the only others are those of the call in flight; Stats agree.
 func TestCrashAtEveryOperation(t *testing.T) {
-	for _, sync := range []time.Duration{0, time.Hour} {
-		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+	for _, c := range []struct {
+		sync   time.Duration
+		mapped bool
+	}{{0, false}, {time.Hour, false}, {0, true}, {time.Hour, true}} {
+		t.Run(fmt.Sprintf("sync=%v,mapped=%v", c.sync, c.mapped), func(t *testing.T) {
 			dir := scratchDir(t)
 			defer os.RemoveAll(dir)
 			type crash struct {
@@ -57,11 +60,12 @@ func TestCrashAtEveryOperation(t *testing.T) {
 					os.RemoveAll(c.dir)
 				}
 			}()
-			f := &opFS{}
+			f := &opFS{mapped: c.mapped}
 			f.onOp = func(n int, op string) { snap(fmt.Sprintf("before op %d (%s)", n, op)) }
 			m.onStep = func() { snap("between calls") }
-			s, err := Open(dir, Options{FS: f, Sync: sync, SegmentBytes: 512, MaxBytes: 1 << 20})
+			s, err := Open(dir, Options{FS: f, Sync: c.sync, SegmentBytes: 512, MaxBytes: 1 << 20})
 			require.NoError(t, err)
+			s.allocate = f.allocate
 			workload(t, s, m, 11, 150)
 			f.heal()
 			m.onStep = nil

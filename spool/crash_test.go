@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -217,56 +216,4 @@ func copyFile(t testing.TB, from, to string) {
 	b, err := os.ReadFile(from)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o600))
-}
-
-// A segment with zeros after its records, as a crash left one that the
-// previous version of this package had reserved (fallocate), or as a file
-// system may show one after a power loss: Open reads the records, cuts
-// the zeros, and counts no damage; the same with a record whose head was
-// stored and not all of its payload. Zeros and then anything else stay
-// damage.
-func TestZeroTailCut(t *testing.T) {
-	src := t.TempDir()
-	recs := make([][]byte, 20)
-	for i := range recs {
-		recs[i] = event(i)
-	}
-	offs := writeSegment(t, src, 1, recs...)
-	records, err := os.ReadFile(segFile(src, 1))
-	require.NoError(t, err)
-	end := int64(len(records))
-	require.Greater(t, end, int64(offs[19]))
-	full := append(bytes.Clone(records), make([]byte, 64<<10-len(records))...)
-
-	torn := bytes.Clone(full) // the head of record 20, and half its payload
-	next := appendFrame(nil, event(20))
-	copy(torn[end:], next[:len(next)/2])
-	headOnly := bytes.Clone(full) // its head, none of its payload
-	copy(headOnly[end:], next[:frameSize])
-	damaged := bytes.Clone(full) // zeros, then bytes
-	damaged[len(damaged)-100] = 1
-
-	for _, tt := range []struct {
-		name    string
-		b       []byte
-		corrupt int64
-		size    int64 // after Open
-	}{
-		{"zeros", full, 0, end},
-		{"torn", torn, 0, end},
-		{"head only", headOnly, 0, end},
-		{"zeros then bytes", damaged, 1, int64(len(full))},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			require.NoError(t, os.WriteFile(segFile(dir, 1), tt.b, 0o600))
-			s := openT(t, dir, Options{})
-			st, err := os.Stat(segFile(dir, 1))
-			require.NoError(t, err)
-			assert.Equal(t, tt.size, st.Size())
-			assert.Equal(t, events(0, 20), datas(loadAll(t, s)))
-			assert.Equal(t, tt.corrupt, s.Stats().Corrupt)
-			assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
-		})
-	}
 }

@@ -212,11 +212,11 @@ func TestUnreadableSegment(t *testing.T) {
 // .ack file's header "AGSPACK\n" and version 1, then records of uvarint
 // (first, count) pairs, one record per Ack call.
 func TestBytesOnDisk(t *testing.T) {
-	for _, testFS := range []bool{false, true} {
-		t.Run(fmt.Sprint("testFS=", testFS), func(t *testing.T) {
+	for _, mapped := range []bool{true, false} {
+		t.Run(fmt.Sprint("mapped=", mapped), func(t *testing.T) {
 			dir := t.TempDir()
 			o := Options{Sync: 1e9}
-			if testFS {
+			if !mapped {
 				o.FS = newFaultFS()
 			}
 			s := openT(t, dir, o)

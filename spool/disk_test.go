@@ -21,28 +21,26 @@ import (
 // the spool's directory uses: capacity bytes, of which what the files in
 // dir take, and those removed from it that this process still holds open
 // (their space comes back once closed, as on a real disk), is used. A
-// write past what is free writes what fits and fails with ENOSPC. Free
-// says what is free, as the operating system's does; noFree hides it.
+// write past what is free writes what fits and fails with ENOSPC; so does
+// a reserve (Allocate, in place of fallocate). With mapped, segment files
+// are handed out as the *os.File itself, so that the spool maps them;
+// otherwise they are written.
 type diskFS struct {
 	osFS
-	dir string
+	dir    string
+	mapped bool
 
 	mu       sync.Mutex
 	capacity int64
-	refused  int   // writes refused for want of space
-	minFree  int64 // the least Free answered; -1 before the first
+	refused  int // writes and reserves refused for want of space
 }
 
-func newDiskFS(dir string, capacity int64) *diskFS {
+func newDiskFS(dir string, capacity int64, mapped bool) *diskFS {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real // as /proc/self/fd names it
 	}
-	return &diskFS{dir: dir, capacity: capacity, minFree: -1}
+	return &diskFS{dir: dir, capacity: capacity, mapped: mapped}
 }
-
-// noFree is an FS that cannot say how much room its disk has: the spool
-// learns it from the writes it refuses.
-type noFree struct{ FS }
 
 // setFree makes the disk's capacity what is used now plus free.
 func (d *diskFS) setFree(free int64) {
@@ -108,20 +106,24 @@ func (d *diskFS) removedOpen() map[uint64]int64 {
 	return out
 }
 
-// Free is what the disk has free.
-func (d *diskFS) Free(string) (int64, error) {
+// Allocate is fallocate, refused when the disk lacks the room.
+func (d *diskFS) Allocate(fd int, size int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	free := max(d.capacity-d.usedLocked(), 0)
-	if d.minFree < 0 || free < d.minFree {
-		d.minFree = free
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return err
 	}
-	return free, nil
+	if size-st.Size > d.capacity-d.usedLocked() {
+		d.refused++
+		return syscall.ENOSPC
+	}
+	return fallocate(fd, size)
 }
 
 func (d *diskFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	f, err := d.osFS.OpenFile(name, flag, perm)
-	if err != nil {
+	if err != nil || d.mapped && strings.HasSuffix(name, segExt) {
 		return f, err
 	}
 	return &diskFile{File: f, disk: d, name: name}, nil
@@ -164,42 +166,37 @@ func deliver(t *testing.T, s *Spool, ids []ID) {
 
 // The spool on a disk with 400 KiB free (100 KiB with 64 KiB segments),
 // every record delivered soon after its Append: every Append succeeds,
-// through twice what the disk holds and more, when the FS says what is
-// free (as the operating system's does): segments are cut to fit it
-// (segmentCut), 16 MiB halved. An FS that cannot say finds the disk full
-// once, and that Append fails; once the records in flight are delivered
-// the next succeeds, and later segments are cut smaller, so that it does
-// not happen again. The spool's files never take more than the disk has
-// (SPEC §11.9).
+// through twice what the disk holds and more, when segments are mapped (a
+// reserve of 16 MiB asked for first). Written segments, which cannot ask,
+// find the disk full once, and that Append fails; once the records in
+// flight are delivered the next succeeds, and later segments are cut
+// smaller, so that it does not happen again. The spool's files never take
+// more than the disk has.
 func TestNearlyFullDisk(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
-		free     bool // the FS says what is free
-		space    int64
+		mapped   bool
+		free     int64
 		maxBytes int64 // its segments: a 16th of it, 16 MiB at most
 		sync     time.Duration
 	}{
-		{"free", true, 400 << 10, 1 << 30, time.Hour},
-		{"free/64KiB segments", true, 100 << 10, 1 << 20, time.Hour},
-		{"free/64KiB segments/sync0", true, 100 << 10, 1 << 20, 0},
-		{"noFree", false, 400 << 10, 1 << 30, time.Hour},
-		{"noFree/64KiB segments", false, 100 << 10, 1 << 20, time.Hour},
+		{"mapped", true, 400 << 10, 1 << 30, time.Hour},
+		{"mapped/64KiB segments", true, 100 << 10, 1 << 20, time.Hour},
+		{"mapped/64KiB segments/sync0", true, 100 << 10, 1 << 20, 0},
+		{"written", false, 400 << 10, 1 << 30, time.Hour},
+		{"written/64KiB segments", false, 100 << 10, 1 << 20, time.Hour},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			disk := newDiskFS(dir, tt.space)
-			var fsys FS = disk
-			if !tt.free {
-				fsys = noFree{disk}
-			}
-			s := openT(t, dir, Options{FS: fsys, MaxBytes: tt.maxBytes, Sync: tt.sync})
+			disk := newDiskFS(dir, tt.free, tt.mapped)
+			s := openT(t, dir, Options{FS: disk, MaxBytes: tt.maxBytes, Sync: tt.sync})
 			var inFlight []ID
 			failures := 0
 			const n = 3000 // 900 KB of records
 			for i := range n {
 				id, err := s.Append(record(i), take)
 				if err != nil {
-					require.False(t, tt.free, "Append %d: %v (disk: %d of %d bytes used)", i, err, disk.used(), tt.space)
+					require.False(t, tt.mapped, "Append %d: %v (disk: %d of %d bytes used)", i, err, disk.used(), tt.free)
 					require.ErrorIs(t, err, syscall.ENOSPC)
 					failures++
 					deliver(t, s, inFlight) // the batch ends
@@ -210,15 +207,14 @@ func TestNearlyFullDisk(t *testing.T) {
 				if inFlight = append(inFlight, id); len(inFlight) == 50 { // a batch
 					deliver(t, s, inFlight)
 					inFlight = nil
-					require.LessOrEqual(t, disk.used(), tt.space)
+					require.LessOrEqual(t, disk.used(), tt.free)
 				}
 			}
 			deliver(t, s, inFlight)
 			assert.Zero(t, s.Stats().Records)
 			assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
-			if tt.free {
-				assert.Less(t, disk.minFree, s.segBytes, "less free than a segment: the test is of a nearly full disk")
-				assert.Zero(t, disk.refused, "no write refused")
+			if tt.mapped {
+				assert.Positive(t, disk.refused, "the disk refused reserves: the test is of a nearly full disk")
 			} else {
 				assert.LessOrEqual(t, failures, 1, "the disk found full once at most")
 			}
@@ -233,15 +229,11 @@ func TestNearlyFullDisk(t *testing.T) {
 // though the segment they filled was the one being appended to; and no
 // segment number was used up by the failed tries.
 func TestFullDiskShortageEnds(t *testing.T) {
-	for _, free := range []bool{true, false} {
-		t.Run(map[bool]string{true: "free", false: "noFree"}[free], func(t *testing.T) {
+	for _, mapped := range []bool{true, false} {
+		t.Run(map[bool]string{true: "mapped", false: "written"}[mapped], func(t *testing.T) {
 			dir := t.TempDir()
-			disk := newDiskFS(dir, 100<<10)
-			var fsys FS = disk
-			if !free {
-				fsys = noFree{disk}
-			}
-			s := openT(t, dir, Options{FS: fsys, MaxBytes: 1 << 20, Sync: time.Hour})
+			disk := newDiskFS(dir, 100<<10, mapped)
+			s := openT(t, dir, Options{FS: disk, MaxBytes: 1 << 20, Sync: time.Hour})
 			var handed []ID
 			var err error
 			i := 0
@@ -275,15 +267,11 @@ func TestFullDiskShortageEnds(t *testing.T) {
 // A segment removed while it waits for the syncer (Sync > 0) to close it
 // gives its space back at once, not at the next sync.
 func TestRemovedSegmentClosed(t *testing.T) {
-	for _, free := range []bool{true, false} {
-		t.Run(map[bool]string{true: "free", false: "noFree"}[free], func(t *testing.T) {
+	for _, mapped := range []bool{true, false} {
+		t.Run(map[bool]string{true: "mapped", false: "written"}[mapped], func(t *testing.T) {
 			dir := t.TempDir()
-			disk := newDiskFS(dir, 1<<30)
-			var fsys FS = disk
-			if !free {
-				fsys = noFree{disk}
-			}
-			s := openT(t, dir, Options{FS: fsys, Sync: time.Hour, SegmentBytes: 4 << 10})
+			disk := newDiskFS(dir, 1<<30, mapped)
+			s := openT(t, dir, Options{FS: disk, Sync: time.Hour, SegmentBytes: 4 << 10})
 			var handed []ID
 			for i := range 100 {
 				id, err := s.Append(record(i), take)
@@ -303,7 +291,7 @@ func TestFullDiskLeavesNoEmptyAck(t *testing.T) {
 	for _, all := range []bool{true, false} {
 		t.Run(map[bool]string{true: "all done", false: "some left"}[all], func(t *testing.T) {
 			dir := t.TempDir()
-			disk := newDiskFS(dir, 1<<30)
+			disk := newDiskFS(dir, 1<<30, false)
 			s, err := Open(dir, Options{FS: disk, MaxBytes: 1 << 20, Sync: time.Hour})
 			require.NoError(t, err)
 			var handed []ID
@@ -357,39 +345,4 @@ func TestCorruptFilesCounted(t *testing.T) {
 	require.NoError(t, s.Close())
 	s = openT(t, dir, Options{})
 	assert.EqualValues(t, len(b), s.Stats().Bytes, "counted after a reopen")
-}
-
-// A disk with no room left: Append says so, naming the file, wrapping
-// ENOSPC, and leaves nothing of a new segment behind; what was appended
-// before stays, Stats.Bytes agrees with the files, and Appends work once
-// the disk has room again, in the next segment by number: the failed
-// tries used none up.
-func TestNoSpaceForNewSegment(t *testing.T) {
-	dir := t.TempDir()
-	disk := newDiskFS(dir, 1<<30)
-	s := openT(t, dir, Options{FS: disk, Sync: 1e9, SegmentBytes: 4 << 10})
-	appendN(t, s, 0, 5)
-	first := s.active.num
-	disk.setFree(0)
-	var err error
-	n := 5
-	for k := 0; k < 3; k++ { // the active segment's write, then new segments' headers
-		_, err = s.Append(event(n), leave)
-		require.ErrorIs(t, err, syscall.ENOSPC, "try %d", k)
-		assert.Contains(t, err.Error(), "spool: write "+dir+string(filepath.Separator))
-		assert.Contains(t, err.Error(), ".seg: no space left on device")
-		assert.Equal(t, []string{fileName(first, segExt)}, withExt(t, dir, segExt), "nothing left of a new one")
-		assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
-	}
-
-	disk.setFree(1 << 20)
-	appendN(t, s, 100, 110)
-	assert.Equal(t, first+1, s.active.num, "no segment number used up by the failed tries")
-	want := append(events(0, 5), events(100, 110)...)
-	assert.Equal(t, want, datas(loadAll(t, s)))
-	assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
-	require.NoError(t, s.Close())
-	s = openT(t, dir, Options{})
-	assert.Equal(t, want, datas(loadAll(t, s)))
-	assert.Zero(t, s.Stats().Corrupt)
 }

@@ -27,10 +27,9 @@ func seedSegments() [][]byte {
 	version := append([]byte(nil), whole...)
 	version[len(segMagic)] = 2
 	magic := append([]byte("NOTSPOOL"), whole[len(segMagic):]...)
-	// What a crash left of a segment the previous version reserved, or a
-	// file system after a power loss: records, then zeros; maybe after
-	// the head of a record and part of its payload, or after the last
-	// record's head.
+	// What a crash leaves of a mapped segment (mmap_linux.go): records,
+	// then the rest of its reserve, zeros; maybe after the head of a
+	// record and part of its payload, or after the last record's head.
 	reserve := append(bytes.Clone(whole), make([]byte, 600)...)
 	next := appendFrame(nil, event(5))
 	torn := bytes.Clone(reserve)
@@ -39,7 +38,7 @@ func seedSegments() [][]byte {
 	copy(headOnly[len(whole):], next[:frameSize])
 	zerosThenBytes := bytes.Clone(reserve)
 	zerosThenBytes[len(zerosThenBytes)-3] = 7
-	// The last record torn where the file ends: no zero after it.
+	// The last record torn in a reserve it fills: no zero after it.
 	tornFilling := bytes.Clone(whole)
 	clear(tornFilling[len(tornFilling)-10:])
 	return [][]byte{whole, whole[:len(whole)-7], whole[:headerSize+3], whole[:5], flipped, badLength, version, magic, appendHeader(nil, segMagic),

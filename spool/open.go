@@ -29,6 +29,9 @@ func open(dir string, o Options) (*Spool, error) {
 	if s.fs == nil {
 		s.fs = osFS{}
 	}
+	if a, ok := s.fs.(allocator); ok {
+		s.allocate = a.Allocate
+	}
 	if s.segBytes <= 0 {
 		s.segBytes = maxSegmentBytes
 		if s.maxBytes > 0 {

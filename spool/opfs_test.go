@@ -19,15 +19,17 @@ import (
 
 // opFS is the operating system's file system with every operation
 // counted, on every file of the spool: FS calls (OpenFile, ReadDir,
-// Remove, Rename) and File calls (Write, Sync, Truncate, ReadAt, Stat,
-// Close). Operations numbered from failAt to failAt+burst-1 fail with err
-// (a write writes half its bytes first when half is set). onOp, if set,
-// runs before each operation is done (a crash there leaves the files as
-// they are then). Free, the disk's free bytes, is the operating system's
-// answer, not counted: it is no file operation, and the spool only reads
-// it.
+// Remove, Rename), File calls (Write, Sync, Truncate, ReadAt, Stat,
+// Close) and, through hook, the fallocate of a mapped segment. Operations
+// numbered from failAt to failAt+burst-1 fail with err (a write writes
+// half its bytes first when half is set). onOp, if set, runs before each
+// operation is done (a crash there leaves the files as they are then).
+// With mapped, segment files are handed out as the *os.File itself, so
+// that the spool maps them: their writes, syncs and truncations are not
+// seen, their fallocate is.
 type opFS struct {
 	osFS
+	mapped bool
 
 	mu     sync.Mutex
 	n      int
@@ -87,6 +89,9 @@ func (f *opFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.mapped && strings.HasSuffix(name, segExt) {
+		return file, nil
+	}
 	return &opFile{File: file, fs: f, name: name}, nil
 }
 
@@ -109,6 +114,14 @@ func (f *opFS) Rename(from, to string) error {
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 	}
 	return f.osFS.Rename(from, to)
+}
+
+// allocate is the spool's allocate hook: fallocate, counted.
+func (f *opFS) allocate(fd int, size int64) error {
+	if err := f.op("fallocate", fmt.Sprint(fd)); err != nil {
+		return err
+	}
+	return fallocate(fd, size)
 }
 
 type opFile struct {

@@ -23,8 +23,8 @@ func (osFS) Remove(name string) error                   { return os.Remove(name)
 func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }
 func (osFS) Lock(dir string) (func() error, error)      { return lockDir(dir) }
 
-// freeSpacer is an FS that says how many bytes are free on the disk
-// holding dir (FS).
-type freeSpacer interface {
-	Free(dir string) (int64, error)
+// allocator is an FS that reserves a mapped segment's blocks itself, in
+// place of fallocate (FS): a test's, that sets how much room the disk has.
+type allocator interface {
+	Allocate(fd int, size int64) error
 }

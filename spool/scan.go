@@ -275,15 +275,14 @@ func (sc *scanner) header(f File, path, magic string) (bool, error) {
 // framed records end, and damaged when what follows cannot be framed (a
 // length of 0 or over maxRecord: counted and logged). Otherwise any bytes
 // after end are a torn tail: a record cut short by a crash, or, with
-// zeroTail (a segment), zeros after the records, maybe after one more
-// record whose checksum fails: its head written and not all its payload;
+// reserved (a segment, which a crash may leave mapped, its reserve in
+// place: mmap_linux.go), zeros after the records, maybe after one more
+// record whose checksum fails: its head stored and not all its payload;
 // or such a record last, ending where the file does, its payload ending
-// in a zero. A file system may show a segment so after a power loss, and
-// the previous version of this package, which reserved a segment's
-// blocks (fallocate) and stored records through a mapping, left one so
-// at any crash; the format is the same. Zeros followed by anything else
-// stay damage. An ack file is read without zeroTail.
-func (sc *scanner) frames(f File, path string, size int64, zeroTail bool, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
+// in a zero (a tear in a reserve it fills). Zeros followed by anything
+// else stay damage. An ack file is only ever
+// written, never reserved.
+func (sc *scanner) frames(f File, path string, size int64, reserved bool, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
 	sc.br.Reset(io.NewSectionReader(f, int64(headerSize), size-int64(headerSize)))
 	var head [frameSize]byte
 	off := int64(headerSize)
@@ -293,7 +292,7 @@ func (sc *scanner) frames(f File, path string, size int64, zeroTail bool, record
 		}
 		length, sum := frameHead(head[:])
 		if !framable(length) {
-			if zeroTail && length == 0 && sum == 0 {
+			if reserved && length == 0 && sum == 0 {
 				zeros, err := sc.zeros(f, path, off+frameSize, size)
 				if err != nil || zeros {
 					return off, false, err
@@ -316,7 +315,7 @@ func (sc *scanner) frames(f File, path string, size int64, zeroTail bool, record
 		ok := crc32.Checksum(sc.payload, castagnoli) == sum
 		recordOff := off
 		off += frameSize + int64(length)
-		if !ok && zeroTail && off < size {
+		if !ok && reserved && off < size {
 			zeros, err := sc.zeros(f, path, off, size)
 			if err != nil {
 				return 0, false, err
@@ -325,12 +324,14 @@ func (sc *scanner) frames(f File, path string, size int64, zeroTail bool, record
 				return recordOff, false, nil // torn, not damaged
 			}
 		}
-		if !ok && zeroTail && off == size && sc.payload[length-1] == 0 {
-			// The last record ends where the file does, and its payload
-			// ends in a zero: a write cut short by a power loss (or a
-			// store into a reserve it filled, by the previous version),
-			// the bytes not written yet being zeros, the same tear as
-			// above with no zero after it to see. Damage that happens to end in a
+		if !ok && reserved && off == size && sc.payload[length-1] == 0 {
+			// The last record ends where the file does, as one that
+			// fills its reserve does (a record over SegmentBytes gets a
+			// reserve of exactly its size), and its payload ends in a
+			// zero: a store cut short, the bytes not stored yet being
+			// the reserve's zeros, the same tear as above with no zero
+			// after it to see. (A write cut short by a power loss can
+			// leave zeros there too.) Damage that happens to end in a
 			// zero is cut the same way, which loses nothing: a record
 			// whose checksum fails is never handed, and nothing follows.
 			return recordOff, false, nil
@@ -345,7 +346,7 @@ func (sc *scanner) frames(f File, path string, size int64, zeroTail bool, record
 // zeros reports whether the bytes of f from off to size are all zero. It
 // reads with ReadAt, leaving frames' sequential reader where it is; it
 // stops at the first byte that is not, so damage costs little to tell
-// from a zero tail.
+// from a reserve.
 func (sc *scanner) zeros(f File, path string, off, size int64) (bool, error) {
 	var buf [8 << 10]byte
 	for off < size {

@@ -15,13 +15,11 @@ import (
 // millions of records on disk costs a few words per segment.
 type segment struct {
 	num uint64
-	f   File // the active segment's file, appended to; nil for every other
-	// cut is the size at which the active segment is closed: cutAt, or
-	// less on a nearly full disk (segmentCut).
-	cut int64
+	f   File    // the active segment's file, read-write; nil for every other
+	m   *mapped // the active segment's file mapped for appends, or nil: appends are writes
 
-	size    int64  // bytes in the file
-	end     int64  // where its framed records end: size, or where damage begins
+	size    int64  // bytes in the file: while mapped, all it reserved
+	end     int64  // where its framed records end: size, or where damage begins (or, mapped, the reserve)
 	records uint32 // records framed in it, done or not
 	live    uint32 // of them, not done
 	// done holds the ordinals acknowledged, found damaged, or whose sync
@@ -42,13 +40,17 @@ type segment struct {
 
 // mustRotate reports whether an Append of a frame of frame bytes must start a
 // new segment rather than go to the active one. A record larger than a
-// segment gets one of its own rather than being refused.
+// segment gets one of its own rather than being refused. A mapped segment
+// ends where its reserve does: it was sized for its first record.
 func (s *Spool) mustRotate(frame int64) bool {
 	a := s.active
-	if a == nil || s.rotate || a.records == math.MaxUint32 {
+	switch {
+	case a == nil || s.rotate || a.records == math.MaxUint32:
 		return true
+	case a.m != nil:
+		return a.end+frame > a.size
 	}
-	return a.records > 0 && a.end+frame > a.cut
+	return a.records > 0 && a.end+frame > s.cutAt
 }
 
 // find returns the segment numbered num, or nil.
@@ -68,10 +70,12 @@ func (s *Spool) find(num uint64) *segment {
 	return nil
 }
 
-// retire ends seg's time as the active segment: its records are synced (none may be left unsynced in a file the syncer no
+// retire ends seg's time as the active segment: its mapping ends, its
+// records are synced (none may be left unsynced in a file the syncer no
 // longer looks at), its file closed, and it is removed if all its records
 // are done. s.mu is held; seg is no longer s.active.
 func (s *Spool) retire(seg *segment) {
+	s.unmap(seg)
 	switch {
 	case s.synced < s.written && s.syncEvery > 0:
 		// The syncer syncs and closes it with the active file, outside
@@ -185,12 +189,15 @@ func (s *Spool) markDone(seg *segment, lo, hi uint32) uint32 {
 }
 
 // createSegment creates segment num, header written, as the new active
-// segment's file. A file left half-made is removed again.
-func (s *Spool) createSegment(num uint64) (File, error) {
+// segment's file, and maps it for appends, capacity bytes reserved (or
+// less on a nearly full disk, need at least), where the system can
+// (mmap_linux.go); m is nil where it cannot. A file left half-made is
+// removed again.
+func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapped, err error) {
 	path := s.segPath(num)
-	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err = s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, ioErr("create", path, err)
+		return nil, nil, ioErr("create", path, err)
 	}
 	hdr := appendHeader(s.wbuf[:0], segMagic)
 	n, err := f.Write(hdr)
@@ -198,12 +205,18 @@ func (s *Spool) createSegment(num uint64) (File, error) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
+		err = ioErr("write", path, err)
+	} else {
+		m, err = s.mapSegment(f, path, capacity, need)
+	}
+	if err != nil {
 		size := int64(n) // what the header write left, if Stat cannot say
 		if st, serr := f.Stat(); serr == nil {
-			size = st.Size()
+			size = st.Size() // a reserve refused may have grown it
 		}
 		f.Close()
-		// A header at most: nothing of a record. If it cannot be removed, it stays on disk: its bytes count against
+		// A header at most, and a reserve: nothing of a record. If it
+		// cannot be removed, it stays on disk: its bytes count against
 		// MaxBytes and in Stats.Bytes until a later try removes it (the
 		// next rotation, Close), or the next Open does (a file shorter
 		// than a header, or one holding no record).
@@ -212,31 +225,10 @@ func (s *Spool) createSegment(num uint64) (File, error) {
 			s.strays = append(s.strays, stray{num, size})
 			s.bytes += size
 		}
-		return nil, ioErr("write", path, err)
+		return nil, nil, err
 	}
 	s.syncDir()
-	return f, nil
-}
-
-// segmentCut is the size at which a new segment is closed: cutAt, halved
-// while it is more than the disk has free, when the FS can say (a Free
-// method, FS), so that a nearly full disk holds smaller segments, each
-// removed sooner, rather than one that fills it (SPEC §11.9). s.mu is
-// held.
-func (s *Spool) segmentCut() int64 {
-	cut := s.cutAt
-	f, ok := s.fs.(freeSpacer)
-	if !ok {
-		return cut
-	}
-	free, err := f.Free(s.dir)
-	if err != nil {
-		return cut
-	}
-	for cut > minCutAt && cut > free {
-		cut /= 2
-	}
-	return cut
+	return f, m, nil
 }
 
 // stray is the file of segment num, size bytes, whose creation failed and
@@ -262,6 +254,30 @@ func (s *Spool) removeStrays() error {
 	}
 	s.strays = keep
 	return errors.Join(errs...)
+}
+
+// unmap ends seg's mapping, if it has one, and cuts the file back to its
+// records, so that a segment no longer appended to is exactly what the
+// write path would have left, and gives the rest of its reserve back to
+// the bound. A file that cannot be cut keeps its zero tail (which Open
+// cuts), counted. s.mu is held.
+func (s *Spool) unmap(seg *segment) {
+	if seg.m == nil {
+		return
+	}
+	if err := seg.m.unmap(); err != nil {
+		s.warn("spool: unmap segment", "file", s.segPath(seg.num), "err", err)
+	}
+	seg.m = nil
+	if seg.size == seg.end {
+		return
+	}
+	if err := seg.f.Truncate(seg.end); err != nil {
+		s.warn("spool: cut a segment back to its records", "file", s.segPath(seg.num), "offset", seg.end, "err", err)
+		return
+	}
+	s.bytes -= seg.size - seg.end
+	seg.size = seg.end
 }
 
 // syncDir makes the directory's entries durable, so that a segment created

@@ -1,33 +1,23 @@
-// Package spool is a durable log of records on disk: a caller appends
-// records (byte strings of up to 1 MiB, such as encoded events), takes
-// them into memory in order, and acknowledges each once done with it;
-// whatever was appended and not acknowledged is handed again, in order,
-// by the next Open of the directory, after a crash too. The analytics
-// package keeps its events here with WithSpool (docs/SPEC.md §11), but
-// nothing here knows of events, batches or HTTP.
+// Package spool keeps encoded events on disk, in an append-only log of
+// segment files, so that they outlive the process that accepted them.
 //
-// A record is framed with its length and a CRC-32C checksum. Records are
-// appended to the newest segment; once a segment reaches its size it is
-// closed and a new one begins. Each segment has an acknowledgement file
-// beside it: the ordinals of its records that are done (acknowledged), so
-// that a later Open does not hand them again. A segment is removed once
-// every record in it is done, in whatever order they were acknowledged.
+// A record is one event's bytes, framed with its length and a CRC-32C
+// checksum. Records are appended to the newest segment; once a segment
+// reaches its size it is closed and a new one begins. Each segment has an
+// acknowledgement file beside it: the ordinals of its records that are
+// done (delivered, or failed for good), so that a restart does not send
+// them again. A segment is removed once every record in it is done, in
+// whatever order its records' batches ended.
 //
 // The spool keeps a cursor, the backlog: records appended (or found at
 // Open) that the caller has not taken into memory yet. Append hands a new
 // record straight to the caller when the backlog is empty and the caller
 // has room; otherwise the record waits on disk, and Load reads it back, in
 // order, when the caller has room again. So the caller's memory stays
-// bounded whatever the backlog on disk (SPEC §11.5).
+// bounded whatever the backlog on disk.
 //
-// Append writes each record with one write(2) before it returns, so that
-// a SIGKILL of the process at any later moment loses none of it; with
-// Options.Sync 0 it also waits for an fsync, which the Appends running at
-// the same time share (a group commit), and otherwise a goroutine of the
-// spool fsyncs at most Options.Sync after a write (SPEC §11.1).
-//
-// A Spool is safe for concurrent use. One directory is open in one Spool
-// at a time, in this process or another: Open locks it (SPEC §11.7).
+// Every exported name is supported API of this package, for the analytics
+// package, which spools its events here.
 package spool
 
 import (
@@ -68,33 +58,26 @@ type Options struct {
 	// spool may use all of it). Space comes back when a segment whose
 	// records are all done is removed. 0 (or less) sets no bound.
 	MaxBytes int64
-	// Sync is the fsync cadence: 0 syncs before Append returns, concurrent
-	// Appends sharing one fsync; d > 0 syncs written data at most d after
-	// it was written, from a goroutine the spool owns until Close. Either
-	// way Append has written its record to the operating system before it
-	// returns (SPEC §11.1).
+	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
+	// syncs written data at most d after it was written, from a goroutine
+	// the spool owns until Close.
 	Sync time.Duration
 	// SegmentBytes is the size at which a segment is closed and the next
-	// one begins; 0 picks one from MaxBytes: a sixteenth of it, from 64
-	// KiB to 16 MiB (16 MiB with no bound). Smaller segments give room
-	// back sooner (a segment goes once all its records are done, SPEC
-	// §11.6); on a nearly full disk they are cut smaller (FS).
+	// one begins; 0 picks one from MaxBytes.
 	SegmentBytes int64
 	// FS is the file system the spool uses; nil is the operating
-	// system's.
+	// system's. Tests inject faults through it.
 	FS FS
 	// Logger gets a warning for each damaged record or file skipped; nil
 	// logs nothing.
 	Logger *slog.Logger
 }
 
-// FS is the file system under the spool: the operating system's, or one
-// that injects faults or stands for a small disk. An FS that also has a
-// method Free(dir string) (int64, error), as the operating system's does
-// on Linux, macOS and FreeBSD, says how many bytes the disk holding dir
-// has free: a new segment is then cut at a size that fits them, so that
-// a nearly full disk holds smaller segments rather than being filled by
-// one (SPEC §11.9).
+// FS is the file system under the spool: the operating system's, or a
+// test's that injects faults. On Linux, a segment file an FS opens as an
+// *os.File is mapped, its blocks reserved with fallocate(2); an FS that
+// also has a method Allocate(fd int, size int64) error reserves them
+// through it instead (a test's that sets how much space the disk has).
 type FS interface {
 	MkdirAll(path string, perm fs.FileMode) error
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
@@ -135,6 +118,10 @@ type Spool struct {
 	segBytes  int64         // Options.SegmentBytes, or its default
 	syncEvery time.Duration // Options.Sync
 	unlock    func() error  // gives the directory lock back
+	// allocate reserves a new mapped segment's blocks (mmap_linux.go):
+	// fallocate when nil, or the FS's Allocate; tests inject a full disk
+	// through it.
+	allocate func(fd int, size int64) error
 
 	mu sync.Mutex
 	// cond is signalled, with mu, when a sync ends or a record is
@@ -153,8 +140,9 @@ type Spool struct {
 	active  *segment   // the one appended to; nil until the next Append creates one
 	rotate  bool       // the next Append starts a new segment: a write or sync failed
 	nextNum uint64     // the number of the next segment created
-	// cutAt is the size at which a new segment is closed: segBytes, or
-	// less once a write found the disk full (writeFailed).
+	// cutAt is the size at which a written (not mapped) segment is
+	// closed: segBytes, or less once a write found the disk full
+	// (writeFailed).
 	cutAt int64
 	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
 	// no number is left above it. nextNum never wraps: a segment numbered
@@ -195,14 +183,13 @@ type Spool struct {
 // checksum fails is skipped, counted and logged. Open fails, with an error
 // naming dir, when another Spool holds the lock (in this process or
 // another), when a segment is of another format Version, or when dir
-// cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
-// §11.8.)
+// cannot be created or read. New files are mode 0600.
 func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 
 // Append writes data as a record, to the operating system before it
-// returns (to the disk too when Options.Sync is 0; SPEC §11.1). Then, if
-// the backlog is empty, it calls direct with the record's ID: direct
-// returns true if the caller took the record into memory; when it returns false, or the
+// returns (to the disk too when Options.Sync is 0). Then, if the backlog
+// is empty, it calls direct with the record's ID: direct returns true if
+// the caller took the record into memory; when it returns false, or the
 // backlog was not empty, the record joins the end of the backlog. Append
 // and Load calls are serialized, and direct runs with the spool's lock
 // held: it must not call the spool.
@@ -210,8 +197,7 @@ func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 // It returns ErrFull when the record would take the files over MaxBytes,
 // ErrClosed after Seal or Close, or an error wrapping the file system's
 // (no space, an I/O error). Nothing already written is lost by a failed
-// Append, and a later one succeeds once the file system does (SPEC
-// §11.9). A record of
+// Append, and a later one succeeds once the file system does. A record of
 // no bytes, or of more than 1 MiB, is refused with an error; so is every
 // Append that needs a new segment once the directory holds one numbered
 // math.MaxUint64 (there is no next number; the records already there are
@@ -274,8 +260,8 @@ func (s *Spool) Handed() uint64 {
 
 // Ack records that the records ids are done. They are not handed again,
 // after a restart either, and a segment whose records are all done is
-// removed, unless it is the one being written (SPEC §11.6). ids may be in
-// any order and from any segments. The error wraps the file system's, or matches ErrFull
+// removed, unless it is the one being written. ids may be in any order and
+// from any segments. The error wraps the file system's, or matches ErrFull
 // when even compacted the acknowledgements would take the files over
 // MaxBytes; the records are then done for this process, their
 // acknowledgements are written again at the next Ack and at Close, and
@@ -314,7 +300,7 @@ func (s *Spool) Seal() {
 
 // Close seals the spool, syncs and closes its files, removes the segments
 // whose records are all done, stops its goroutine and gives the lock back.
-// Records not done stay for the next Open (SPEC §11.4). It is safe to call more than
+// Records not done stay for the next Open. It is safe to call more than
 // once, concurrently too: a later call waits for the first to end and
 // returns its error.
 func (s *Spool) Close() error { return s.close() }
