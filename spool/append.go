@@ -127,8 +127,8 @@ func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) boo
 // hold a full disk's space: a segment holding none (its header only) stays
 // active if its bytes were cut off, so that no segment number goes to a
 // try. A disk found full cuts later written segments at half this one's
-// size (cutAt): one that held the disk's free space would fill it again.
-// s.mu is held.
+// size (cutAt): one that held the disk's free space would fill it again
+// (SPEC §11.9). s.mu is held.
 func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 	if seg.records > 0 {
 		s.rotate = true
@@ -155,7 +155,7 @@ const minCutAt = 4 << 10
 // rotateSegment starts a new active segment, for a first record of frame
 // bytes, and retires the old one. An old one whose records are all done
 // goes first, so that its space is there for the new one's reserve (a
-// nearly full disk). If the new one cannot be created, the old one, if
+// nearly full disk, SPEC §11.9). If the new one cannot be created, the old one, if
 // it stays, stays active (and s.rotate set, so that the next Append
 // tries again); its number is tried again too, unless a file of it is
 // left. s.mu is held.
@@ -229,7 +229,7 @@ func (s *Spool) makeRoom(frame int64) bool {
 
 // fits reports whether a record of frame bytes, and the header of a new
 // segment if it needs one, fit under MaxBytes now, ackRoom left to the
-// .ack files (ack.go). A mapped active segment's room is counted
+// .ack files (ack.go; SPEC §11.5). A mapped active segment's room is counted
 // already: a record that goes there fits. s.mu is held.
 func (s *Spool) fits(frame int64) bool {
 	if s.maxBytes <= 0 {

@@ -58,7 +58,7 @@ type failedSync struct {
 }
 
 // commit waits until record seq is synced and every record before it is
-// decided, so that the caller decides it next (Sync 0). The first Append
+// decided, so that the caller decides it next (Sync 0; SPEC §11.1). The first Append
 // to find its record unsynced with no sync running syncs the active file
 // for every record written so far, and those Appends share it: one fsync
 // for a group. It returns the error of a failed sync covering seq. s.mu is

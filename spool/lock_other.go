@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-// Without flock the lock is best effort: a registry of the directories
+// Without flock the lock (SPEC §11.7) is best effort: a registry of the directories
 // this process holds, and a LOCK file created with O_EXCL for other
 // processes. LOCK stays open while held: Windows refuses to delete a file
 // open without FILE_SHARE_DELETE (Go opens none with it), so a cleanup

@@ -12,7 +12,8 @@ import (
 // lockDir takes an flock on dir itself and one on dir/LOCK. An flock
 // belongs to the open file description, so a second Open in this process,
 // which opens them again, is refused as one in another process is; the
-// kernel gives them back when the process dies, however it dies.
+// kernel gives them back when the process dies, however it dies (SPEC
+// §11.7).
 //
 // The directory's lock is the one that counts: a cleanup can delete LOCK
 // from under a running client (a newcomer would then lock a fresh LOCK and

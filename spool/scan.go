@@ -27,7 +27,8 @@ type scanner struct {
 
 // recover reads the directory at Open: every segment and its ack file, in
 // order. The backlog it leaves is every valid record not done, oldest
-// first. A file whose version this package cannot read ends it with an
+// first (SPEC §11.2); torn tails are cut, damaged records skipped and
+// counted (SPEC §11.8). A file whose version this package cannot read ends it with an
 // error.
 func (s *Spool) recover() error {
 	entries, err := s.fs.ReadDir(s.dir)

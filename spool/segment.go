@@ -99,7 +99,7 @@ func (s *Spool) retire(seg *segment) {
 }
 
 // reclaim removes seg, whose records are all done and which is not the
-// active segment: its files go, and their bytes come back to the bound,
+// active segment (SPEC §11.6): its files go, and their bytes come back to the bound,
 // which may let a waiting AppendWait in. A segment with damage is renamed
 // aside instead, for whoever looks into it. s.mu is held.
 func (s *Spool) reclaim(seg *segment) error {

@@ -1,23 +1,37 @@
-// Package spool keeps encoded events on disk, in an append-only log of
-// segment files, so that they outlive the process that accepted them.
+// Package spool is a durable log of records on disk: a caller appends
+// records (byte strings of up to 1 MiB, such as encoded events), takes
+// them into memory in order, and acknowledges each once done with it;
+// whatever was appended and not acknowledged is handed again, in order,
+// by the next Open of the directory, after a crash too. The analytics
+// package keeps its events here with WithSpool (docs/SPEC.md §11), but
+// nothing here knows of events, batches or HTTP.
 //
-// A record is one event's bytes, framed with its length and a CRC-32C
-// checksum. Records are appended to the newest segment; once a segment
-// reaches its size it is closed and a new one begins. Each segment has an
-// acknowledgement file beside it: the ordinals of its records that are
-// done (delivered, or failed for good), so that a restart does not send
-// them again. A segment is removed once every record in it is done, in
-// whatever order its records' batches ended.
+// A record is framed with its length and a CRC-32C checksum. Records are
+// appended to the newest segment; once a segment reaches its size it is
+// closed and a new one begins. Each segment has an acknowledgement file
+// beside it: the ordinals of its records that are done (acknowledged), so
+// that a later Open does not hand them again. A segment is removed once
+// every record in it is done, in whatever order they were acknowledged
+// (SPEC §11.6).
 //
 // The spool keeps a cursor, the backlog: records appended (or found at
 // Open) that the caller has not taken into memory yet. Append hands a new
 // record straight to the caller when the backlog is empty and the caller
 // has room; otherwise the record waits on disk, and Load reads it back, in
 // order, when the caller has room again. So the caller's memory stays
-// bounded whatever the backlog on disk.
+// bounded whatever the backlog on disk (SPEC §11.5).
 //
-// Every exported name is supported API of this package, for the analytics
-// package, which spools its events here.
+// Append puts each record in the operating system before it returns, so
+// that a SIGKILL of the process at any later moment loses none of it: on
+// Linux by a store into a shared mapping of the segment's file, whose
+// blocks are reserved first (a write(2) per record costs about three
+// times the CPU), elsewhere by one write(2). With
+// Options.Sync 0 it also waits for an fsync, which the Appends running at
+// the same time share (a group commit); otherwise a goroutine of the spool
+// fsyncs at most Options.Sync after a write (SPEC §11.1).
+//
+// A Spool is safe for concurrent use. One directory is open in one Spool
+// at a time, in this process or another: Open locks it (SPEC §11.7).
 package spool
 
 import (
@@ -31,11 +45,12 @@ import (
 )
 
 // Version is the format version this package writes and reads. Open
-// refuses a directory holding a segment of any other version.
+// refuses a directory holding a segment of any other version (SPEC
+// §11.8).
 const Version = 1
 
 // ErrFull is returned by Append when the record would take the spool's
-// files over Options.MaxBytes.
+// files over Options.MaxBytes (SPEC §11.5).
 var ErrFull = errors.New("spool: full")
 
 // ErrClosed is returned by Append and AppendWait after Seal or Close.
@@ -58,26 +73,31 @@ type Options struct {
 	// spool may use all of it). Space comes back when a segment whose
 	// records are all done is removed. 0 (or less) sets no bound.
 	MaxBytes int64
-	// Sync is the fsync cadence: 0 syncs before Append returns; d > 0
-	// syncs written data at most d after it was written, from a goroutine
-	// the spool owns until Close.
+	// Sync is the fsync cadence: 0 syncs before Append returns, concurrent
+	// Appends sharing one fsync; d > 0 syncs written data at most d after
+	// it was written, from a goroutine the spool owns until Close. Either
+	// way Append has put its record in the operating system before it
+	// returns (SPEC §11.1).
 	Sync time.Duration
 	// SegmentBytes is the size at which a segment is closed and the next
-	// one begins; 0 picks one from MaxBytes.
+	// one begins; 0 picks one from MaxBytes: a sixteenth of it, from 64
+	// KiB to 16 MiB (16 MiB with no bound). Smaller segments give room
+	// back sooner: a segment goes once all its records are done.
 	SegmentBytes int64
 	// FS is the file system the spool uses; nil is the operating
-	// system's. Tests inject faults through it.
+	// system's.
 	FS FS
 	// Logger gets a warning for each damaged record or file skipped; nil
 	// logs nothing.
 	Logger *slog.Logger
 }
 
-// FS is the file system under the spool: the operating system's, or a
-// test's that injects faults. On Linux, a segment file an FS opens as an
-// *os.File is mapped, its blocks reserved with fallocate(2); an FS that
-// also has a method Allocate(fd int, size int64) error reserves them
-// through it instead (a test's that sets how much space the disk has).
+// FS is the file system under the spool: the operating system's, or one
+// that injects faults or stands for a small disk. On Linux, a segment
+// file an FS opens as an *os.File is mapped, its blocks reserved with
+// fallocate(2); an FS that also has a method Allocate(fd int, size int64)
+// error reserves them through it instead (one that keeps its own count of
+// the disk's space). Any other File is written, a write(2) per record.
 type FS interface {
 	MkdirAll(path string, perm fs.FileMode) error
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
@@ -183,13 +203,14 @@ type Spool struct {
 // checksum fails is skipped, counted and logged. Open fails, with an error
 // naming dir, when another Spool holds the lock (in this process or
 // another), when a segment is of another format Version, or when dir
-// cannot be created or read. New files are mode 0600.
+// cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
+// §11.8.)
 func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 
 // Append writes data as a record, to the operating system before it
-// returns (to the disk too when Options.Sync is 0). Then, if the backlog
-// is empty, it calls direct with the record's ID: direct returns true if
-// the caller took the record into memory; when it returns false, or the
+// returns (to the disk too when Options.Sync is 0; SPEC §11.1). Then, if
+// the backlog is empty, it calls direct with the record's ID: direct
+// returns true if the caller took the record into memory; when it returns false, or the
 // backlog was not empty, the record joins the end of the backlog. Append
 // and Load calls are serialized, and direct runs with the spool's lock
 // held: it must not call the spool.
@@ -197,7 +218,8 @@ func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 // It returns ErrFull when the record would take the files over MaxBytes,
 // ErrClosed after Seal or Close, or an error wrapping the file system's
 // (no space, an I/O error). Nothing already written is lost by a failed
-// Append, and a later one succeeds once the file system does. A record of
+// Append, and a later one succeeds once the file system does (SPEC
+// §11.9). A record of
 // no bytes, or of more than 1 MiB, is refused with an error; so is every
 // Append that needs a new segment once the directory holds one numbered
 // math.MaxUint64 (there is no next number; the records already there are
@@ -260,8 +282,8 @@ func (s *Spool) Handed() uint64 {
 
 // Ack records that the records ids are done. They are not handed again,
 // after a restart either, and a segment whose records are all done is
-// removed, unless it is the one being written. ids may be in any order and
-// from any segments. The error wraps the file system's, or matches ErrFull
+// removed, unless it is the one being written (SPEC §11.6). ids may be in
+// any order and from any segments. The error wraps the file system's, or matches ErrFull
 // when even compacted the acknowledgements would take the files over
 // MaxBytes; the records are then done for this process, their
 // acknowledgements are written again at the next Ack and at Close, and
@@ -300,7 +322,7 @@ func (s *Spool) Seal() {
 
 // Close seals the spool, syncs and closes its files, removes the segments
 // whose records are all done, stops its goroutine and gives the lock back.
-// Records not done stay for the next Open. It is safe to call more than
+// Records not done stay for the next Open (SPEC §11.4). It is safe to call more than
 // once, concurrently too: a later call waits for the first to end and
 // returns its error.
 func (s *Spool) Close() error { return s.close() }
