@@ -41,8 +41,12 @@
 //	            └─ retryafter   parses the Retry-After header (§6)
 //
 // The root builds the queue its intake fills and the consumer empties, and
-// asks retry for the hints of its failure log. internal/decimal reads
-// decimal literals exactly, for the environment options (OptionsFromEnv)
-// and the e2e CLI. Package v3compat, above the root, is a drop-in for
-// segmentio/analytics-go v3.
+// asks retry for the hints of its failure log. Under internal/, plumbing
+// several packages share and no user imports: decimal reads decimal
+// literals exactly (OptionsFromEnv, the e2e CLI), jsontime writes the
+// wire format of times (the encoder, the body's sentAt), defaults holds
+// the defaults the root, v3compat and the mock share, jitter lets tests
+// fix retry's jitter, and testsupport is the tests' shared harness.
+// Package v3compat, above the root, is a drop-in for segmentio/analytics-go
+// v3; package analyticstest is the mock tracking API.
 package analytics
