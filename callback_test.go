@@ -69,11 +69,11 @@ func TestCallbackMessageCarriesType(t *testing.T) {
 		e.enqueue(msgs...)
 		e.close()
 		var got []string
-		for _, m := range e.out.successes {
+		for _, m := range e.out.Successes() {
 			got = append(got, typeOf(m))
 		}
-		for _, f := range e.out.failed() {
-			got = append(got, typeOf(f.msg))
+		for _, f := range e.out.Failures() {
+			got = append(got, typeOf(f.Message))
 		}
 		assert.Equal(t, want, got, "the Type of each message called back, answered %d", status)
 	}

@@ -120,7 +120,7 @@ func TestFlushReturnsWhenContextEnds(t *testing.T) {
 		assert.Zero(t, st.Failed.Shutdown, "failed after Flush timed out")
 		assert.Equal(t, int64(1), st.InFlight, "in flight after Flush timed out")
 		e.close()
-		ok, failed := e.out.counts()
+		ok, failed := e.out.Calls()
 		assert.Equal(t, 1, ok, "Success callbacks")
 		assert.Zero(t, failed, "Failure callbacks")
 	})
@@ -158,13 +158,13 @@ func TestQueueFullNeverBlocks(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		assert.ErrorIs(t, e.client.Shutdown(ctx), context.DeadlineExceeded, "Shutdown")
-		failures := e.out.failed()
+		failures := e.out.Failures()
 		assert.Len(t, failures, 20, "failure callbacks")
 		neverSent := 0
 		for _, f := range failures {
-			assert.ErrorIs(t, f.err, context.DeadlineExceeded, "failure wraps the context's error")
+			assert.ErrorIs(t, f.Err, context.DeadlineExceeded, "failure wraps the context's error")
 			var be *BatchError
-			if assert.ErrorAs(t, f.err, &be, "failure is a BatchError") && be.Attempts == 0 {
+			if assert.ErrorAs(t, f.Err, &be, "failure is a BatchError") && be.Attempts == 0 {
 				neverSent++
 			}
 		}
@@ -229,14 +229,14 @@ func TestFailingBatchDoesNotWedgeTheNext(t *testing.T) {
 		synctest.Wait()
 		e.enqueue(second...)
 		e.close()
-		failures := e.out.failed()
+		failures := e.out.Failures()
 		assert.Len(t, failures, 5, "failures: the 5 of the first batch")
 		for _, f := range failures {
-			id := MessageID(f.msg)
+			id := MessageID(f.Message)
 			assert.True(t, strings.HasPrefix(id, "a"), "failure %s is of the first batch", id)
-			assert.ErrorIs(t, f.err, ErrFatalStatus, "failure %s", id)
+			assert.ErrorIs(t, f.Err, ErrFatalStatus, "failure %s", id)
 			var he *HTTPError
-			if assert.ErrorAs(t, f.err, &he, "failure %s", id) {
+			if assert.ErrorAs(t, f.Err, &he, "failure %s", id) {
 				assert.Equal(t, 400, he.StatusCode, "failure %s: status", id)
 			}
 		}
@@ -270,23 +270,23 @@ func TestShutdownDeadlineFailsBatchInRetry(t *testing.T) {
 		start := time.Now()
 		assert.ErrorIs(t, e.client.Shutdown(ctx), context.DeadlineExceeded, "Shutdown")
 		assert.Equal(t, 5*time.Second, time.Since(start), "Shutdown took its deadline")
-		failures := e.out.failed()
+		failures := e.out.Failures()
 		assert.Len(t, failures, 2, "failures")
 		for _, f := range failures {
-			assert.ErrorIs(t, f.err, context.DeadlineExceeded, "failure")
+			assert.ErrorIs(t, f.Err, context.DeadlineExceeded, "failure")
 			var be *BatchError
-			if assert.ErrorAs(t, f.err, &be, "failure") {
+			if assert.ErrorAs(t, f.Err, &be, "failure") {
 				assert.Equal(t, 1, be.Attempts, "attempts of a failed batch")
 			}
 			var he *HTTPError
-			if assert.ErrorAs(t, f.err, &he, "failure: the last attempt's answer") {
+			if assert.ErrorAs(t, f.Err, &he, "failure: the last attempt's answer") {
 				assert.Equal(t, 503, he.StatusCode, "status of the last attempt")
 			}
 		}
 		// Closed already: as in v3, a Close after it returns ErrClosed, and
 		// reports nothing again.
 		assert.ErrorIs(t, e.client.Close(), ErrClosed, "Close after Shutdown")
-		_, failed := e.out.counts()
+		_, failed := e.out.Calls()
 		assert.Equal(t, 2, failed, "failures after a second close: none reported again")
 	})
 }
@@ -320,7 +320,7 @@ func TestClosedClient(t *testing.T) {
 		assert.ErrorIs(t, e.client.Enqueue(Track{UserId: "u", Event: "E"}), ErrClosed, "Enqueue after Close")
 		assert.ErrorIs(t, e.client.Flush(context.Background()), ErrClosed, "Flush after Close")
 		assert.NoError(t, e.client.Shutdown(context.Background()), "Shutdown after Close")
-		successes, failures := e.out.counts()
+		successes, failures := e.out.Calls()
 		assert.Equal(t, 3, successes, "Success callbacks")
 		assert.Equal(t, 0, failures, "Failure callbacks")
 		assert.Equal(t, int64(1), e.client.Stats().Rejected.Closed, "events refused as closed")
@@ -364,7 +364,7 @@ func TestEnqueueRacingClose(t *testing.T) {
 	warmedUp.Wait()
 	e.close()
 	enqueuers.Wait()
-	successes, failures := e.out.ids()
+	successes, failures := e.out.ByID()
 	for id := range accepted {
 		if !assert.Equal(t, 1, successes[id]+failures[id], "callbacks for accepted event %s", id) {
 			break
@@ -475,13 +475,11 @@ func TestMessageIDAndTotals(t *testing.T) {
 		e.client.Enqueue(Track{})
 		e.close()
 		e.client.Enqueue(Track{UserId: "u", Event: "E"})
-		for _, f := range e.out.failed() {
-			id := MessageID(f.msg)
+		for _, f := range e.out.Failures() {
+			id := MessageID(f.Message)
 			assert.True(t, strings.HasPrefix(id, "bad"), "MessageID of a failed event %q is one of the bad batch", id)
 		}
-		e.out.mu.Lock()
-		successes := append([]Message(nil), e.out.successes...)
-		e.out.mu.Unlock()
+		successes := e.out.Successes()
 		require.Len(t, successes, 2, "Success callbacks")
 		assertUUIDv4(t, MessageID(successes[0]))
 		assert.Equal(t, "al", MessageID(successes[1]), "MessageID of a delivered event with its own id")
@@ -499,10 +497,10 @@ func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		assert.ErrorIs(t, e.client.Shutdown(ctx), context.Canceled, "Shutdown")
-		f := e.out.failed()
+		f := e.out.Failures()
 		require.Len(t, f, 1, "failures")
-		assert.ErrorIs(t, f[0].err, ErrShutdown, "failure")
-		assert.ErrorIs(t, f[0].err, context.Canceled, "failure")
+		assert.ErrorIs(t, f[0].Err, ErrShutdown, "failure")
+		assert.ErrorIs(t, f[0].Err, context.Canceled, "failure")
 	})
 }
 
@@ -574,15 +572,15 @@ func TestCloseWithoutRetriesFailsWaitingBatchesAtOnce(t *testing.T) {
 		e.close()
 		assert.Zero(t, time.Since(start), "Close waited for a backoff")
 		assert.Len(t, api.Requests(), 3, "requests: one attempt a batch, no retry")
-		failed := e.out.failed()
+		failed := e.out.Failures()
 		require.Len(t, failed, 3, "failures")
 		for _, f := range failed {
-			assert.ErrorIs(t, f.err, ErrRetriesStopped, "%v", f)
+			assert.ErrorIs(t, f.Err, ErrRetriesStopped, "%v", f)
 			var be *BatchError
-			require.ErrorAs(t, f.err, &be, "%v", f)
+			require.ErrorAs(t, f.Err, &be, "%v", f)
 			assert.Equal(t, 1, be.Attempts, "attempts")
 			var he *HTTPError
-			require.ErrorAs(t, f.err, &he, "the last attempt's error: %v", f)
+			require.ErrorAs(t, f.Err, &he, "the last attempt's error: %v", f)
 			assert.Equal(t, 503, he.StatusCode)
 		}
 	})
@@ -597,10 +595,10 @@ func TestCloseWithoutRetriesSendsQueuedEventsOnce(t *testing.T) {
 		e.enqueue(tracks("q", 2)...)
 		e.close()
 		assert.Len(t, api.Requests(), 1, "requests: one batch, one attempt")
-		failed := e.out.failed()
+		failed := e.out.Failures()
 		require.Len(t, failed, 2, "failures")
 		for _, f := range failed {
-			assert.ErrorIs(t, f.err, ErrRetriesStopped, "%v", f)
+			assert.ErrorIs(t, f.Err, ErrRetriesStopped, "%v", f)
 		}
 	})
 }
@@ -621,11 +619,11 @@ func TestCloseWithoutRetriesIgnoresTheRateLimitPause(t *testing.T) {
 		start := time.Now()
 		e.close()
 		assert.Zero(t, time.Since(start), "Close waited for the pause")
-		successes, failures := e.out.ids()
+		successes, failures := e.out.ByID()
 		assert.Equal(t, map[string]int{"b": 1}, successes, "delivered: the queued batch's last attempt")
 		assert.Equal(t, map[string]int{"a0": 1}, failures, "failed: the paused batch")
-		for _, f := range e.out.failed() {
-			assert.ErrorIs(t, f.err, ErrRetriesStopped, "%v", f)
+		for _, f := range e.out.Failures() {
+			assert.ErrorIs(t, f.Err, ErrRetriesStopped, "%v", f)
 		}
 	})
 }
@@ -639,9 +637,9 @@ func TestCloseRetriesByDefault(t *testing.T) {
 		e.enqueue(tracks("m", 1)...)
 		e.close()
 		assert.Len(t, api.Requests(), 3, "requests: the first attempt and two retries")
-		failed := e.out.failed()
+		failed := e.out.Failures()
 		require.Len(t, failed, 1)
-		assert.True(t, errors.Is(failed[0].err, ErrRetriesExhausted), "%v", failed[0])
+		assert.True(t, errors.Is(failed[0].Err, ErrRetriesExhausted), "%v", failed[0])
 	})
 }
 
@@ -829,11 +827,11 @@ func TestCloseIsBoundedByDefault(t *testing.T) {
 				}
 				assert.ErrorIs(t, err, ErrShutdown, "Close")
 				assert.ErrorIs(t, err, context.DeadlineExceeded, "Close")
-				failures := e.out.failed()
+				failures := e.out.Failures()
 				require.Len(t, failures, 3, "Failure callbacks")
 				for _, f := range failures {
-					assert.ErrorIs(t, f.err, ErrShutdown, "a failure")
-					assert.ErrorIs(t, f.err, context.DeadlineExceeded, "a failure")
+					assert.ErrorIs(t, f.Err, ErrShutdown, "a failure")
+					assert.ErrorIs(t, f.Err, context.DeadlineExceeded, "a failure")
 				}
 				assert.EqualValues(t, 3, e.client.Stats().Failed.Shutdown, "Stats().Failed.Shutdown")
 			})

@@ -80,7 +80,7 @@ func TestOversizedRefusedAtTheLimit(t *testing.T) {
 	assert.Equal(t, int64(len(tests)), st.Rejected.TooLarge, "events rejected as too large")
 	assert.Zero(t, st.Rejected.Invalid, "events rejected as invalid")
 	assert.Zero(t, st.Delivered, "events delivered")
-	ok, failed := e.out.counts()
+	ok, failed := e.out.Calls()
 	assert.Zero(t, ok, "Success callbacks for refused messages")
 	assert.Zero(t, failed, "Failure callbacks for refused messages")
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dualpath/analytics-go/analyticstest"
 	"github.com/dualpath/analytics-go/internal/jitter"
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 func TestMain(m *testing.M) {
@@ -27,59 +28,11 @@ func TestMain(m *testing.M) {
 
 const testWriteKey = "wk_SECRET_do_not_log"
 
-// outcomes is a Callback that records every call.
-type outcomes struct {
-	mu        sync.Mutex
-	successes []Message
-	failures  []failure
-}
+// outcomes records every callback by messageId (testsupport.Outcomes).
+type outcomes = testsupport.Outcomes[Message]
 
-type failure struct {
-	msg Message
-	err error
-}
-
-// String shows the failure with its error's text: fmt shows an error in an
-// unexported field as a pointer.
-func (f failure) String() string { return fmt.Sprintf("%s: %v", MessageID(f.msg), f.err) }
-
-func (o *outcomes) Success(m Message) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.successes = append(o.successes, m)
-}
-
-func (o *outcomes) Failure(m Message, err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.failures = append(o.failures, failure{m, err})
-}
-
-func (o *outcomes) counts() (ok, failed int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.successes), len(o.failures)
-}
-
-func (o *outcomes) failed() []failure {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]failure(nil), o.failures...)
-}
-
-// ids counts, by messageId, the Success and the Failure callbacks.
-func (o *outcomes) ids() (successes, failures map[string]int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	successes, failures = map[string]int{}, map[string]int{}
-	for _, s := range o.successes {
-		successes[MessageID(s)]++
-	}
-	for _, f := range o.failures {
-		failures[MessageID(f.msg)]++
-	}
-	return successes, failures
-}
+// newOutcomes returns an empty callback recorder.
+func newOutcomes() *outcomes { return testsupport.NewOutcomes(MessageID) }
 
 // logBuffer collects everything the client logs.
 type logBuffer struct {
@@ -113,7 +66,7 @@ type env struct {
 // test defaults, which keep the SDK's defaults but add exact backoff waits.
 func newEnv(t *testing.T, api *analyticstest.Server, opts ...Option) *env {
 	t.Helper()
-	e := &env{t: t, api: api, out: &outcomes{}, logs: &logBuffer{}}
+	e := &env{t: t, api: api, out: newOutcomes(), logs: &logBuffer{}}
 	base := []Option{
 		WithEndpoint("http://tracking.test"),
 		WithHTTPClient(api.Client(CheckRedirect)),
@@ -159,7 +112,7 @@ func tracks(prefix string, n int) []Message {
 func (e *env) assertDeliveredOnce(msgs []Message) {
 	e.t.Helper()
 	got := e.api.Delivered()
-	successes, failures := e.out.ids()
+	successes, failures := e.out.ByID()
 	for _, m := range msgs {
 		id := MessageID(m)
 		assert.Equal(e.t, 1, got[id], "times messageId %s was delivered", id)

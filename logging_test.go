@@ -129,7 +129,7 @@ func (c panickyCallback) Failure(m Message, err error) {
 // Success for those in ok, a Failure for those in failed.
 func (e *env) assertOutcomes(ok, failed []Message) {
 	e.t.Helper()
-	successes, failures := e.out.ids()
+	successes, failures := e.out.ByID()
 	for _, m := range ok {
 		id := MessageID(m)
 		assert.Equal(e.t, 1, successes[id], "Success callbacks for messageId %s", id)
@@ -189,7 +189,7 @@ func TestLogPanicOnFailureKeepsStatsExact(t *testing.T) {
 func TestLogPanicAfterCallbackPanicCallsBackOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := panicsOn("callback panicked", 1)
-		out := &outcomes{}
+		out := newOutcomes()
 		e := newEnv(t, newAPI(), WithLogger(slog.New(h)), WithCallback(panickyCallback{out}))
 		e.out = out
 		msgs := tracks("m", 10)
@@ -220,7 +220,7 @@ func TestLogPanicOnEveryRecordCrashesNothing(t *testing.T) {
 			}
 			return analyticstest.Answer{Default: true}
 		})
-		out := &outcomes{}
+		out := newOutcomes()
 		e := newEnv(t, api, WithLogger(slog.New(h)), WithCallback(panickyCallback{out}), withExactBackoff())
 		e.out = out
 		good, bad := tracks("good", 5), tracks("bad", 5)
@@ -251,7 +251,7 @@ func TestBatchReportSurvivesAPanickingLogCall(t *testing.T) {
 			}
 			return analyticstest.Answer{Default: true}
 		})
-		out := &outcomes{}
+		out := newOutcomes()
 		e := newEnv(t, api, WithCallback(panickyCallback{out}), WithMaxQueueSize(10), WithFlushAt(5))
 		e.out = out
 		// Once on a failed batch, and on every callback panic.
@@ -355,7 +355,7 @@ func TestDiscardLoggerSilences(t *testing.T) {
 	e.close()
 	assert.Empty(t, logs.String(), "records logged through slog.Default()")
 	assert.Empty(t, e.logs.String(), "records logged through the env's logger")
-	_, failed := e.out.counts()
+	_, failed := e.out.Calls()
 	assert.Equal(t, 3, failed, "Failure callbacks")
 }
 
@@ -417,7 +417,7 @@ func TestFailureErrorsAreThrottled(t *testing.T) {
 		require.Len(t, errs, throttleFirst+1, "error records after the interval")
 		assert.EqualValues(t, 20-throttleFirst, errs[throttleFirst]["suppressed"], "suppressed, in the record after them")
 		e.close()
-		_, failed := e.out.counts()
+		_, failed := e.out.Calls()
 		assert.Equal(t, 21, failed, "Failure callbacks: every event, whatever the log")
 		assert.EqualValues(t, 21, e.client.Stats().Failed.FatalStatus, "Stats().Failed.FatalStatus")
 	})
@@ -439,9 +439,9 @@ func TestNotFoundSaysWhatToCheck(t *testing.T) {
 	assert.Equal(t, "analytics: events not delivered: the tracking API answered 404 Not Found; "+check, recs[0]["msg"], "the record's message")
 	assert.Contains(t, recs[0]["error"], `HTTP 404 Not Found: "source is disabled"`, "the record's error has the body")
 
-	_, failed := e.out.counts()
+	_, failed := e.out.Calls()
 	require.Equal(t, 2, failed, "Failure callbacks")
-	err := e.out.failures[0].err
+	err := e.out.Failures()[0].Err
 	require.ErrorIs(t, err, ErrFatalStatus)
 	assert.Equal(t, `analytics: non-retryable status after 1 attempt: HTTP 404 Not Found: "source is disabled"; `+check, err.Error(), "the failure's error")
 	assert.NotContains(t, logs.String(), testWriteKey, "the log shows the write key")
@@ -450,6 +450,6 @@ func TestNotFoundSaysWhatToCheck(t *testing.T) {
 	e = newEnv(t, newAPI().Default(analyticstest.Answer{Status: 401, Body: "bad key"}))
 	e.enqueue(tracks("k", 1)...)
 	e.close()
-	require.Len(t, e.out.failures, 1, "Failure callbacks")
-	assert.Equal(t, `analytics: non-retryable status after 1 attempt: HTTP 401 Unauthorized: "bad key"; check the write key`, e.out.failures[0].err.Error(), "a 401's error")
+	require.Len(t, e.out.Failures(), 1, "Failure callbacks")
+	assert.Equal(t, `analytics: non-retryable status after 1 attempt: HTTP 401 Unauthorized: "bad key"; check the write key`, e.out.Failures()[0].Err.Error(), "a 401's error")
 }

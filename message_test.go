@@ -165,9 +165,7 @@ func TestEnqueueFillsUUIDv4AndNow(t *testing.T) {
 		assert.WithinRange(t, ts, before, after, "timestamp")
 	}
 	// The callback gets the message as sent, defaults filled.
-	e.out.mu.Lock()
-	successes := append([]Message(nil), e.out.successes...)
-	e.out.mu.Unlock()
+	successes := e.out.Successes()
 	require.NotEmpty(t, successes, "Success callbacks")
 	assert.Equal(t, ids[0], MessageID(successes[0]), "messageId in the callback")
 	require.IsType(t, Track{}, successes[0], "message in the callback")
@@ -407,7 +405,7 @@ func TestTypedNilMessageIsInvalid(t *testing.T) {
 	st := e.client.Stats()
 	assert.Equal(t, int64(len(msgs)), st.Rejected.Invalid, "events rejected as invalid")
 	assert.Equal(t, int64(len(msgs)), st.Rejected.Total(), "events rejected")
-	ok, failed := e.out.counts()
+	ok, failed := e.out.Calls()
 	assert.Zero(t, ok, "Success callbacks for refused messages")
 	assert.Zero(t, failed, "Failure callbacks for refused messages")
 }
@@ -419,9 +417,7 @@ func TestPointerMessageCallbackGetsTheValue(t *testing.T) {
 	e := newEnv(t, newAPI())
 	e.enqueue(&Track{MessageId: "p1", UserId: "u", Event: "E"}, &Alias{MessageId: "p2", UserId: "u", PreviousId: "p"})
 	e.close()
-	e.out.mu.Lock()
-	successes := append([]Message(nil), e.out.successes...)
-	e.out.mu.Unlock()
+	successes := e.out.Successes()
 	require.Len(t, successes, 2, "Success callbacks")
 	for _, m := range successes {
 		assert.Equal(t, reflect.Struct, reflect.TypeOf(m).Kind(), "kind of the %T the callback got: the message value", m)

@@ -58,9 +58,9 @@ func TestRetryOptionsReachTheLoop(t *testing.T) {
 					}
 					assert.Equal(t, want, r.Header.Get("X-Retry-Count"), "request %d: X-Retry-Count", i+1)
 				}
-				f := e.out.failed()
+				f := e.out.Failures()
 				require.Len(t, f, 2, "failures")
-				err := f[0].err
+				err := f[0].Err
 				assert.ErrorIs(t, err, tt.reason, "failure")
 				var be *BatchError
 				if assert.ErrorAs(t, err, &be, "failure") {
@@ -179,7 +179,7 @@ func TestBackoffFuncSetsTheCountedWaits(t *testing.T) {
 		assert.Equal(t, []int{1, 2, 3}, calls, "called for each counted retry, with its number")
 		assert.Equal(t, []time.Duration{1 * time.Second, 2 * time.Second, 7 * time.Second, 3 * time.Second}, gaps,
 			"the waits used: wait(n) on the backoff path, Retry-After on the rate-limit path")
-		ok, _ := e.out.counts()
+		ok, _ := e.out.Calls()
 		assert.Equal(t, 1, ok)
 	})
 }
@@ -201,10 +201,10 @@ func TestSustainedRateLimitEndsWithinTheBudget(t *testing.T) {
 		// ends at the budget, and the answers then may ask for one more
 		// Retry-After (1s) before the batches still waiting fail.
 		assert.LessOrEqual(t, time.Since(start), budget+time.Second, "time Close took under sustained 429s: the budget plus one Retry-After")
-		failures := e.out.failed()
+		failures := e.out.Failures()
 		assert.Len(t, failures, len(msgs), "failures")
 		for _, f := range failures {
-			if !assert.ErrorIs(t, f.err, ErrRateLimitBudgetExceeded, "failure of %s", MessageID(f.msg)) {
+			if !assert.ErrorIs(t, f.Err, ErrRateLimitBudgetExceeded, "failure of %s", MessageID(f.Message)) {
 				break
 			}
 		}

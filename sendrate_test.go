@@ -144,12 +144,12 @@ func TestPanicInTheProbeEndsTheProbe(t *testing.T) {
 		}
 		e.close()
 
-		failures := e.out.failed()
+		failures := e.out.Failures()
 		require.Len(t, failures, 1, "the batch whose attempt panicked fails")
-		assert.ErrorContains(t, failures[0].err, "internal error", "its error")
+		assert.ErrorContains(t, failures[0].Err, "internal error", "its error")
 		var delivered []Message
 		for _, m := range msgs {
-			if MessageID(m) != MessageID(failures[0].msg) {
+			if MessageID(m) != MessageID(failures[0].Message) {
 				delivered = append(delivered, m)
 			}
 		}
@@ -193,7 +193,7 @@ func halfFailing(t *testing.T, opts ...Option) (refused, delivered, failed int) 
 		e.close()
 		delivered = len(e.api.Delivered())
 		var ok int
-		ok, failed = e.out.counts()
+		ok, failed = e.out.Calls()
 		assert.Equal(t, delivered, ok, "Success callbacks")
 	})
 	return refused, delivered, failed

@@ -65,7 +65,7 @@ func TestSpoolRecoversWhatShutdownLeft(t *testing.T) {
 	first.enqueue(msgs...)
 	cutShort(t, first.client)
 
-	ok, failed := first.out.counts()
+	ok, failed := first.out.Calls()
 	assert.Zero(t, ok, "Success callbacks in the client that was cut short")
 	assert.Zero(t, failed, "Failure callbacks in the client that was cut short: the events stay in the spool")
 	st := first.client.Stats()
@@ -91,10 +91,9 @@ func TestSpoolRecoversWhatShutdownLeft(t *testing.T) {
 			assert.Equal(t, before, got[id], "the bytes of %s, before and after the restart", id)
 		}
 	}
-	second.out.mu.Lock()
-	defer second.out.mu.Unlock()
-	require.Len(t, second.out.successes, 12, "Success callbacks after recovery")
-	for _, m := range second.out.successes {
+	successes := second.out.Successes()
+	require.Len(t, successes, 12, "Success callbacks after recovery")
+	for _, m := range successes {
 		sp, isSpooled := m.(Spooled)
 		require.True(t, isSpooled, "a recovered event's callback gets a Spooled, got %T", m)
 		assert.True(t, sp.Recovered, "Spooled.Recovered of %s", sp.MessageId)
@@ -146,10 +145,8 @@ func TestSpoolKeepsMemoryBounded(t *testing.T) {
 	e.flush()
 	e.close()
 	e.assertDeliveredOnce(msgs)
-	e.out.mu.Lock()
-	defer e.out.mu.Unlock()
 	spooled := 0
-	for _, m := range e.out.successes {
+	for _, m := range e.out.Successes() {
 		if sp, ok := m.(Spooled); ok {
 			spooled++
 			assert.False(t, sp.Recovered, "an event this client spooled is not Recovered")
@@ -167,7 +164,7 @@ func TestSpoolRemovesEventsFailedForGood(t *testing.T) {
 	e.enqueue(tracks("bad-", 10)...)
 	e.flush()
 	e.close()
-	_, failed := e.out.counts()
+	_, failed := e.out.Calls()
 	assert.Equal(t, 10, failed, "Failure callbacks")
 	st := e.client.Stats()
 	assert.Zero(t, st.Spool.Records, "records after the failures")
@@ -555,11 +552,11 @@ func TestSpoolDamageFoundWhenReadBack(t *testing.T) {
 		assert.Contains(t, e.logs.String(), "damaged record skipped", "the damage is logged")
 		e.assertDeliveredOnce(append(append([]Message(nil), msgs[:90]...), msgs[91:]...))
 		assert.Zero(t, api.Delivered()["dmg-90"], "the damaged event is not sent")
-		fails := e.out.failed()
+		fails := e.out.Failures()
 		require.Len(t, fails, 1, "Failure callbacks: %v", fails)
-		assert.ErrorIs(t, fails[0].err, ErrSpool, "the damaged event's error")
-		sp, ok := fails[0].msg.(Spooled)
-		require.True(t, ok, "the damaged event's callback gets a Spooled, got %T", fails[0].msg)
+		assert.ErrorIs(t, fails[0].Err, ErrSpool, "the damaged event's error")
+		sp, ok := fails[0].Message.(Spooled)
+		require.True(t, ok, "the damaged event's callback gets a Spooled, got %T", fails[0].Message)
 		assert.Equal(t, "dmg-90", sp.MessageId, "its messageId, as read")
 		assert.Contains(t, string(sp.JSON), `"event":"DamageD"`, "its bytes as read, damage included")
 		assert.Equal(t, st.Enqueued, st.Delivered+st.Failed.Total(), "every event accounted for")

@@ -99,7 +99,7 @@ func TestSpoolSync0EnqueueDuringCloseIsSent(t *testing.T) {
 	}
 	assert.Equal(t, 1, e.api.Delivered()["late"],
 		"an event whose Enqueue returned nil, during a Close with a healthy API and no deadline, is delivered by it (Left=%d)", st.Spool.Left)
-	successes, _ := e.out.ids()
+	successes, _ := e.out.ByID()
 	assert.Equal(t, 1, successes["late"], "Success callbacks of the late event")
 }
 

@@ -35,7 +35,7 @@ func assertSpoolIdentity(t *testing.T, c *Client) Stats {
 // callback, and that the callbacks add up to Delivered + Failed.
 func assertAtMostOneCallback(t *testing.T, out *outcomes, st Stats) {
 	t.Helper()
-	successes, failures := out.ids()
+	successes, failures := out.ByID()
 	for id, n := range successes {
 		assert.Equal(t, 1, n+failures[id], "final callbacks of %s", id)
 	}
@@ -44,7 +44,7 @@ func assertAtMostOneCallback(t *testing.T, out *outcomes, st Stats) {
 			assert.Equal(t, 1, n, "Failure callbacks of %s", id)
 		}
 	}
-	ok, failed := out.counts()
+	ok, failed := out.Calls()
 	assert.Equal(t, st.Delivered, int64(ok), "Success callbacks == Stats.Delivered")
 	assert.Equal(t, st.Failed.Total(), int64(failed), "Failure callbacks == Stats.Failed.Total()")
 }
@@ -226,7 +226,7 @@ func TestSpoolExactlyOneCallbackAcrossGenerations(t *testing.T) {
 		succeeded := map[string]bool{}
 		var all []Message
 		collect := func(e *env) {
-			s, f := e.out.ids()
+			s, f := e.out.ByID()
 			for id, n := range s {
 				final[id] += n
 				succeeded[id] = true

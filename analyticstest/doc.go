@@ -18,7 +18,9 @@
 // the script is used up, with its rules, then its default (200 unless
 // set). Besides statuses, headers and bodies, an Answer can delay, drop the
 // connection after reading the request, close it before reading, or write
-// a partial response: the failures an SDK's retry loop has to survive.
+// a partial response: the failures an SDK's retry loop has to survive. A
+// handler in front of the Server, a test's own proxy, can pick a request's
+// answer itself (ServeAnswer), by the connection it came on, say.
 //
 // # Refusals
 //

@@ -33,7 +33,7 @@ func (s *Server) RoundTrip(r *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{})
 	}
-	req, a := s.receive(r)
+	req, a := s.receive(r, nil)
 	act := a.action()
 	if act != closeBeforeRead && trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})

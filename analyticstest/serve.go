@@ -25,23 +25,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.control(w, r)
 		return
 	}
-	req, a := s.receive(r)
+	s.serve(w, r, nil)
+}
+
+// ServeAnswer answers r as ServeHTTP does, but with a in place of the
+// script's next answer, and returns r as it was recorded. It is for a
+// handler in front of the Server that picks an answer by what the Server
+// does not see, such as the connection a request came on: a test's own
+// proxy or load balancer. The script, rules and default are left as they
+// are; a Default answer stands for the default. A request the real API
+// would refuse still gets the refusal (see Server), and the control API
+// is not served: its paths are refused with 404 as any unknown path is.
+func (s *Server) ServeAnswer(w http.ResponseWriter, r *http.Request, a Answer) Request {
+	return s.serve(w, r, &a)
+}
+
+// serve answers a tracking request with given, if not nil, else from the
+// script, and returns it as recorded.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, given *Answer) Request {
+	req, a := s.receive(r, given)
 	if err := wait(r.Context(), a.Delay); err != nil {
-		s.record(req, 0)
-		return
+		return s.record(req, 0)
 	}
 	switch a.action() {
 	case drop, closeBeforeRead:
-		s.record(req, 0)
+		req = s.record(req, 0)
 		hijackAndClose(w, nil)
 	case partial:
-		s.record(req, 0)
+		req = s.record(req, 0)
 		code := a.status()
 		hijackAndClose(w, fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: appl", code, http.StatusText(code)))
 	default:
-		s.record(req, a.status())
+		req = s.record(req, a.status())
 		writeAnswer(w, a)
 	}
+	return req
 }
 
 func writeAnswer(w http.ResponseWriter, a Answer) {

@@ -6,7 +6,9 @@ package analyticstest
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,4 +156,64 @@ func TestSocketAbortsWithoutHijacker(t *testing.T) {
 	require.NoError(t, err)
 	req.SetBasicAuth(writeKey, "")
 	assert.PanicsWithError(t, http.ErrAbortHandler.Error(), func() { s.ServeHTTP(noHijack{}, req) })
+}
+
+// A handler in front of the Server picks each request's answer by what the
+// Server does not see (here a header); the script is left for the rest.
+// A refusal still wins, and the answer returned is the record's.
+func TestServeAnswerFromAHandlerInFront(t *testing.T) {
+	s := New().Script(Status(202))
+	var returned []Request
+	var mu sync.Mutex
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Front") == "" {
+			s.ServeHTTP(w, r)
+			return
+		}
+		req := s.ServeAnswer(w, r, Answer{Status: 503, Body: "front"})
+		mu.Lock()
+		returned = append(returned, req)
+		mu.Unlock()
+	}))
+	t.Cleanup(front.Close)
+	c := plainClient(t)
+
+	resp, body, err := post(c, front.URL+"/v1/batch", []byte(batch("m1")), http.Header{"X-Front": {"1"}})
+	require.NoError(t, err)
+	assert.Equal(t, 503, resp.StatusCode, "the answer given")
+	assert.Equal(t, "front", body)
+	resp, _, err = post(c, front.URL+"/v1/batch", []byte(batch("m2")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 202, resp.StatusCode, "the script's answer, left for the next request")
+	resp, _, err = post(c, front.URL+"/v1/batch", []byte(`{"batch":[{}]}`), http.Header{"X-Front": {"1"}})
+	require.NoError(t, err)
+	assert.Equal(t, 400, resp.StatusCode, "a refusal, whatever the answer given")
+	resp, _, err = post(c, front.URL+"/_requests", nil, http.Header{"X-Front": {"1"}})
+	require.NoError(t, err)
+	assert.Equal(t, 404, resp.StatusCode, "a control path, through ServeAnswer")
+
+	reqs := s.Requests()
+	require.Len(t, reqs, 4, "requests recorded")
+	assert.Equal(t, []int{503, 202, 400, 404}, []int{reqs[0].Status, reqs[1].Status, reqs[2].Status, reqs[3].Status}, "statuses recorded")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, returned, 3, "requests ServeAnswer returned")
+	assert.Equal(t, reqs[0].Status, returned[0].Status, "ServeAnswer returns the record")
+	assert.Equal(t, []string{"m1"}, returned[0].MessageIDs(), "ServeAnswer returns the record")
+	assert.Equal(t, reqs[2].Err, returned[1].Err, "the refusal's reason")
+}
+
+// An answer given that closes before the read is known before the body, as
+// one from the script is.
+func TestServeAnswerCloseBeforeRead(t *testing.T) {
+	s := New()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeAnswer(w, r, Answer{CloseBeforeRead: true})
+	}))
+	t.Cleanup(front.Close)
+	_, _, err := post(plainClient(t), front.URL+"/v1/batch", []byte(batch("m1")), nil)
+	require.Error(t, err, "no response")
+	r := onlyRequest(t, s)
+	assert.Zero(t, r.Status, "status recorded")
+	assert.Nil(t, r.Body, "the record holds the body")
 }

@@ -158,14 +158,15 @@ func (s *Server) Delivered() map[string]int {
 }
 
 // receive reads one request and picks its answer: a refusal if the real
-// API would refuse it (unless lenient), else the script's next answer,
-// else the first rule's that does not defer, else the default.
+// API would refuse it (unless lenient), else given if not nil, else the
+// script's next answer, else the first rule's that does not defer, else
+// the default.
 //
 // The request line and headers are checked first, the body once read. A
 // CloseBeforeRead that is next when the headers have arrived closes
 // before the body is read, so a body the API would refuse is never seen;
 // a refused request takes no answer from the script.
-func (s *Server) receive(r *http.Request) (Request, Answer) {
+func (s *Server) receive(r *http.Request, given *Answer) (Request, Answer) {
 	req := newRequest(r)
 	s.mu.Lock()
 	lenient := s.lenient
@@ -181,22 +182,26 @@ func (s *Server) receive(r *http.Request) (Request, Answer) {
 			return req, f.answer()
 		}
 	}
-	if a, ok := s.closeBeforeRead(); ok {
+	if a, ok := s.closeBeforeRead(given); ok {
 		return req, a
 	}
 	if f := req.decode(r, limit); f != nil && (!lenient || f.status == http.StatusRequestEntityTooLarge) {
 		return req, f.answer()
 	}
-	return req, s.answer(req)
+	return req, s.answer(req, given)
 }
 
 // closeBeforeRead takes the next answer if it is a CloseBeforeRead known
-// before the body: the script's next, or the default when there is no
-// script left and no rule (a rule needs the body).
-func (s *Server) closeBeforeRead() (Answer, bool) {
+// before the body: given, the script's next, or the default when there is
+// no script left and no rule (a rule needs the body).
+func (s *Server) closeBeforeRead(given *Answer) (Answer, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case given != nil:
+		if a := s.resolve(*given); a.action() == closeBeforeRead {
+			return a, true
+		}
 	case len(s.script) > 0:
 		if a := s.resolve(s.script[0]); a.action() == closeBeforeRead {
 			s.script = s.script[1:]
@@ -210,10 +215,14 @@ func (s *Server) closeBeforeRead() (Answer, bool) {
 	return Answer{}, false
 }
 
-// answer picks the answer to a request whose body has been read.
-func (s *Server) answer(req Request) Answer {
+// answer picks the answer to a request whose body has been read: given,
+// if not nil, else the script's.
+func (s *Server) answer(req Request, given *Answer) Answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if given != nil {
+		return s.resolve(*given)
+	}
 	if len(s.script) > 0 {
 		a := s.script[0]
 		s.script = s.script[1:]
@@ -239,10 +248,10 @@ func (s *Server) resolve(a Answer) Answer {
 	return s.def
 }
 
-// record keeps req with the status answered and tells OnRequest. It runs
-// before the answer is written, so a client that has its response finds
-// its request in Requests.
-func (s *Server) record(req Request, status int) {
+// record keeps req with the status answered, tells OnRequest and returns
+// it. It runs before the answer is written, so a client that has its
+// response finds its request in Requests.
+func (s *Server) record(req Request, status int) Request {
 	s.mu.Lock()
 	req.Status = status
 	s.requests = append(s.requests, req)
@@ -251,6 +260,7 @@ func (s *Server) record(req Request, status int) {
 	if f != nil {
 		f(req)
 	}
+	return req
 }
 
 // wait waits d or until ctx ends; then it returns context.Cause(ctx), nil

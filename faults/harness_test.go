@@ -127,7 +127,7 @@ type outcomes = testsupport.Outcomes[analytics.Message]
 func batchAttempts(s *Server, want []string) []Received {
 	var out []Received
 	for _, r := range s.Received() {
-		if slices.Equal(r.IDs, want) {
+		if slices.Equal(r.MessageIDs(), want) {
 			out = append(out, r)
 		}
 	}

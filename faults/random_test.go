@@ -208,7 +208,7 @@ func runRandomScript(t *testing.T, rng *rand.Rand) {
 			continue
 		}
 		assert.Equal(t, gzipOn, r.Header.Get("Content-Encoding") == "gzip", "Content-Encoding %q with gzip %v", r.Header.Get("Content-Encoding"), gzipOn)
-		key := strings.Join(r.IDs, ",")
+		key := strings.Join(r.MessageIDs(), ",")
 		byBatch[key] = append(byBatch[key], r)
 	}
 	for key, rs := range byBatch {

@@ -1,21 +1,22 @@
 package faults
 
-// The TLS fault server: an HTTPS tracking API on 127.0.0.1 (httptest's
-// test certificate) that answers each request with the next Answer of its
-// script and records what it received. It sits on a listener of our own,
-// so that it can reach the raw TCP connection under each *tls.Conn: closing
-// that one ends the connection without a TLS close_notify, and SO_LINGER 0
-// on it turns the close into a reset.
+// The fault server: the analyticstest mock behind a fault layer of these
+// tests' own, over TLS on 127.0.0.1 (httptest's test certificate). The
+// mock is the tracking API: it checks, decodes and records each request it
+// is given and writes the answer. The fault layer in front of it is the
+// network and the proxies: it numbers the connections and breaks some
+// before the TLS handshake (conns_test.go), and for each request takes the
+// next Answer of its script, hands the mock the answer the API gives
+// (analyticstest.Server.ServeAnswer) and then ends the connection as the
+// Action says: without a TLS close_notify, with one, with a reset, or once
+// the client hangs up. What a proxy does without the API (kill a pooled
+// connection on reuse, reset or answer 413 before the body is read) it
+// does alone.
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -27,6 +28,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dualpath/analytics-go/analyticstest"
 )
 
 // Action is what the server does with one request.
@@ -73,8 +76,22 @@ type Answer struct {
 	Body   string        // Respond: the response body
 	Delay  time.Duration // Respond: waited first, unless the client gives up
 	// Early: Respond at once, without reading the body, as a proxy that
-	// refuses a request by its headers does.
+	// refuses a request by its headers does (so not with a 2xx). The mock
+	// never sees the request.
 	Early bool
+}
+
+// toAPI is the mock's answer to a request whose connection a ends: the
+// connection faults take it over after the read (Drop, Partial), and the
+// fault layer ends it.
+func (a Answer) toAPI() analyticstest.Answer {
+	switch a.Action {
+	case CloseRaw, CloseTLS, Reset, Stall:
+		return analyticstest.Answer{Drop: true}
+	case PartialHeaders:
+		return analyticstest.Answer{Partial: true}
+	}
+	return analyticstest.Answer{Status: a.Status, Header: a.Header, Body: a.Body, Delay: a.Delay}
 }
 
 // ConnFault is what the server does with one accepted TCP connection,
@@ -90,19 +107,17 @@ const (
 	ConnReset
 )
 
-// Received is one request as the server recorded it.
+// Received is one request as the server recorded it: the mock's record
+// (headers, the body after gzip decoding, the events, the status answered,
+// 0 if none, and Err, why the mock refused it), and what the fault layer
+// saw of it.
 type Received struct {
+	analyticstest.Request
 	Conn   int    // the TCP connection, numbered from 1 in accept order
 	Reused bool   // the connection had served a request before
 	Proto  string // HTTP/1.1 or HTTP/2.0
-	Header http.Header
 	Raw    []byte // the body as received (gzip), nil if not read
-	Body   []byte // the body after gzip decoding
-	IDs    []string
-	SentAt string
 	Action Action
-	Status int   // the status answered; 0 if none
-	Err    error // why the body could not be read or decoded
 	// Cut reports that reading the body failed: the client stopped
 	// sending it (its attempt's deadline, a closed connection), so Err
 	// says nothing of what it sends.
@@ -112,13 +127,21 @@ type Received struct {
 // OK reports whether the request was answered 2xx.
 func (r Received) OK() bool { return r.Status >= 200 && r.Status <= 299 }
 
+// withoutSentAt is the body with its sentAt value cut out: what must be
+// byte-identical on every attempt of a batch.
+func (r Received) withoutSentAt() string {
+	return strings.Replace(string(r.Body), `"sentAt":"`+r.SentAt+`"`, `"sentAt":""`, 1)
+}
+
 // Server is the fault server. Its methods are safe for concurrent use.
 type Server struct {
 	URL     string
 	CAPool  *x509.CertPool // trusts the server's certificate, and only it
 	CAPEM   []byte         // the same certificate, PEM-encoded
+	api     *analyticstest.Server
 	srv     *httptest.Server
-	closing chan struct{}
+	closing context.Context // done once Close is called
+	close   context.CancelFunc
 
 	mu         sync.Mutex
 	script     []Answer
@@ -150,7 +173,8 @@ func newServerH2(t *testing.T) *Server {
 
 func startServer(t *testing.T, h2 bool) *Server {
 	t.Helper()
-	s := &Server{closing: make(chan struct{}), conns: map[net.Conn]*connInfo{}}
+	s := &Server{api: analyticstest.New(), conns: map[net.Conn]*connInfo{}}
+	s.closing, s.close = context.WithCancel(context.Background())
 	srv := httptest.NewUnstartedServer(s)
 	srv.EnableHTTP2 = h2
 	srv.Listener = &faultListener{Listener: srv.Listener, s: s}
@@ -168,13 +192,7 @@ func startServer(t *testing.T, h2 bool) *Server {
 
 // Close stops the server: stalled requests end, every connection closes.
 func (s *Server) Close() {
-	s.mu.Lock()
-	select {
-	case <-s.closing:
-	default:
-		close(s.closing)
-	}
-	s.mu.Unlock()
+	s.close()
 	s.srv.Close()
 }
 
@@ -212,7 +230,8 @@ func (s *Server) ConnDefault(f ConnFault) *Server {
 	return s
 }
 
-// Received returns every request recorded so far, in arrival order.
+// Received returns every request recorded so far, in the order they were
+// recorded.
 func (s *Server) Received() []Received {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -233,60 +252,9 @@ func (s *Server) SmallReadBuffer(n int) *Server {
 	return s
 }
 
-// DeliveredIDs counts, by messageId, the events in requests answered 2xx.
-func (s *Server) DeliveredIDs() map[string]int {
-	out := map[string]int{}
-	for _, r := range s.Received() {
-		if r.OK() {
-			for _, id := range r.IDs {
-				out[id]++
-			}
-		}
-	}
-	return out
-}
-
-// HTTPClient returns an http.Client that trusts the test CA, as a user
-// with a private CA builds one (see example_test.go), with at most
-// maxConns connections (0: no limit). Its idle connections are closed when
-// the test ends: the SDK never closes those of a client it was given.
-func (s *Server) HTTPClient(t *testing.T, maxConns int) *http.Client {
-	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: s.CAPool, MinVersion: tls.VersionTLS12}
-	tr.MaxConnsPerHost = maxConns
-	c := &http.Client{Transport: tr}
-	t.Cleanup(c.CloseIdleConnections)
-	return c
-}
-
-// withDialed makes hc's transport hand each TCP connection it dials to f,
-// and use the connection f returns.
-func withDialed(hc *http.Client, f func(*net.TCPConn) net.Conn) *http.Client {
-	tr := hc.Transport.(*http.Transport)
-	var d net.Dialer
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok {
-			return f(tc), nil
-		}
-		return c, err
-	}
-	return hc
-}
-
-// closeSignal is a client's TCP connection that says on closed when the
-// client closes it.
-type closeSignal struct {
-	*net.TCPConn
-	once   sync.Once
-	closed chan<- struct{}
-}
-
-func (c *closeSignal) Close() error {
-	c.once.Do(func() { c.closed <- struct{}{} })
-	return c.TCPConn.Close()
-}
+// DeliveredIDs counts, by messageId, the events in requests the mock
+// answered 2xx.
+func (s *Server) DeliveredIDs() map[string]int { return s.api.Delivered() }
 
 func (s *Server) next() Answer {
 	s.mu.Lock()
@@ -310,6 +278,8 @@ func (s *Server) nextConnFault() ConnFault {
 	return s.connDef
 }
 
+// record keeps r. It runs before the client sees anything of the answer,
+// so a client that has its outcome finds its request in Received.
 func (s *Server) record(r Received) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -319,125 +289,74 @@ func (s *Server) record(r Received) {
 // ServeHTTP answers one request by the script.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ci := r.Context().Value(connKey{}).(*connInfo)
-	rec := Received{Conn: ci.n, Reused: ci.reqs.Add(1) > 1, Proto: r.Proto, Header: r.Header.Clone()}
+	rec := Received{Conn: ci.n, Reused: ci.reqs.Add(1) > 1, Proto: r.Proto}
 	a := s.next()
 	rec.Action = a.Action
 
+	// What a proxy does alone, before the body: the mock never sees these.
 	switch {
 	case a.Action == KillIfReused && rec.Reused:
 		// Not a byte of the body is read: to the client, the pooled
 		// connection was already dead.
-		s.record(rec)
-		takeOver(w, func(_ *tls.Conn, raw net.Conn) { raw.Close() })
+		s.record(rec.unread(r, 0))
+		takeOver(w, closeRaw)
 		return
 	case a.Action == ResetUnread:
-		s.record(rec)
-		takeOver(w, func(_ *tls.Conn, raw net.Conn) { resetConn(raw) })
+		s.record(rec.unread(r, 0))
+		takeOver(w, resetConn)
 		return
-	}
-	if !a.Early {
-		rec.decode(r)
-	}
-
-	switch a.Action {
-	case CloseRaw:
-		s.record(rec)
-		takeOver(w, func(_ *tls.Conn, raw net.Conn) { raw.Close() })
-	case CloseTLS:
-		s.record(rec)
-		takeOver(w, func(tc *tls.Conn, _ net.Conn) { tc.Close() })
-	case Reset:
-		s.record(rec)
-		takeOver(w, func(_ *tls.Conn, raw net.Conn) { resetConn(raw) })
-	case PartialHeaders:
-		s.record(rec)
-		takeOver(w, func(tc *tls.Conn, raw net.Conn) {
-			_ = tc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Type: appl")
-			raw.Close()
-		})
-	case Stall:
-		s.record(rec)
-		select {
-		case <-r.Context().Done():
-		case <-s.closing:
-		}
-		takeOver(w, func(_ *tls.Conn, raw net.Conn) { raw.Close() })
-	default: // Respond, KillIfReused on a fresh connection
-		if !s.wait(r.Context(), a.Delay) {
-			s.record(rec)
-			takeOver(w, func(_ *tls.Conn, raw net.Conn) { raw.Close() })
-			return
-		}
-		rec.Status = a.Status
+	case a.Early:
+		rec = rec.unread(r, a.Status)
 		if rec.Status == 0 {
 			rec.Status = http.StatusOK
 		}
-		// Recorded before the answer is written: a client that has its
-		// response finds its request here.
 		s.record(rec)
 		for k, v := range a.Header {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(rec.Status)
 		_, _ = io.WriteString(w, a.Body)
-	}
-}
-
-// wait waits d; false if the client gave up or the server closed first.
-func (s *Server) wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-	case <-s.closing:
-	}
-	return false
-}
-
-// decode reads the body and decodes it as a batch.
-func (rec *Received) decode(r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	rec.Raw = raw
-	if err != nil {
-		rec.Err, rec.Cut = err, true
 		return
 	}
-	rec.Body = raw
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			rec.Err = fmt.Errorf("gzip: %w", err)
-			return
-		}
-		if rec.Body, err = io.ReadAll(zr); err != nil {
-			rec.Err = fmt.Errorf("gzip: %w", err)
-			return
-		}
-	}
-	var b struct {
-		Batch []struct {
-			MessageID string `json:"messageId"`
-		} `json:"batch"`
-		SentAt string `json:"sentAt"`
-	}
-	if err := json.Unmarshal(rec.Body, &b); err != nil {
-		rec.Err = fmt.Errorf("body is not a batch: %w", err)
-		return
-	}
-	for _, e := range b.Batch {
-		rec.IDs = append(rec.IDs, e.MessageID)
-	}
-	rec.SentAt = b.SentAt
+
+	// The rest reach the API. Its wait (a Delay) ends when the client
+	// gives up or the server closes.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
+	body := &bodyReader{ReadCloser: r.Body}
+	r2 := r.WithContext(ctx)
+	r2.Body = body
+	fw := &faultWriter{w: w, header: http.Header{}}
+	rec.Request = s.api.ServeAnswer(fw, r2, a.toAPI())
+	rec.Raw, rec.Cut = body.raw, body.err != nil
+	s.record(rec)
+	fw.finish(r.Context(), s.closing, a.Action)
 }
 
-// withoutSentAt is the body with its sentAt value cut out: what must be
-// byte-identical on every attempt of a batch.
-func (r Received) withoutSentAt() string {
-	return strings.Replace(string(r.Body), `"sentAt":"`+r.SentAt+`"`, `"sentAt":""`, 1)
+// unread completes the record of a request the fault layer answers alone,
+// before its body: its headers and the status answered.
+func (r Received) unread(req *http.Request, status int) Received {
+	r.Request = analyticstest.Request{At: time.Now(), Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Status: status}
+	return r
+}
+
+// bodyReader keeps the request body as it is read: raw is nil until it
+// is, err the first error other than io.EOF.
+type bodyReader struct {
+	io.ReadCloser
+	raw []byte
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.raw = append(b.raw, p[:n]...)
+	if b.raw == nil {
+		b.raw = []byte{}
+	}
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }

@@ -1,6 +1,7 @@
 package testsupport
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -25,8 +26,18 @@ type Outcomes[M any] struct {
 
 // Outcome is one callback: a Success if Err is nil.
 type Outcome[M any] struct {
+	ID      string // the message's id
 	Message M
 	Err     error
+}
+
+// String shows the message's id and the error's text ("ok" for a
+// Success): fmt would show the error as a pointer.
+func (o Outcome[M]) String() string {
+	if o.Err == nil {
+		return o.ID + ": ok"
+	}
+	return fmt.Sprintf("%s: %v", o.ID, o.Err)
 }
 
 // NewOutcomes returns an empty recorder that names each message by id.
@@ -48,7 +59,7 @@ func (o *Outcomes[M]) add(m M, err error) {
 	} else {
 		o.failures[id] = append(o.failures[id], err)
 	}
-	o.order = append(o.order, Outcome[M]{Message: m, Err: err})
+	o.order = append(o.order, Outcome[M]{ID: id, Message: m, Err: err})
 	hook := o.hook
 	o.mu.Unlock()
 	if hook != nil {
@@ -82,6 +93,47 @@ func (o *Outcomes[M]) All() []Outcome[M] {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]Outcome[M](nil), o.order...)
+}
+
+// Successes returns the messages of the Success callbacks so far, in the
+// order they came.
+func (o *Outcomes[M]) Successes() []M {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []M
+	for _, c := range o.order {
+		if c.Err == nil {
+			out = append(out, c.Message)
+		}
+	}
+	return out
+}
+
+// Failures returns the Failure callbacks so far, in the order they came.
+func (o *Outcomes[M]) Failures() []Outcome[M] {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []Outcome[M]
+	for _, c := range o.order {
+		if c.Err != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ByID counts, by message id, the Success and the Failure callbacks.
+func (o *Outcomes[M]) ByID() (successes, failures map[string]int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	successes, failures = map[string]int{}, map[string]int{}
+	for id, n := range o.successes {
+		successes[id] = n
+	}
+	for id, errs := range o.failures {
+		failures[id] = len(errs)
+	}
+	return successes, failures
 }
 
 // Split checks that each of want got exactly one callback and nothing else
