@@ -1,7 +1,7 @@
 package analytics
 
 // Callback receives the final outcome of every event the client accepted:
-// exactly one call per event, Success or Failure. Failures of single
+// exactly one call per event, Success or Failure (SPEC §8). Failures of single
 // attempts that will be retried are not reported here (see WithLogger and
 // Stats). A single function can serve as a Callback: see CallbackFunc.
 //

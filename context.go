@@ -8,9 +8,9 @@ import (
 	"strconv"
 )
 
-// Context is the Segment context object: extra information about the
-// message (https://segment.com/docs/connections/spec/common/#context). Its
-// library member is always the SDK's own: the SDK sets it at Enqueue.
+// Context is the Segment context object: extra information about the message
+// (https://segment.com/docs/connections/spec/common/#context). Its library
+// member is always the SDK's own: the SDK sets it at Enqueue (SPEC §2).
 // Members the struct has no field for go in Extra; they are written inline,
 // and a field that is set wins over an Extra member of the same name.
 type Context struct {
@@ -128,10 +128,11 @@ var contextFields = []string{
 }
 
 // encodeContext writes the message's context: the SDK's library, then the
-// caller's members, if any. With v3Wire the library is the batch's alone
-// (the envelope's context), and a library the caller set is written as
-// it is, as v3 did. With countKept it counts what the Context holds: its
-// struct, its IP, and its Traits and Extra, members written or not.
+// caller's members, if any (SPEC §2). With v3Wire the library is the batch's
+// alone (the envelope's context), and a library the caller set is written as
+// it is, as v3 did (SPEC §4). With countKept it counts what the Context
+// holds: its struct, its IP, and its Traits and Extra, members written or
+// not.
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
 	if !e.v3Wire {

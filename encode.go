@@ -32,12 +32,12 @@ const maxDepth = 64
 // sorted, as encoding/json does, so the same message always encodes to the
 // same bytes.
 //
-// Encoding stops as soon as the message is known to be over
-// MaxMessageBytes, so that refusing a message costs in proportion to the
-// limit, not to the message: a string, map or slice whose least possible
-// encoding does not fit in what is left is refused before it is walked
-// (before a map's keys are sorted), and a map or slice stops at the member
-// that passes the limit.
+// Encoding stops as soon as the message is known to be over MaxMessageBytes
+// (SPEC §2), so that refusing a message costs in proportion to the limit,
+// not to the message: a string, map or slice whose least possible encoding
+// does not fit in what is left is refused before it is walked (before a
+// map's keys are sorted), and a map or slice stops at the member that passes
+// the limit.
 type encoder struct {
 	buf   []byte
 	pairs []pair // scratch for sorting map members
@@ -75,7 +75,8 @@ type pair struct {
 var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
 
 // encodeMessage encodes m into e.buf, with ts as the default for an unset
-// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id). It
+// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
+// the defaults of SPEC §2, filled once, at Enqueue. It
 // returns whether it generated the id. e.buf holds the JSON, which must be
 // copied before e is reused.
 func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
@@ -217,7 +218,8 @@ func (o *object) str(k, v string) {
 
 // time writes a timestamp member in the wire layout, omitted when zero:
 // UTC with milliseconds, or with v3Wire as encoding/json writes t (RFC
-// 3339 in t's location, with as many fraction digits as t has).
+// 3339 in t's location, with as many fraction digits as t has; SPEC §2,
+// §4).
 func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.name(k)

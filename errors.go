@@ -10,7 +10,7 @@ import (
 )
 
 // Errors that Enqueue, Flush and Shutdown return, and that a failed event's
-// error wraps. Match them with errors.Is.
+// error wraps. Match them with errors.Is (SPEC §8).
 var (
 	// ErrClosed is returned by Enqueue and Flush once Close or Shutdown has
 	// begun.
@@ -18,48 +18,48 @@ var (
 	// ErrQueueFull is returned by Enqueue when the queue holds MaxQueueSize
 	// events or MaxQueueBytes bytes, and wrapped, with the context's error,
 	// by the error of an EnqueueContext whose context ended while it
-	// waited for room. Nothing already queued is touched.
+	// waited for room. Nothing already queued is touched (SPEC §3).
 	ErrQueueFull = errors.New("analytics: queue is full")
 	// ErrInvalidMessage is wrapped by every validation or encoding error of
-	// Enqueue (a *FieldError names the field).
+	// Enqueue (a *FieldError names the field; SPEC §2).
 	ErrInvalidMessage = errors.New("analytics: invalid message")
 	// ErrMessageTooLarge is returned by Enqueue for a message whose JSON is
-	// larger than MaxMessageBytes.
+	// larger than MaxMessageBytes (SPEC §2).
 	ErrMessageTooLarge = errors.New("analytics: message too large")
 
 	// ErrRedirect: the tracking API answered a 3xx, or a user-supplied
 	// http.Client followed a redirect that turned the POST into another
-	// method. The *HTTPError has the Location.
+	// method. The *HTTPError has the Location (SPEC §4).
 	ErrRedirect = retry.ErrRedirect
 	// ErrRetriesExhausted: the batch failed RetryCount+1 times on the
-	// backoff path; the error also wraps the last attempt's error.
+	// backoff path; the error also wraps the last attempt's error (SPEC §5).
 	ErrRetriesExhausted = retry.ErrRetriesExhausted
 	// ErrBackoffBudgetExceeded: the next backoff wait did not fit in what
-	// was left of MaxTotalBackoffDuration.
+	// was left of MaxTotalBackoffDuration (SPEC §5).
 	ErrBackoffBudgetExceeded = retry.ErrBackoffBudgetExceeded
 	// ErrRateLimitBudgetExceeded: the next Retry-After wait did not fit in
-	// what was left of MaxRateLimitDuration.
+	// what was left of MaxRateLimitDuration (SPEC §5).
 	ErrRateLimitBudgetExceeded = retry.ErrRateLimitBudgetExceeded
 	// ErrFatalStatus: the tracking API answered a status that no resend can
 	// fix (4xx other than 408, 410, 413, 429, 460; 501, 505, 511), or 413
-	// for a single event.
+	// for a single event (SPEC §5).
 	ErrFatalStatus = retry.ErrFatalStatus
 	// ErrRetriesStopped: Close or Shutdown began with WithCloseRetries
 	// off, and the batch was waiting to retry or its attempt failed then;
-	// the error also wraps the last attempt's error.
+	// the error also wraps the last attempt's error (SPEC §8).
 	ErrRetriesStopped = retry.ErrRetriesStopped
 )
 
-// HTTPError is a non-2xx response to an upload attempt: a failed event's
-// error wraps the last one its batch got. Find it with errors.As. It is
-// [consumer.HTTPError]; its Error method describes the response, e.g.
-// `HTTP 503 Service Unavailable: "busy"`, and on a 401, 403 or 404 says
-// what to check.
+// HTTPError is a non-2xx response to an upload attempt (SPEC §4, §8): a
+// failed event's error wraps the last one its batch got. Find it with
+// errors.As. It is [consumer.HTTPError]; its Error method describes the
+// response, e.g. `HTTP 503 Service Unavailable: "busy"`, and on a 401, 403
+// or 404 says what to check.
 //
 // Its fields:
 //   - StatusCode: the response status.
 //   - Body: the start of the response body (at most 4 KiB), with the
-//     write key removed.
+//     write key removed (SPEC §7).
 //   - RetryAfter: the response's valid Retry-After, 0 when it had none or
 //     it was invalid or ignored.
 //   - Location: the redirect target of a 3xx, or the URL a user-supplied
@@ -71,10 +71,10 @@ var (
 type HTTPError = consumer.HTTPError
 
 // Phase is how far an attempt got before its transport error, from
-// net/http/httptrace. It tells "sent 0 times" from "maybe delivered". It
-// is [consumer.Phase]; its methods are Written, which reports whether the
-// request had been completely written (so the server may have received
-// it), and String, which names the phase.
+// net/http/httptrace (SPEC §5, transport errors). It tells "sent 0 times"
+// from "maybe delivered". It is [consumer.Phase]; its methods are Written,
+// which reports whether the request had been completely written (so the
+// server may have received it), and String, which names the phase.
 type Phase = consumer.Phase
 
 // How far a request got before a transport error.
@@ -93,21 +93,21 @@ const (
 	PhaseResponding = consumer.PhaseResponding
 )
 
-// TransportError is an upload attempt that got no HTTP response: a failed
-// event's error wraps it when its batch's last attempt ended so. Find it
-// with errors.As. It is [consumer.TransportError]; it unwraps to Err, its
-// Written method reports whether the request had been completely written,
-// and its Error reads like "transport error (request written, no
-// response): EOF". Err's text differs across Go versions and platforms, so
-// nothing in the SDK decides on it.
+// TransportError is an upload attempt that got no HTTP response (SPEC §5,
+// transport errors): a failed event's error wraps it when its batch's last
+// attempt ended so. Find it with errors.As. It is [consumer.TransportError];
+// it unwraps to Err, its Written method reports whether the request had been
+// completely written, and its Error reads like "transport error (request
+// written, no response): EOF". Err's text differs across Go versions and
+// platforms, so nothing in the SDK decides on it.
 //
 // Its fields:
 //   - Phase: how far the request got.
-//   - Err: the HTTP client's error, with the write key removed.
+//   - Err: the HTTP client's error, with the write key removed (SPEC §7).
 type TransportError = consumer.TransportError
 
-// BatchError is the error a failed event is reported with: why its batch
-// stopped (Reason), how many attempts the batch made, and the last
+// BatchError is the error a failed event is reported with (SPEC §8): why its
+// batch stopped (Reason), how many attempts the batch made, and the last
 // attempt's error. It is [consumer.BatchError]; its Error reads like
 // "analytics: retries exhausted after 11 attempts: HTTP 503 Service
 // Unavailable".
@@ -125,7 +125,7 @@ type TransportError = consumer.TransportError
 type BatchError = consumer.BatchError
 
 // OptionError is New's error for an invalid configuration: it names the
-// option at fault and says why. Find it with errors.As.
+// option at fault and says why (SPEC §7). Find it with errors.As.
 type OptionError struct {
 	// Option is the option's name without its With prefix, such as
 	// "FlushAt", or "WriteKey" for an empty write key.
@@ -143,8 +143,8 @@ func (e *OptionError) Error() string {
 }
 
 // FieldError is a message that failed validation or encoding at Enqueue. It
-// names the message type and the field. errors.Is(err, ErrInvalidMessage)
-// is true.
+// names the message type and the field (SPEC §2). errors.Is(err,
+// ErrInvalidMessage) is true.
 type FieldError struct {
 	// Type is the message type, e.g. "analytics.Track".
 	Type string
@@ -166,7 +166,7 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalidMessage 
 
 // ErrShutdown is wrapped by the error of every event that a Shutdown cut
 // short when its context ended; that error also wraps the context's error
-// (context.DeadlineExceeded or context.Canceled).
+// (context.DeadlineExceeded or context.Canceled; SPEC §8).
 var ErrShutdown = errors.New("analytics: shutdown ended before delivery")
 
 func shutdownCause(ctxErr error) error {
@@ -188,11 +188,11 @@ func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr}
 // not write the event: the error wraps the file system's cause too (no
 // space, an I/O error, a read-only file system), which errors.Is finds
 // (syscall.ENOSPC, say). The event is not accepted; what was accepted
-// before is kept, and Enqueue works again once the disk does.
+// before is kept, and Enqueue works again once the disk does (SPEC §11.9).
 var ErrSpool = errors.New("analytics: the spool could not keep the event")
 
 // queueFullError is EnqueueContext's error when its context ended before
-// the queue had room: it matches ErrQueueFull and ctxErr.
+// the queue had room: it matches ErrQueueFull and ctxErr (SPEC §3).
 func queueFullError(ctxErr error) error {
 	if ctxErr == nil {
 		return ErrQueueFull

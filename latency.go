@@ -9,11 +9,11 @@ import (
 )
 
 // LatencyStats is the time events took from Enqueue to their final outcome
-// (Callback.Success or Callback.Failure), by outcome, since New. It counts
-// the events that went from Enqueue into the memory queue, which are all of
-// them without WithSpool; with WithSpool it leaves out those read back from
-// disk (recovered from an earlier client, or spooled beyond the memory
-// queue's bounds), whose time of Enqueue the client does not keep.
+// (Callback.Success or Callback.Failure), by outcome, since New (SPEC §8).
+// It counts the events that went from Enqueue into the memory queue, which
+// are all of them without WithSpool; with WithSpool it leaves out those read
+// back from disk (recovered from an earlier client, or spooled beyond the
+// memory queue's bounds), whose time of Enqueue the client does not keep.
 type LatencyStats struct {
 	Delivered Histogram `json:"delivered"`
 	Failed    Histogram `json:"failed"`
@@ -46,7 +46,7 @@ var latencyBounds = [...]time.Duration{
 // latencies are the counts behind LatencyStats. Enqueue only stamps each
 // event with its time since start (held.at), from the clock reading it
 // takes anyway; the buckets are counted when a run of events ends, on the
-// upload's goroutine, a few atomic adds per run.
+// upload's goroutine, a few atomic adds per run (SPEC §8).
 type latencies struct {
 	start             time.Time // New's clock reading: events are stamped with the time since
 	delivered, failed latencyHistogram

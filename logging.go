@@ -13,7 +13,7 @@ import (
 // newLogger returns the logger the SDK logs to: the user's (WithLogger), or
 // slog.Default() as it is now, wrapped so that no log call of the SDK can
 // panic. Failures are never silent by default; a user silences them with
-// a logger whose handler discards.
+// a logger whose handler discards (SPEC §8).
 func newLogger(user *slog.Logger) *slog.Logger {
 	if user == nil {
 		user = slog.Default()
@@ -30,10 +30,10 @@ const (
 
 // throttled returns a logger that passes log's records on as often as a
 // throttle of its own allows (see throttleFirst), and drops the others; a
-// record passed on after some were dropped carries "suppressed", how many.
-// An outage repeats the same record for every attempt and every batch:
-// the first few say what is wrong, and one every few seconds says it goes
-// on.
+// record passed on after some were dropped carries "suppressed", how many
+// (SPEC §8). An outage repeats the same record for every attempt and every
+// batch: the first few say what is wrong, and one every few seconds says it
+// goes on.
 func throttled(log *slog.Logger) *slog.Logger {
 	return slog.New(throttledHandler{log.Handler(), &throttle{every: rate.Sometimes{First: throttleFirst, Interval: throttleInterval}}})
 }
@@ -93,8 +93,8 @@ func (h throttledHandler) WithGroup(name string) slog.Handler {
 // makes it panic. A log call sits between accounting steps (releasing an
 // event's budget, calling back) that must each happen once; a handler that
 // panics, such as one writing to a testing.T whose test has ended, must not
-// be able to cut them short or crash the program. The panic is not logged:
-// logging it would go through the same handler.
+// be able to cut them short or crash the program (SPEC §8). The panic is not
+// logged: logging it would go through the same handler.
 type safeHandler struct{ next slog.Handler }
 
 func (h safeHandler) Enabled(ctx context.Context, level slog.Level) (enabled bool) {

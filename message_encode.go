@@ -7,9 +7,9 @@ import (
 
 // tail writes the members after the head (context, then the free-form
 // maps) and closes the object. A value JSON cannot hold becomes a
-// *FieldError naming typ, the field and the path inside it; errStop (the
-// message is too large) passes through as it is. With v3Wire, a message
-// without a Context has no context member, as in v3.
+// *FieldError naming typ, the field and the path inside it (SPEC §2);
+// errStop (the message is too large) passes through as it is. With v3Wire,
+// a message without a Context has no context member, as in v3 (SPEC §4).
 func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
 	if ctx != nil || !o.e.v3Wire {
 		o.name("context")

@@ -7,9 +7,9 @@ import (
 
 // Spooled is an event read back from the spool (WithSpool): one an earlier
 // client left in the directory, or one that waited on disk because the
-// memory queue was full. A Callback gets it instead of the message
-// Enqueue took, which the client did not keep in memory. An event whose
-// record the spool finds damaged when reading it back (its checksum
+// memory queue was full (SPEC §11.3). A Callback gets it instead of the
+// message Enqueue took, which the client did not keep in memory. An event
+// whose record the spool finds damaged when reading it back (its checksum
 // fails) gets a Failure matching ErrSpool with a Spooled of its bytes as
 // read, which may be wrong (Type and MessageId are empty when they do not
 // parse). It cannot be enqueued again: Validate refuses it.

@@ -7,11 +7,11 @@ import (
 	"github.com/dualpath/analytics-go/consumer"
 )
 
-// Stats is a snapshot of a client's counters since New. Each counter is
-// read on its own, so while events move a snapshot may be a few events off;
-// once Close or Shutdown has returned, Enqueued == Delivered + Failed.Total()
-// exactly (with WithSpool: Enqueued + Spool.Recovered == Delivered +
-// Failed.Total() + Spool.Left).
+// Stats is a snapshot of a client's counters since New (SPEC §8). Each
+// counter is read on its own, so while events move a snapshot may be a few
+// events off; once Close or Shutdown has returned, Enqueued == Delivered +
+// Failed.Total() exactly (with WithSpool: Enqueued + Spool.Recovered ==
+// Delivered + Failed.Total() + Spool.Left; SPEC §11).
 type Stats struct {
 	// Enqueued counts events Enqueue accepted.
 	Enqueued int64 `json:"enqueued"`
@@ -40,7 +40,7 @@ type Stats struct {
 	// keep-alive connection closed under them without a byte of answer:
 	// the race of a server or proxy closing an idle connection. Each
 	// attempt is resent at most once; a resend spends no retry and no
-	// budget, and is in neither Attempts nor Retries.
+	// budget, and is in neither Attempts nor Retries (SPEC §5).
 	Resends int64 `json:"resends"`
 	// RateLimitedWaits counts attempts held back by the client-wide pause
 	// that a Retry-After starts, the rate-limited batch's own included.
@@ -75,7 +75,7 @@ type Stats struct {
 	Spool SpoolStats `json:"spool"`
 }
 
-// SpoolStats is the state of the durable spool (WithSpool).
+// SpoolStats is the state of the durable spool (WithSpool, SPEC §11).
 type SpoolStats struct {
 	// Bytes is the size of the spool's files now.
 	Bytes int64 `json:"bytes"`
@@ -89,13 +89,14 @@ type SpoolStats struct {
 	// queue's bounds, to be read back when there is room.
 	OnDisk int64 `json:"on_disk"`
 	// Recovered counts events an earlier client left in the directory,
-	// found by New; they are sent before anything newer.
+	// found by New; they are sent before anything newer (SPEC §11.2).
 	Recovered int64 `json:"recovered"`
 	// SkippedCorrupt counts damaged records skipped (and logged) since New:
-	// a checksum that fails, or a stretch of a file that cannot be read.
+	// a checksum that fails, or a stretch of a file that cannot be read
+	// (SPEC §11.8).
 	SkippedCorrupt int64 `json:"skipped_corrupt"`
 	// Left counts events Close or Shutdown left in the spool, undelivered,
-	// for the next New instead of failing them.
+	// for the next New instead of failing them (SPEC §11.4).
 	Left int64 `json:"left"`
 }
 
@@ -131,17 +132,17 @@ func (f FailedStats) Total() int64 {
 		f.Redirect + f.Shutdown + f.Spool + f.Other
 }
 
-// RetryStats counts retries by path. It is [consumer.RetryStats]; its
-// JSON names are its fields' in snake_case.
+// RetryStats counts retries by path (SPEC §5). It is [consumer.RetryStats];
+// its JSON names are its fields' in snake_case.
 //
 // Its fields:
 //   - Backoff: counted retries after a failure without Retry-After.
 //   - RateLimit: uncounted retries after a valid Retry-After.
 type RetryStats = consumer.RetryStats
 
-// TransportErrorStats counts attempts that got no HTTP response. It is
-// [consumer.TransportErrorStats]; its JSON names are its fields' in
-// snake_case.
+// TransportErrorStats counts attempts that got no HTTP response (SPEC §5,
+// transport errors). It is [consumer.TransportErrorStats]; its JSON names
+// are its fields' in snake_case.
 //
 // Its fields:
 //   - NotWritten: the request never left: nothing was sent.
@@ -149,8 +150,8 @@ type RetryStats = consumer.RetryStats
 type TransportErrorStats = consumer.TransportErrorStats
 
 // SendRateStats is the state of the adaptive client-wide send rate
-// (WithAdaptiveSendRate). It is [consumer.SendRateStats]; its JSON names
-// are its fields' in snake_case.
+// (WithAdaptiveSendRate, SPEC §5). It is [consumer.SendRateStats]; its JSON
+// names are its fields' in snake_case.
 //
 // Its fields:
 //   - Limit: the attempts per second the client allows itself now (the

@@ -27,8 +27,8 @@ const (
 	batchIDLen    = len("00000000-0000-0000-0000-000000000000")
 )
 
-// envelope is what a body holds around its events: the context member,
-// and how sentAt and the batch's messageId are written (Config's
+// envelope is what a body holds around its events (SPEC §4): the context
+// member, and how sentAt and the batch's messageId are written (Config's
 // Context, JSONTimes and BatchMessageID).
 type envelope struct {
 	context   []byte
@@ -52,7 +52,7 @@ func (env envelope) size() int {
 // every attempt and never copied, between an opening and this attempt's
 // tail (the batch's messageId, sentAt and the envelope context). Only the
 // tail differs between attempts, so the events are byte-identical on
-// each.
+// each (SPEC §4).
 type batchBody struct {
 	events [][]byte
 	tail   []byte

@@ -14,8 +14,8 @@ const redacted = "[REDACTED]"
 // scrubber removes the write key from every text an attempt's error can
 // carry that a server, a proxy or a redirect target chose: response bodies,
 // Location headers, malformed header lines quoted by net/http, and URLs in
-// transport errors. Every error an attempt returns passes through error,
-// once, before anything logs it or hands it to a caller.
+// transport errors (SPEC §7). Every error an attempt returns passes through
+// error, once, before anything logs it or hands it to a caller.
 type scrubber struct {
 	forms    []string // the key as it may appear, longest first
 	replacer *strings.Replacer
@@ -52,7 +52,7 @@ func (s *scrubber) text(t string) string { return s.replacer.Replace(t) }
 
 // excerpt scrubs the start of a body that was cut at a length limit. A key
 // the cut went through survives it only as a prefix at the very end; that
-// prefix is removed too.
+// prefix is removed too (SPEC §7: an excerpt cut through the key).
 func (s *scrubber) excerpt(t string, cut bool) string {
 	t = s.text(t)
 	if !cut {

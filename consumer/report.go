@@ -18,7 +18,7 @@ import (
 // goes on with the next step: no step is made twice, none is skipped, and
 // every event of the batch is still reported, the rest of the run under
 // way with its own outcome and the events after it with a *BatchError
-// naming the panic.
+// naming the panic. So every event reaches exactly one outcome (SPEC §8).
 type Outcomes[T any] interface {
 	// Unsent moves to the front of items those that must not be sent,
 	// keeping the order of the others, and returns how many they are and
@@ -38,7 +38,7 @@ type Outcomes[T any] interface {
 }
 
 // send uploads one batch, its first attempt on s, and reports every event
-// of it exactly once.
+// of it exactly once (SPEC §8).
 func (l *Loop[T]) send(b queue.Batch[T], s *slot) {
 	r := &report[T]{items: b.Items, token: true}
 	defer s.release() // deliver releases it; this covers a panic before deliver runs

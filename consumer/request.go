@@ -14,7 +14,7 @@ import (
 
 // newRequest builds the POST of one attempt: the body (id is the batch's
 // messageId when it carries one, sentAt is now, gzipped when on), the headers, and a trace that records in phase how far
-// the send gets.
+// the send gets (SPEC §4).
 func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, retryCount int, phase *progress) (*http.Request, error) {
 	body := newBatchBody(events, u.env, id, time.Now())
 	var reader func() io.Reader
@@ -47,8 +47,9 @@ func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, r
 	return req, nil
 }
 
-// trace records in phase how far each send of a request gets, and counts
-// the length bytes of its body each time one is written.
+// trace records in phase how far each send of a request gets (SPEC §5,
+// transport errors), and counts the length bytes of its body each time one
+// is written.
 func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
 		// Each send asks for a connection: the first, a followed 307/308,
@@ -76,7 +77,8 @@ func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
 // isHTTP2 reports whether c speaks HTTP/2 (negotiated over TLS). The race
 // lostToClose answers is HTTP/1's: an HTTP/2 connection carries many
 // requests at once and says it is closing (GOAWAY), and a stream reset on
-// it is the server's answer, which is no reason to send again at once.
+// it is the server's answer, which is no reason to send again at once
+// (SPEC §5, "Resend on a new connection").
 func isHTTP2(c net.Conn) bool {
 	tc, ok := c.(*tls.Conn)
 	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"

@@ -18,9 +18,9 @@ const (
 	drainBytes = 64 << 10
 )
 
-// readResponse classifies an attempt's response and, unless it is a
-// success, describes it in an *HTTPError. It reads at most an excerpt and
-// a bounded drain of the body, then closes it, so the connection can be
+// readResponse classifies an attempt's response and, unless it is a success,
+// describes it in an *HTTPError (SPEC §4). It reads at most an excerpt and a
+// bounded drain of the body, then closes it, so the connection can be
 // reused. ctx is the attempt's: every read ends by its deadline and by
 // Shutdown whatever the transport does, since a 101 Switching Protocols
 // hands back the raw connection as the body, which no context reaches.

@@ -18,7 +18,7 @@ const (
 	ActionFail
 )
 
-// Path is the retry path a wait was taken on.
+// Path is the retry path a wait was taken on (SPEC §5).
 type Path int
 
 const (
@@ -67,7 +67,8 @@ type Budget struct {
 }
 
 // Attempts returns how many attempts have been decided on so far. Before an
-// attempt it is the value of that attempt's X-Retry-Count (0: no header).
+// attempt it is the value of that attempt's X-Retry-Count (0: no header;
+// SPEC §4).
 func (b *Budget) Attempts() int { return b.attempts }
 
 // Retries returns how many backoff-path retries the batch has spent.
@@ -75,7 +76,7 @@ func (b *Budget) Retries() int { return b.retries }
 
 // Next records the end of an attempt and decides what follows. now must come
 // from time.Now, whose monotonic reading makes the budgets durations since
-// their first use, never wall-clock differences.
+// their first use, never wall-clock differences (SPEC §5).
 func (b *Budget) Next(r Result, now time.Time) Decision {
 	b.attempts++
 	switch r.Outcome {
@@ -96,7 +97,8 @@ func (b *Budget) Next(r Result, now time.Time) Decision {
 	return Decision{Action: ActionFail, Reason: ErrFatalStatus}
 }
 
-// rateLimited is the rate-limit path: it does not spend the retry count.
+// rateLimited is the rate-limit path (SPEC §5): it does not spend the retry
+// count.
 func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
 	if !b.rateLimitStarted {
 		b.rateLimitStarted, b.rateLimitStart = true, now
@@ -108,7 +110,8 @@ func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
 	return Decision{Action: ActionWait, Path: RateLimitPath, Wait: wait}
 }
 
-// backoff is the counted path: check what is left, then spend one retry.
+// backoff is the counted path (SPEC §5): check what is left, then spend one
+// retry.
 func (b *Budget) backoff(now time.Time) Decision {
 	if !b.backoffStarted {
 		b.backoffStarted, b.backoffStart = true, now
@@ -128,7 +131,7 @@ func (b *Budget) backoff(now time.Time) Decision {
 // now, for wait more (by the client's send rate, see SendRate). Being held
 // spends no retry, only time: once the batch has had a backoff-path
 // failure, the hold must end within MaxTotalBackoffDuration of it, as
-// every backoff wait must. Before that, nothing bounds it but the
+// every backoff wait must (SPEC §5). Before that, nothing bounds it but the
 // caller's context.
 func (b *Budget) HoldFits(now time.Time, wait time.Duration) bool {
 	return !b.backoffStarted || fits(now.Sub(b.backoffStart), wait, b.policy.MaxTotalBackoffDuration)

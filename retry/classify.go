@@ -7,7 +7,8 @@ import (
 	"github.com/dualpath/analytics-go/retryafter"
 )
 
-// Outcome is how one upload attempt ended, seen by the retry policy.
+// Outcome is how one upload attempt ended, seen by the retry policy: a row
+// of SPEC §5's table, or the 413 exception below it.
 type Outcome int
 
 // The outcomes. Each name says it is an Outcome, so that OutcomeRedirect
@@ -25,7 +26,7 @@ const (
 	// batch is split rather than resent whole.
 	OutcomeTooLarge
 	// OutcomeRedirect is a 3xx that reached the SDK: a POST must not be
-	// turned into a GET, so it is a failure, never followed.
+	// turned into a GET, so it is a failure, never followed (SPEC §4).
 	OutcomeRedirect
 	// OutcomeFatal is any other status: 1xx, other 4xx, 501, 505, 511.
 	OutcomeFatal
@@ -60,13 +61,14 @@ type Result struct {
 // NoResponse returns the Result of an attempt that got no HTTP response: a
 // transport error or a per-attempt timeout. It is retried on the backoff
 // path, whether or not the request had been written, because every event
-// carries a messageId that the tracking API de-duplicates.
+// carries a messageId that the tracking API de-duplicates (SPEC §5,
+// transport errors).
 func NoResponse() Result { return Result{Outcome: OutcomeRetryable} }
 
 // isRetryableStatus reports whether status is worth sending again: 408,
 // 410, 429, 460, and 500–599 except 501 (Not Implemented), 505 (HTTP
 // Version Not Supported) and 511 (Network Authentication Required), which
-// no resend can fix.
+// no resend can fix (SPEC §5).
 func isRetryableStatus(status int) bool {
 	switch status {
 	case http.StatusRequestTimeout, http.StatusGone, http.StatusTooManyRequests, 460:
@@ -94,7 +96,7 @@ func RejectsEndpoint(status int) bool { return status == http.StatusNotFound }
 
 // Check returns what to check when a request is refused with status, for
 // the log and the error to say: the write key on 401 or 403, the
-// endpoint and the source on 404; "" for any other status.
+// endpoint and the source on 404; "" for any other status (SPEC §8).
 func Check(status int) string {
 	switch {
 	case RejectsCredentials(status):
@@ -107,7 +109,7 @@ func Check(status int) string {
 
 // MayFollowRedirect reports whether a redirect of this status may be
 // followed: only 307 and 308, which keep the method and the body. A 301,
-// 302 or 303 would turn the POST into a bodiless GET.
+// 302 or 303 would turn the POST into a bodiless GET (SPEC §4).
 func MayFollowRedirect(status int) bool {
 	return status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect
 }
@@ -115,7 +117,7 @@ func MayFollowRedirect(status int) bool {
 // Classify classifies an HTTP response by its status and header. now is the
 // local clock, the reference for an HTTP-date Retry-After when the response
 // has no valid Date. Retry-After is read only on a retryable status; on any
-// other status it is ignored. Classify is safe for concurrent use.
+// other status it is ignored (SPEC §5). Classify is safe for concurrent use.
 func Classify(status int, header http.Header, now time.Time) Result {
 	switch {
 	case status >= 200 && status <= 299:

@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// Pause is the client-wide rate-limit pause. One Retry-After holds every
-// batch of the client until the time it named, and the client stays in one
-// rate-limit episode from the first such answer until an attempt is
+// Pause is the client-wide rate-limit pause (SPEC §5). One Retry-After holds
+// every batch of the client until the time it named, and the client stays in
+// one rate-limit episode from the first such answer until an attempt is
 // answered without one.
 //
 // A batch spends its MaxRateLimitDuration on the whole episode, not only on

@@ -29,9 +29,9 @@ var (
 	ErrRetriesStopped = errors.New("analytics: retries stopped by close")
 )
 
-// Policy is the retry configuration shared by every batch of a client. A
-// Policy is read-only once in use and safe for concurrent use. Its jittered
-// waits draw from math/rand/v2.
+// Policy is the retry configuration shared by every batch of a client (SPEC
+// §5). A Policy is read-only once in use and safe for concurrent use. Its
+// jittered waits draw from math/rand/v2.
 type Policy struct {
 	// RetryCount is how many retries the backoff path may spend per batch;
 	// 0 means none.
@@ -75,7 +75,7 @@ func init() {
 
 // DefaultPolicy returns the SDK's defaults: 10 retries, backoff 500 ms
 // doubling up to 60 s, 12 h budgets on both paths, Retry-After capped at
-// 300 s, probes at most 4 s apart.
+// 300 s, probes at most 4 s apart (SPEC §7).
 func DefaultPolicy() Policy {
 	return Policy{
 		RetryCount:              10,
@@ -90,7 +90,7 @@ func DefaultPolicy() Policy {
 
 // backoff returns the wait before backoff retry n (n = 1, 2, ...):
 // Backoff(n) when set, else d/2 + rand[0, d/2) with d = min(BackoffCap, BackoffBase·2^(n−1)). The
-// doubling saturates at BackoffCap, never overflows.
+// doubling saturates at BackoffCap, never overflows (SPEC §5).
 func (p *Policy) backoff(n int) time.Duration {
 	if p.Backoff != nil {
 		return max(p.Backoff(n), 0)
@@ -127,7 +127,7 @@ func (p *Policy) jitter(n time.Duration) time.Duration {
 }
 
 // rateLimitWait returns how long the rate-limit path waits for a server's
-// Retry-After: min(retryAfter, RateLimitRetryAfterCap).
+// Retry-After: min(retryAfter, RateLimitRetryAfterCap) (SPEC §5).
 func (p *Policy) rateLimitWait(retryAfter time.Duration) time.Duration {
 	return min(retryAfter, p.RateLimitRetryAfterCap)
 }
@@ -140,7 +140,7 @@ const maxResumeJitter = time.Second
 // resumes after a Retry-After pause of wait: rand[0, min(wait/10, 1 s)).
 // Each client draws its own, so that a fleet given the same Retry-After
 // does not come back in the same instant; it is never negative, so no
-// client comes back earlier than asked.
+// client comes back earlier than asked (SPEC §5).
 func (p *Policy) ResumeJitter(wait time.Duration) time.Duration {
 	if n := min(wait/10, maxResumeJitter); n > 0 {
 		return p.jitter(n)
@@ -149,11 +149,11 @@ func (p *Policy) ResumeJitter(wait time.Duration) time.Duration {
 }
 
 // probeSpacing is how long the client-wide probe waits after its k-th
-// backoff-path failure in a row (k = 1, 2, ...): d/2, the shortest wait
-// of backoff retry k, with d = min(BackoffCap, BackoffBase·2^(k−1)),
-// capped at ProbeInterval; with Backoff set, Backoff(k) in place of d/2.
-// A batch's own wait on retry k is at least that, so a batch alone in
-// flight never waits for the probe beyond its own backoff.
+// backoff-path failure in a row (k = 1, 2, ...): d/2, the shortest wait of
+// backoff retry k, with d = min(BackoffCap, BackoffBase·2^(k−1)), capped at
+// ProbeInterval; with Backoff set, Backoff(k) in place of d/2 (SPEC §5, §7).
+// A batch's own wait on retry k is at least that, so a batch alone in flight
+// never waits for the probe beyond its own backoff.
 func (p *Policy) probeSpacing(k int) time.Duration {
 	s := p.backoffCeiling(k) / 2
 	if p.Backoff != nil {
@@ -166,7 +166,7 @@ func (p *Policy) probeSpacing(k int) time.Duration {
 }
 
 // NewBudget starts the retry state of a batch of the given number of events.
-// Every batch, including each half of a split one, gets its own.
+// Every batch, including each half of a split one, gets its own (SPEC §5).
 func (p *Policy) NewBudget(events int) *Budget {
 	return &Budget{policy: p, events: events}
 }

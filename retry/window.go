@@ -7,7 +7,8 @@ import "time"
 // attempt is forgotten between windowLength − windowLength/windowBuckets
 // and windowLength after it ended. Two minutes is the SRE book's window:
 // long enough that a few answers do not swing the share of failures, short
-// enough that an API's state of a few minutes ago does not decide now.
+// enough that an API's state of a few minutes ago does not decide now
+// (SPEC §5).
 const (
 	windowLength  = 2 * time.Minute
 	windowBuckets = 12
@@ -23,7 +24,7 @@ const throttleK = 2
 // requests attempts of which accepts the API accepted:
 // max(0, (requests − K·accepts) / (requests + 1)), with K = 2 (Site
 // Reliability Engineering, "Handling Overload"). It is 0 while at least
-// half the attempts are accepted, and nears 1 as none are.
+// half the attempts are accepted, and nears 1 as none are (SPEC §5).
 func throttleProbability(requests, accepts int) float64 {
 	return max(0, float64(requests-throttleK*accepts)/float64(requests+1))
 }

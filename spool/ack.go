@@ -16,7 +16,7 @@ import (
 // Ack's buffers. Batches end near the front of the log, so a few files
 // serve nearly every Ack; one evicted is closed without a sync (Close
 // syncs the open ones): a machine crash may lose its last acks, and those
-// records are sent again, never lost.
+// records are sent again, never lost (SPEC §11.2).
 type ackFiles struct {
 	open [4]openAck
 	next int    // the slot to evict next
@@ -78,8 +78,8 @@ func (s *Spool) handedBelow(seg *segment) uint32 {
 }
 
 // ackRuns marks done the records of seg among ids (sorted, all of seg)
-// below limit that were not done, then removes seg if it is finished, or
-// writes their runs to its ack file. s.mu is held.
+// below limit that were not done, then removes seg if it is finished
+// (SPEC §11.6), or writes their runs to its ack file. s.mu is held.
 func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) error {
 	w := ackWriter{buf: s.acks.buf[:0]}
 	if seg.ackSize == 0 {
@@ -127,7 +127,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) error {
 }
 
 // Acknowledgement files and MaxBytes. The bound covers the .ack files
-// too, and Ack cannot refuse to happen, so:
+// too (SPEC §11.5), and Ack cannot refuse to happen, so:
 //   - Appends, and mapped reserves, leave ackRoom of the bound to the .ack
 //     files (fits, reserve); except that a record appended when no record
 //     is live may use all of it, since its only Ack finishes its segment,
@@ -143,7 +143,8 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) error {
 // default segment size, many times over.
 
 // ackRoom is the part of MaxBytes that Appends leave to the .ack files:
-// 1/64 of it (16 KiB for the client's smallest spool). s.mu is held.
+// 1/64 of it (16 KiB for the client's smallest spool; SPEC §11.5). s.mu is
+// held.
 func (s *Spool) ackRoom() int64 {
 	if s.maxBytes <= 0 || s.live == 0 {
 		return 0
@@ -175,11 +176,11 @@ func (s *Spool) ackCompactAt(seg *segment) int64 {
 }
 
 // rewriteStale rewrites the .ack files that a failed write, or the bound,
-// left stale (ackStale), so that a record done in this process is done
-// after a restart too. A failure is logged; the file stays stale, for the
-// next try. It returns the file system's errors, not the bound's: an .ack
-// with no room under MaxBytes only means records that may be handed again
-// after a restart, which the log says, not a failure of Close. s.mu is
+// left stale (ackStale), so that a record done in this process is done after
+// a restart too (SPEC §11.2). A failure is logged; the file stays stale, for
+// the next try. It returns the file system's errors, not the bound's: an
+// .ack with no room under MaxBytes only means records that may be handed
+// again after a restart, which the log says, not a failure of Close. s.mu is
 // held.
 func (s *Spool) rewriteStale() error {
 	s.ackRetry = false

@@ -20,8 +20,9 @@ func (s *Spool) seal() {
 
 // close is Close: after the seal, the syncer stopped and every Append in
 // flight returned, the active file is synced and every file closed; the
-// finished segments go, the active one too once all of it is done. So a
-// spool closed with everything delivered leaves only its LOCK file.
+// finished segments go, the active one too once all of it is done (SPEC
+// §11.6). So a spool closed with everything delivered leaves only its LOCK
+// file.
 func (s *Spool) close() error {
 	s.mu.Lock()
 	if s.closed {

@@ -13,7 +13,7 @@ const readAhead = 256 << 10
 // load is Load: the backlog from the cursor, a frame at a time, each
 // checked before it is handed. A stretch that cannot be framed (a bad
 // length) sets the cursor's offset to the segment's end with ordinals
-// left: those records are damaged, one by one. s.mu is held.
+// left: those records are damaged, one by one (SPEC §11.8). s.mu is held.
 func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool, damaged func(id ID, data []byte, recovered bool) bool) (int, error) {
 	taken := 0
 	for s.backlog > 0 {
@@ -101,7 +101,8 @@ func (s *Spool) next() {
 }
 
 // damage counts and logs one damaged record (what is "checksum") or
-// stretch ("length"), found by Load at ordinal n of seg. s.mu is held.
+// stretch ("length"), found by Load at ordinal n of seg (SPEC §11.8).
+// s.mu is held.
 func (s *Spool) damage(seg *segment, n uint32, what string, value uint32) {
 	s.stats.Corrupt++
 	s.warn("spool: damaged record skipped", "file", s.segPath(seg.num), "ordinal", n, "bad", what, "value", value)
@@ -127,7 +128,7 @@ func (s *Spool) handDamaged(seg *segment, n uint32, data []byte, damaged func(id
 }
 
 // reclaimIfDone removes seg if all its records are done and it is not
-// the active segment. s.mu is held.
+// the active segment (SPEC §11.6). s.mu is held.
 func (s *Spool) reclaimIfDone(seg *segment) {
 	if seg.live == 0 && seg != s.active {
 		_ = s.reclaim(seg) // logged; tried again at Close

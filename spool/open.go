@@ -9,7 +9,7 @@ import (
 
 // Segment sizes when Options.SegmentBytes is 0: a sixteenth of MaxBytes,
 // so that finished segments give room back in steps small beside the
-// bound, within these limits.
+// bound (SPEC §11.6), within these limits.
 const (
 	minSegmentBytes = 64 << 10
 	maxSegmentBytes = 16 << 20

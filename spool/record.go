@@ -64,7 +64,8 @@ func frameHead(b []byte) (length, sum uint32) {
 func framable(length uint32) bool { return length > 0 && length <= maxRecord }
 
 // checkHeader says what a file's first headerSize bytes are: ok, another
-// magic (damage), or another version (a format this package cannot read).
+// magic (damage), or another version (a format this package cannot read;
+// SPEC §11.8: New refuses it).
 func checkHeader(b []byte, magic string) (badMagic bool, version uint32) {
 	if string(b[:len(magic)]) != magic {
 		return true, 0
@@ -106,7 +107,7 @@ func (s *Spool) segPath(num uint64) string { return filepath.Join(s.dir, fileNam
 func (s *Spool) ackPath(num uint64) string { return filepath.Join(s.dir, fileName(num, ackExt)) }
 
 // ioErr is a file system error as the spool returns it: the operation and
-// the file, and the cause for errors.Is (syscall.ENOSPC, say). A
+// the file, and the cause for errors.Is (syscall.ENOSPC, say; SPEC §11.9). A
 // *fs.PathError's own op and path are dropped, so the path is not said
 // twice.
 func ioErr(op, path string, err error) error {
