@@ -10,7 +10,9 @@ import (
 
 // Context is the Segment context object: extra information about the message
 // (https://segment.com/docs/connections/spec/common/#context). Its library
-// member is always the SDK's own: the SDK sets it at Enqueue (SPEC §2).
+// member is the SDK's own: the SDK sets it at Enqueue (SPEC §2); with
+// WithV3Wire the SDK's library is on the batch instead, and a library the
+// caller set is sent as it is (SPEC §4).
 // Members the struct has no field for go in Extra; they are written inline,
 // and a field that is set wins over an Extra member of the same name.
 type Context struct {
@@ -65,7 +67,8 @@ type DeviceInfo struct {
 }
 
 // LibraryInfo is context.library: the SDK sets it to its own name and
-// Version on every message.
+// Version on every message (with WithV3Wire, on the batch instead, and the
+// caller's is sent as it is).
 type LibraryInfo struct {
 	Name    string `json:"name,omitempty"`    // context.library.name
 	Version string `json:"version,omitempty"` // context.library.version

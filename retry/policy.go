@@ -50,11 +50,12 @@ type Policy struct {
 	// RateLimitRetryAfterCap caps one rate-limit wait, whatever the server
 	// asked for.
 	RateLimitRetryAfterCap time.Duration
-	// ProbeInterval caps the spacing of the client-wide probe (see
-	// SendRate): while the API is down, one attempt at a time goes out,
-	// spaced as the backoff schedule says but never more than this apart,
-	// so that the client notices the API is back within about this long.
-	// 0 or less: no cap but BackoffCap's.
+	// ProbeInterval caps the backoff schedule's spacing of the client-wide
+	// probe (see SendRate): while the API is down, one attempt at a time
+	// goes out, spaced as the backoff schedule says but never more than this
+	// apart, so that the client notices the API is back within about this
+	// long. SendRate spaces a quiet client's probes further, to an eighth of
+	// its healthy rate (SPEC §5). 0 or less: no cap but BackoffCap's.
 	ProbeInterval time.Duration
 	// Backoff, when set, is the wait before backoff retry n (n = 1, 2,
 	// ...) in place of the jittered formula of BackoffBase and BackoffCap;
@@ -75,7 +76,7 @@ func init() {
 
 // DefaultPolicy returns the SDK's defaults: 10 retries, backoff 500 ms
 // doubling up to 60 s, 12 h budgets on both paths, Retry-After capped at
-// 300 s, probes at most 4 s apart (SPEC §7).
+// 300 s, the probe's backoff spacing capped at 4 s (SPEC §7).
 func DefaultPolicy() Policy {
 	return Policy{
 		RetryCount:              10,
