@@ -19,7 +19,7 @@ type Context struct {
 	App       AppInfo      `json:"app,omitzero"`        // the app sending the event
 	Campaign  CampaignInfo `json:"campaign,omitzero"`   // the marketing campaign (UTM parameters)
 	Device    DeviceInfo   `json:"device,omitzero"`     // the device
-	Library   LibraryInfo  `json:"library,omitzero"`    // set by the SDK on every message
+	Library   LibraryInfo  `json:"library,omitzero"`    // the SDK sets its own on every message (WithV3Wire: on the batch only)
 	Location  LocationInfo `json:"location,omitzero"`   // where the user is
 	Network   NetworkInfo  `json:"network,omitzero"`    // the network connection
 	OS        OSInfo       `json:"os,omitzero"`         // the operating system
