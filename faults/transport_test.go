@@ -240,14 +240,7 @@ func TestTLSVerificationOnByDefault(t *testing.T) {
 func TestStalePooledConnection(t *testing.T) {
 	leakCheck(t)
 	s := newServer(t).Script(Answer{}, Answer{Action: KillIfReused})
-	e := newEnv(t, s.URL, s.HTTPClient(t, 1), analytics.WithFlushAt(10))
-	first, second := tracks("first", 10), tracks("second", 10)
-	e.enqueue(first...)
-	e.flush()
-	e.enqueue(second...)
-	e.close()
-
-	checkDeliveredOnce(t, s, e.out, append(ids(first), ids(second)...))
+	e, first, second := twoBatches(t, s, s.HTTPClient(t, 1))
 	checkAttempts(t, batchAttempts(s, ids(first)), []string{""}, true)
 	checkAttempts(t, batchAttempts(s, ids(second)), []string{""}, true)
 	// The killed request was never read: the server knows it only by its
@@ -274,14 +267,7 @@ func TestStalePooledConnection(t *testing.T) {
 func TestClosedAfterReadOnReusedConnection(t *testing.T) {
 	leakCheck(t)
 	s := newServer(t).Script(Answer{}, Answer{Action: CloseRaw})
-	e := newEnv(t, s.URL, s.HTTPClient(t, 1), analytics.WithFlushAt(10))
-	first, second := tracks("first", 10), tracks("second", 10)
-	e.enqueue(first...)
-	e.flush()
-	e.enqueue(second...)
-	e.close()
-
-	checkDeliveredOnce(t, s, e.out, append(ids(first), ids(second)...))
+	e, _, second := twoBatches(t, s, s.HTTPClient(t, 1))
 	reqs := batchAttempts(s, ids(second))
 	checkAttempts(t, reqs, []string{"", ""}, true)
 	lost, resend := reqs[0], reqs[1]
@@ -409,14 +395,7 @@ func TestHTTP2StreamReset(t *testing.T) {
 func TestHTTP2StreamResetOnReusedConnectionIsNotResent(t *testing.T) {
 	leakCheck(t)
 	s := newServerH2(t).Script(Answer{}, Answer{Action: CloseRaw})
-	e := newEnv(t, s.URL, s.HTTPClient(t, 0), analytics.WithFlushAt(10))
-	first, second := tracks("first", 10), tracks("second", 10)
-	e.enqueue(first...)
-	e.flush()
-	e.enqueue(second...)
-	e.close()
-
-	checkDeliveredOnce(t, s, e.out, append(ids(first), ids(second)...))
+	e, _, second := twoBatches(t, s, s.HTTPClient(t, 0))
 	reqs := batchAttempts(s, ids(second))
 	checkAttempts(t, reqs, []string{"", "1"}, true)
 	for i, r := range reqs {
@@ -457,6 +436,22 @@ func TestEarly413FromProxy(t *testing.T) {
 	assert.Equal(t, int64(3), st.Attempts, "Stats.Attempts")
 	assert.Equal(t, int64(2), st.BatchesDelivered, "Stats.BatchesDelivered")
 	assert.Zero(t, st.Retries.Backoff, "Stats.Retries.Backoff")
+}
+
+// twoBatches sends two batches of 10 events to s through hc, flushing the
+// first before the second is queued, so that the second goes out on the
+// connection the first left idle; then it closes the client and checks
+// that every event of both was delivered exactly once.
+func twoBatches(t *testing.T, s *Server, hc *http.Client) (e *env, first, second []analytics.Track) {
+	t.Helper()
+	e = newEnv(t, s.URL, hc, analytics.WithFlushAt(10))
+	first, second = tracks("first", 10), tracks("second", 10)
+	e.enqueue(first...)
+	e.flush()
+	e.enqueue(second...)
+	e.close()
+	checkDeliveredOnce(t, s, e.out, append(ids(first), ids(second)...))
+	return e, first, second
 }
 
 // checkResentOnce checks the Stats of two batches, the second lost to a

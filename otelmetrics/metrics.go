@@ -60,6 +60,11 @@ type instruments struct {
 //
 // The spool's instruments report nothing for a client without WithSpool.
 func Register(mp metric.MeterProvider, client *analytics.Client) (metric.Registration, error) {
+	return register(mp, client.Stats)
+}
+
+// register is Register with the snapshot read by stats.
+func register(mp metric.MeterProvider, stats func() analytics.Stats) (metric.Registration, error) {
 	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(analytics.Version))
 	var in instruments
 	var errs []error
@@ -102,7 +107,7 @@ func Register(mp metric.MeterProvider, client *analytics.Client) (metric.Registr
 		}
 	}
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		in.observe(o, client.Stats())
+		in.observe(o, stats())
 		return nil
 	}, in.all()...)
 }

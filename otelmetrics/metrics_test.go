@@ -206,6 +206,36 @@ func pair(prefix string) []analytics.Track {
 	}
 }
 
+// TestEveryFieldToItsInstrument observes a snapshot whose every field the
+// bridge reads holds a value of its own: each instrument and attribute
+// must show its field's, so that two fields swapped, or one read for
+// another, fail (a run leaves many of them 0, alike).
+func TestEveryFieldToItsInstrument(t *testing.T) {
+	st := analytics.Stats{
+		Enqueued:  1,
+		Rejected:  analytics.RejectedStats{Invalid: 2, TooLarge: 3, QueueFull: 4, Closed: 5, Spool: 6},
+		Delivered: 7,
+		Failed: analytics.FailedStats{RetriesExhausted: 8, BackoffBudgetExceeded: 9, RateLimitBudgetExceeded: 10,
+			FatalStatus: 11, Redirect: 12, Shutdown: 13, Spool: 14, Other: 15},
+		Attempts:       16,
+		Retries:        analytics.RetryStats{Backoff: 17, RateLimit: 18},
+		QueueDepth:     19,
+		InFlight:       20,
+		QueueMaxSize:   21,
+		QueueHeldBytes: 22,
+		QueueMaxBytes:  23,
+		Spool:          analytics.SpoolStats{Bytes: 24, MaxBytes: 25, Records: 26, OnDisk: 27, Recovered: 28, SkippedCorrupt: 29},
+		SendRate:       analytics.SendRateStats{Limit: 30.5, Held: 31, Waiting: 32},
+	}
+	reader := sdkmetric.NewManualReader()
+	reg, err := otelmetrics.RegisterStats(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), func() analytics.Stats { return st })
+	require.NoError(t, err, "Register")
+	defer func() { require.NoError(t, reg.Unregister(), "Unregister") }()
+	m := &meter{t: t, reader: reader, reg: reg}
+	got, _ := m.collect()
+	assert.Equal(t, want(st), got, "the instruments")
+}
+
 // Every instrument against a scripted run through the mock: 503s then a
 // delivery, a 429 with Retry-After, a 400, 503s until the retries run
 // out, a full queue, an invalid event, one too large, one after Close.

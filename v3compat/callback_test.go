@@ -21,7 +21,11 @@ import (
 // enqueues a follow-up event for each event delivered, while producers
 // keep the queue full. Every callback waits in Enqueue for room; the
 // uploads go on, so room comes, and every event and follow-up is
-// delivered. It runs in fake time: a client that stopped delivering would
+// delivered. The queue (200 events) holds more than the batches in
+// flight can (4 × MaxConcurrentRequests(1) batches of 10: 40 events), so
+// that callbacks blocking in Enqueue would stop the uploads, as they do
+// without the root's WithBlockingCallbacks, rather than be held back by
+// the queue's room first. It runs in fake time: a client that stopped delivering would
 // leave the count short when the hour of fake time is up.
 func TestCallbackThatEnqueuesKeepsDelivering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -44,7 +48,7 @@ func TestCallbackThatEnqueuesKeepsDelivering(t *testing.T) {
 		var err error
 		c, err = NewWithConfig(testWriteKey, Config{
 			Transport: api, Logger: &lines{}, Callback: cb, BatchSize: 10,
-			options: []root.Option{root.WithMaxQueueSize(50), root.WithMaxConcurrentRequests(2)},
+			options: []root.Option{root.WithMaxQueueSize(200), root.WithMaxConcurrentRequests(1)},
 		})
 		require.NoError(t, err)
 

@@ -118,11 +118,11 @@ type client struct {
 	logger         Logger
 	verbose        *verbose // logs each queued message, or nil: see Config.Verbose
 
-	// mu orders a failure reported from Enqueue against Close: once closed
-	// is set no goroutine is added to reporting, which Close waits for.
+	// mu orders a failure reported from Enqueue against Close: closed is
+	// set under mu, and once it is no goroutine is added to reporting,
+	// which Close waits for. Enqueue also reads closed without mu.
 	mu        sync.Mutex
-	closed    bool
-	closing   atomic.Bool // closed, read without mu by Enqueue
+	closed    atomic.Bool
 	reporting sync.WaitGroup
 	done      chan struct{} // closed when the first Close has ended
 	closeErr  error         // the first Close's outcome, set before done is closed
@@ -139,7 +139,7 @@ func (c *client) Enqueue(msg Message) error {
 	if err != nil {
 		return err
 	}
-	if c.closing.Load() {
+	if c.closed.Load() {
 		return ErrClosed // the root's close may not have begun yet
 	}
 	if c.unsent != nil {
@@ -172,7 +172,7 @@ func (c *client) Enqueue(msg Message) error {
 // once Close has begun.
 func (c *client) fail(m root.Message, err error) error {
 	c.mu.Lock()
-	if c.closed {
+	if c.closed.Load() {
 		c.mu.Unlock()
 		return ErrClosed
 	}
@@ -211,9 +211,7 @@ func (c *client) fail(m root.Message, err error) error {
 // goroutines with it, once the callbacks have returned.
 func (c *client) Close() error {
 	c.mu.Lock()
-	first := !c.closed
-	c.closed = true
-	c.closing.Store(true)
+	first := !c.closed.Swap(true)
 	c.mu.Unlock()
 	callback := inCallback()
 	switch {

@@ -145,6 +145,31 @@ func TestEnqueueTooBig(t *testing.T) {
 	assert.Same(t, ErrMessageTooBig, out.failures[0])
 }
 
+// Without a Callback, a message too large is accepted and logged as an
+// error, each time; a client whose every event fails (an empty write key)
+// logs that once, at NewWithConfig, and not for each event.
+func TestEnqueueTooBigWithoutACallbackIsLogged(t *testing.T) {
+	big := Track{UserId: "u", Event: "E", Properties: NewProperties().Set("blob", strings.Repeat("x", 40_000))}
+	log := &lines{}
+	c, err := NewWithConfig(testWriteKey, Config{Transport: analyticstest.New(), Logger: log})
+	require.NoError(t, err)
+	require.NoError(t, c.Enqueue(big))
+	require.NoError(t, c.Enqueue(big))
+	require.NoError(t, c.Close())
+	want := "ERROR analytics: event not sent: " + ErrMessageTooBig.Error()
+	assert.Equal(t, []string{want, want}, log.all(), "the lines logged")
+
+	log = &lines{}
+	c, err = NewWithConfig("", Config{Transport: analyticstest.New(), Logger: log})
+	require.NoError(t, err)
+	require.NoError(t, c.Enqueue(big))
+	require.NoError(t, c.Enqueue(Track{UserId: "u", Event: "E"}))
+	require.NoError(t, c.Close())
+	logged := log.all()
+	require.Len(t, logged, 1, "an empty write key, logged once: %q", logged)
+	assert.Contains(t, logged[0], "write key is empty")
+}
+
 // A value JSON cannot hold is accepted, as by v3's Enqueue, and
 // Callback.Failure gets encoding/json's error, as v3's did.
 func TestEnqueueUnencodable(t *testing.T) {

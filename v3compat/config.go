@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	root "github.com/dualpath/analytics-go"
@@ -143,7 +142,8 @@ func cmp[T comparable](v, def T) T {
 }
 
 // configError converts an error of the root's New to a ConfigError naming
-// the Config field at fault.
+// the Config field at fault. NewWithConfig handles an empty write key and
+// a refused Endpoint itself: neither comes here.
 func (c Config) configError(err error) error {
 	var oe *root.OptionError
 	if !errors.As(err, &oe) {
@@ -151,12 +151,6 @@ func (c Config) configError(err error) error {
 	}
 	ce := ConfigError{Reason: oe.Reason, Field: oe.Option}
 	switch oe.Option {
-	case "WriteKey":
-		ce.Value = ""
-	case "Endpoint":
-		if !strings.Contains(c.Endpoint, "@") {
-			ce.Value = c.Endpoint
-		}
 	case "FlushInterval":
 		ce.Field, ce.Value = "Interval", c.Interval
 	case "FlushAt":

@@ -59,11 +59,11 @@ func fieldError(fe *root.FieldError) FieldError {
 type ConfigError struct {
 	// Reason says what is wrong, such as "must be positive, got -1s".
 	Reason string
-	// Field is the Config field at fault, such as "Interval", or
-	// "WriteKey" for an empty write key.
+	// Field is the Config field at fault, such as "Interval" or
+	// "BatchSize". An empty write key and an Endpoint the client cannot
+	// send to are no ConfigError (see NewWithConfig).
 	Field string
-	// Value is the field's value. It is nil for an Endpoint with user
-	// information, which may hold a password.
+	// Value is the field's value, such as -1s for a negative Interval.
 	Value any
 }
 

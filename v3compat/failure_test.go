@@ -84,6 +84,13 @@ func TestFailureGetsV3sStatusError(t *testing.T) {
 	assert.ErrorIs(t, err, root.ErrFatalStatus)
 }
 
+// TestFailureGetsV3sStatusErrorForAnUnknownStatus: a status net/http has
+// no text for is named as a net/http server names it in its status line.
+func TestFailureGetsV3sStatusErrorForAnUnknownStatus(t *testing.T) {
+	_, err := failOnce(t, answering(499, strings.NewReader("nope")))
+	assert.EqualError(t, err, "499 499 status code 499", "v3's text for a status without a name")
+}
+
 // TestFailureWithoutDetail: a Callback without FailureDetail gets Failure,
 // with v3's error.
 func TestFailureWithoutDetail(t *testing.T) {
