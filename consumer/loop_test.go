@@ -121,6 +121,29 @@ func TestLoopFlushWaitsForItsEvents(t *testing.T) {
 	})
 }
 
+// Flush waits for every batch its events are in: a batch that ends while
+// another is still retrying does not release it.
+func TestLoopFlushWaitsForEveryBatchInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		r.tr.rule = func(s sent) answer {
+			if s.ids()[0] == "m2" && s.header.Get("X-Retry-Count") == "" {
+				return status(503) // the second batch retries, after a backoff wait
+			}
+			return status(200)
+		}
+		rec := newRecorder(t)
+		l, _ := newTestLoop(r, rec, 2, 4)
+		require.NoError(t, l.Flush(context.Background(), 4))
+		rec.mu.Lock()
+		assert.Len(t, rec.ended, 4, "events ended when Flush returns")
+		rec.mu.Unlock()
+		assert.Len(t, r.tr.requests(), 3, "requests: two batches, one retried")
+		l.Close()
+		<-l.Done()
+	})
+}
+
 // A panic in Outcomes.Called neither loses an event's report nor repeats
 // one: the rest of the run is called back, each event once.
 func TestLoopPanicInCalledReportsTheRestOnce(t *testing.T) {
