@@ -197,9 +197,12 @@ func newResendRig(t *testing.T, mode connMode, maxConns int, timeout time.Durati
 // deliver sends batch number b, 3 events with messageIds of its own, and
 // returns its error; a value goes to r.idle each time one of its
 // connections goes back to the pool.
-func (r *resendRig) deliver(b int) error {
+func (r *resendRig) deliver(b int) error { return r.deliverCtx(context.Background(), b) }
+
+// deliverCtx is deliver under ctx.
+func (r *resendRig) deliverCtx(ctx context.Context, b int) error {
 	evs := events(3 * (b + 1))[3*b:]
-	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		PutIdleConn: func(err error) {
 			if err == nil {
 				r.idle <- struct{}{}
@@ -370,6 +373,37 @@ func TestNoResend(t *testing.T) {
 			assert.Zero(t, c.Resends, "Resends")
 			assert.Equal(t, int64(1), c.Retries.Backoff, "Retries.Backoff")
 			assert.Equal(t, []place{{1, 1, ""}, {2, 1, "1"}}, r.srv.places(), "(connection, request on it, X-Retry-Count)")
+		})
+	}
+}
+
+// An attempt on a reused connection that its context ended (a Shutdown
+// out of time) is not resent: the connection did not lose it, the client
+// gave it up.
+func TestCancelledAttemptIsNotResent(t *testing.T) {
+	for _, mode := range connModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			cause := errors.New("shutdown out of time")
+			r := newResendRig(t, mode, 1, hangGuard, func(_, n int) connAction {
+				if n == 2 {
+					cancel(cause) // once the request is written whole
+					return stallUnanswered
+				}
+				return answerOK
+			})
+			require.NoError(t, r.deliver(0), "the first batch")
+			r.awaitIdle(1)
+			err := r.deliverCtx(ctx, 1)
+			var be *BatchError
+			require.ErrorAs(t, err, &be, "the second batch")
+			assert.Same(t, cause, be.Reason, "the batch's Reason: the context's cause")
+			c := r.up.Counters()
+			assert.Zero(t, c.Resends, "Resends")
+			assert.Zero(t, c.Retries.Backoff, "Retries.Backoff")
+			assert.Equal(t, []place{{1, 1, ""}, {1, 2, ""}}, r.srv.places(), "(connection, request on it, X-Retry-Count)")
+			assert.NotContains(t, r.logs.String(), "batch resent", "a resend's log record")
 		})
 	}
 }
