@@ -407,3 +407,59 @@ func TestCancelledAttemptIsNotResent(t *testing.T) {
 		})
 	}
 }
+
+// A request lost on a reused HTTP/2 connection (its stream reset) is not
+// resent at once: an HTTP/2 connection says it is closing (GOAWAY), and a
+// stream reset is the server's answer, so the batch takes the backoff
+// path.
+func TestLostOnHTTP2IsNotResent(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		protos []int
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		mu.Lock()
+		protos = append(protos, req.ProtoMajor)
+		n := len(protos)
+		mu.Unlock()
+		if n == 2 {
+			panic(http.ErrAbortHandler) // the stream is reset, not a byte of answer
+		}
+		_, _ = io.WriteString(w, "{}")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	client := NewHTTPClient(1)
+	t.Cleanup(client.CloseIdleConnections)
+	client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	policy := retry.DefaultPolicy()
+	policy.RetryCount = 3
+	policy.BackoffBase = 0
+	r := &resendRig{t: t, logs: &bytes.Buffer{}, idle: make(chan struct{}, 16)}
+	r.up = New(Config{
+		Endpoint:              srv.URL,
+		WriteKey:              testKey,
+		UserAgent:             "analytics-go/test",
+		Context:               []byte(`{}`),
+		Client:                client,
+		Gzip:                  true,
+		RequestTimeout:        hangGuard,
+		MaxBodyBytes:          maxBodyBytes,
+		MaxConcurrentRequests: 1,
+		Policy:                policy,
+		Logger:                slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	require.NoError(t, r.deliver(0), "the first batch")
+	require.NoError(t, r.deliver(1), "the second batch")
+	mu.Lock()
+	assert.Equal(t, []int{2, 2, 2}, protos, "the HTTP major version of each request")
+	mu.Unlock()
+	c := r.up.Counters()
+	assert.Zero(t, c.Resends, "Resends")
+	assert.Equal(t, int64(1), c.Retries.Backoff, "Retries.Backoff")
+	assert.NotContains(t, r.logs.String(), "batch resent", "a resend's log record")
+}
