@@ -144,6 +144,33 @@ func TestLoopFlushWaitsForEveryBatchInFlight(t *testing.T) {
 	})
 }
 
+// FlushInterval after the last cut, the events taken by then are sent
+// without waiting for FlushAt.
+func TestLoopCutsAtFlushInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		rec := newRecorder(t)
+		q := queue.New[int](1000, 1<<20)
+		for i, ev := range events(3) {
+			res, _ := q.Push(ev, i, 0)
+			require.Equal(t, queue.Admitted, res, "push %d", i)
+		}
+		l := NewLoop(LoopConfig[int]{Queue: q, Uploader: r.up, Outcomes: rec, FlushAt: 100, FlushInterval: time.Minute})
+		l.Start()
+		time.Sleep(time.Minute - time.Nanosecond)
+		synctest.Wait()
+		assert.Empty(t, r.tr.requests(), "requests before FlushInterval")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Len(t, r.tr.requests(), 1, "requests at FlushInterval")
+		rec.mu.Lock()
+		assert.Len(t, rec.ended, 3, "events ended")
+		rec.mu.Unlock()
+		l.Close()
+		<-l.Done()
+	})
+}
+
 // A panic in Outcomes.Called neither loses an event's report nor repeats
 // one: the rest of the run is called back, each event once.
 func TestLoopPanicInCalledReportsTheRestOnce(t *testing.T) {
