@@ -169,17 +169,24 @@ func newResendRig(t *testing.T, mode connMode, maxConns int, timeout time.Durati
 		client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	srv := newConnServer(t, cert, act)
+	r := newRigOn(t, srv.URL, client, maxConns, timeout)
+	r.srv = srv
+	return r
+}
+
+// newRigOn returns a resendRig, with no conn server, whose Uploader sends
+// to endpoint with client.
+func newRigOn(t *testing.T, endpoint string, client *http.Client, maxConns int, timeout time.Duration) *resendRig {
 	policy := retry.DefaultPolicy()
 	policy.RetryCount = 3
 	policy.BackoffBase = 0
 	logs := &bytes.Buffer{}
 	return &resendRig{
 		t:    t,
-		srv:  srv,
 		logs: logs,
 		idle: make(chan struct{}, 16),
 		up: New(Config{
-			Endpoint:              srv.URL,
+			Endpoint:              endpoint,
 			WriteKey:              testKey,
 			UserAgent:             "analytics-go/test",
 			Context:               []byte(`{}`),
@@ -436,23 +443,7 @@ func TestLostOnHTTP2IsNotResent(t *testing.T) {
 	client := NewHTTPClient(1)
 	t.Cleanup(client.CloseIdleConnections)
 	client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	policy := retry.DefaultPolicy()
-	policy.RetryCount = 3
-	policy.BackoffBase = 0
-	r := &resendRig{t: t, logs: &bytes.Buffer{}, idle: make(chan struct{}, 16)}
-	r.up = New(Config{
-		Endpoint:              srv.URL,
-		WriteKey:              testKey,
-		UserAgent:             "analytics-go/test",
-		Context:               []byte(`{}`),
-		Client:                client,
-		Gzip:                  true,
-		RequestTimeout:        hangGuard,
-		MaxBodyBytes:          maxBodyBytes,
-		MaxConcurrentRequests: 1,
-		Policy:                policy,
-		Logger:                slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	r := newRigOn(t, srv.URL, client, 1, hangGuard)
 	require.NoError(t, r.deliver(0), "the first batch")
 	require.NoError(t, r.deliver(1), "the second batch")
 	mu.Lock()
