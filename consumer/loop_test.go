@@ -121,6 +121,56 @@ func TestLoopFlushWaitsForItsEvents(t *testing.T) {
 	})
 }
 
+// Flush waits for every batch its events are in: a batch that ends while
+// another is still retrying does not release it.
+func TestLoopFlushWaitsForEveryBatchInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		r.tr.rule = func(s sent) answer {
+			if s.ids()[0] == "m2" && s.header.Get("X-Retry-Count") == "" {
+				return status(503) // the second batch retries, after a backoff wait
+			}
+			return status(200)
+		}
+		rec := newRecorder(t)
+		l, _ := newTestLoop(r, rec, 2, 4)
+		require.NoError(t, l.Flush(context.Background(), 4))
+		rec.mu.Lock()
+		assert.Len(t, rec.ended, 4, "events ended when Flush returns")
+		rec.mu.Unlock()
+		assert.Len(t, r.tr.requests(), 3, "requests: two batches, one retried")
+		l.Close()
+		<-l.Done()
+	})
+}
+
+// FlushInterval after the last cut, the events taken by then are sent
+// without waiting for FlushAt.
+func TestLoopCutsAtFlushInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		rec := newRecorder(t)
+		q := queue.New[int](1000, 1<<20)
+		for i, ev := range events(3) {
+			res, _ := q.Push(ev, i, 0)
+			require.Equal(t, queue.Admitted, res, "push %d", i)
+		}
+		l := NewLoop(LoopConfig[int]{Queue: q, Uploader: r.up, Outcomes: rec, FlushAt: 100, FlushInterval: time.Minute})
+		l.Start()
+		time.Sleep(time.Minute - time.Nanosecond)
+		synctest.Wait()
+		assert.Empty(t, r.tr.requests(), "requests before FlushInterval")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Len(t, r.tr.requests(), 1, "requests at FlushInterval")
+		rec.mu.Lock()
+		assert.Len(t, rec.ended, 3, "events ended")
+		rec.mu.Unlock()
+		l.Close()
+		<-l.Done()
+	})
+}
+
 // A panic in Outcomes.Called neither loses an event's report nor repeats
 // one: the rest of the run is called back, each event once.
 func TestLoopPanicInCalledReportsTheRestOnce(t *testing.T) {

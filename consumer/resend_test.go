@@ -169,17 +169,24 @@ func newResendRig(t *testing.T, mode connMode, maxConns int, timeout time.Durati
 		client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	srv := newConnServer(t, cert, act)
+	r := newRigOn(t, srv.URL, client, maxConns, timeout)
+	r.srv = srv
+	return r
+}
+
+// newRigOn returns a resendRig, with no conn server, whose Uploader sends
+// to endpoint with client.
+func newRigOn(t *testing.T, endpoint string, client *http.Client, maxConns int, timeout time.Duration) *resendRig {
 	policy := retry.DefaultPolicy()
 	policy.RetryCount = 3
 	policy.BackoffBase = 0
 	logs := &bytes.Buffer{}
 	return &resendRig{
 		t:    t,
-		srv:  srv,
 		logs: logs,
 		idle: make(chan struct{}, 16),
 		up: New(Config{
-			Endpoint:              srv.URL,
+			Endpoint:              endpoint,
 			WriteKey:              testKey,
 			UserAgent:             "analytics-go/test",
 			Context:               []byte(`{}`),
@@ -197,9 +204,12 @@ func newResendRig(t *testing.T, mode connMode, maxConns int, timeout time.Durati
 // deliver sends batch number b, 3 events with messageIds of its own, and
 // returns its error; a value goes to r.idle each time one of its
 // connections goes back to the pool.
-func (r *resendRig) deliver(b int) error {
+func (r *resendRig) deliver(b int) error { return r.deliverCtx(context.Background(), b) }
+
+// deliverCtx is deliver under ctx.
+func (r *resendRig) deliverCtx(ctx context.Context, b int) error {
 	evs := events(3 * (b + 1))[3*b:]
-	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		PutIdleConn: func(err error) {
 			if err == nil {
 				r.idle <- struct{}{}
@@ -372,4 +382,75 @@ func TestNoResend(t *testing.T) {
 			assert.Equal(t, []place{{1, 1, ""}, {2, 1, "1"}}, r.srv.places(), "(connection, request on it, X-Retry-Count)")
 		})
 	}
+}
+
+// An attempt on a reused connection that its context ended (a Shutdown
+// out of time) is not resent: the connection did not lose it, the client
+// gave it up.
+func TestCancelledAttemptIsNotResent(t *testing.T) {
+	for _, mode := range connModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			cause := errors.New("shutdown out of time")
+			r := newResendRig(t, mode, 1, hangGuard, func(_, n int) connAction {
+				if n == 2 {
+					cancel(cause) // once the request is written whole
+					return stallUnanswered
+				}
+				return answerOK
+			})
+			require.NoError(t, r.deliver(0), "the first batch")
+			r.awaitIdle(1)
+			err := r.deliverCtx(ctx, 1)
+			var be *BatchError
+			require.ErrorAs(t, err, &be, "the second batch")
+			assert.Same(t, cause, be.Reason, "the batch's Reason: the context's cause")
+			c := r.up.Counters()
+			assert.Zero(t, c.Resends, "Resends")
+			assert.Zero(t, c.Retries.Backoff, "Retries.Backoff")
+			assert.Equal(t, []place{{1, 1, ""}, {1, 2, ""}}, r.srv.places(), "(connection, request on it, X-Retry-Count)")
+			assert.NotContains(t, r.logs.String(), "batch resent", "a resend's log record")
+		})
+	}
+}
+
+// A request lost on a reused HTTP/2 connection (its stream reset) is not
+// resent at once: an HTTP/2 connection says it is closing (GOAWAY), and a
+// stream reset is the server's answer, so the batch takes the backoff
+// path.
+func TestLostOnHTTP2IsNotResent(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		protos []int
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		mu.Lock()
+		protos = append(protos, req.ProtoMajor)
+		n := len(protos)
+		mu.Unlock()
+		if n == 2 {
+			panic(http.ErrAbortHandler) // the stream is reset, not a byte of answer
+		}
+		_, _ = io.WriteString(w, "{}")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	client := NewHTTPClient(1)
+	t.Cleanup(client.CloseIdleConnections)
+	client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	r := newRigOn(t, srv.URL, client, 1, hangGuard)
+	require.NoError(t, r.deliver(0), "the first batch")
+	require.NoError(t, r.deliver(1), "the second batch")
+	mu.Lock()
+	assert.Equal(t, []int{2, 2, 2}, protos, "the HTTP major version of each request")
+	mu.Unlock()
+	c := r.up.Counters()
+	assert.Zero(t, c.Resends, "Resends")
+	assert.Equal(t, int64(1), c.Retries.Backoff, "Retries.Backoff")
+	assert.NotContains(t, r.logs.String(), "batch resent", "a resend's log record")
 }

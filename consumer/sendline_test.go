@@ -391,3 +391,22 @@ func TestNoBackoffNoWait(t *testing.T) {
 		assert.Empty(t, r.waits(), "waits")
 	})
 }
+
+// While the send rate probes, the turn goes to the attempt whose batch has
+// spent the fewest retries, the first of those that came; otherwise to the
+// first that came. So the batches held back through an outage spend their
+// retries evenly.
+func TestProbeTurnGoesToTheFewestRetries(t *testing.T) {
+	policy := retry.DefaultPolicy()
+	rate := retry.NewSendRate(&policy)
+	l := newSendLine(rate)
+	l.line = []waiter{{ticket: 1, retries: 3}, {ticket: 2, retries: 1}, {ticket: 3, retries: 1}}
+	assert.Equal(t, uint64(1), l.first(), "healthy: the first that came asks")
+
+	now := time.Now()
+	turn, _, ok := rate.Admit(now)
+	require.True(t, ok, "a healthy rate admits")
+	rate.End(turn, now, retry.OutcomeRateLimited) // one rate-limited answer: the client probes
+	require.True(t, rate.Probing(), "probing after a rate-limited answer")
+	assert.Equal(t, uint64(2), l.first(), "probing: the first of those with the fewest retries asks")
+}

@@ -206,14 +206,7 @@ func (u *Uploader) StopRetries() {
 }
 
 // retriesStopped reports whether StopRetries has been called.
-func (u *Uploader) retriesStopped() bool {
-	select {
-	case <-u.stop:
-		return true
-	default:
-		return false
-	}
-}
+func (u *Uploader) retriesStopped() bool { return closed(u.stop) }
 
 // deliver runs the loop of one batch (SPEC §5). slot, if it still holds one, is the
 // slot of the first attempt.

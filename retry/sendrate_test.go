@@ -384,6 +384,28 @@ func TestSendRateAfterARateLimitedAnswer(t *testing.T) {
 	r.admit("the probe, at once: the Pause holds it")
 }
 
+// Right after the limit is lifted, until a second of healthy traffic has
+// been measured, a new trouble keeps the healthy rate measured before the
+// last one: a few attempts say little of what the client sends.
+func TestSendRateKeepsItsHealthyRateThroughAYoungMeasure(t *testing.T) {
+	r := newRateRig(t)
+	r.healthy(4, 20*time.Second)
+	r.now = r.now.Add(250 * time.Millisecond)
+	r.attempt(OutcomeRateLimited, "the first trouble")
+	before := r.s.healthy
+	require.Positive(t, before, "the healthy rate measured before the first trouble")
+	r.now = r.now.Add(r.held("the probe"))
+	require.True(t, r.attempt(OutcomeSuccess, "the probe"), "the recovery")
+	r.now = r.now.Add(2 * quietToHealthy)
+	require.Equal(t, SendHealthy, r.state().Mode, "the limit lifted")
+
+	r.healthy(100, 200*time.Millisecond) // 20 attempts, over less than healthyMinAge
+	r.now = r.now.Add(10 * time.Millisecond)
+	r.attempt(OutcomeRateLimited, "the second trouble")
+	assert.Equal(t, before, r.s.healthy, "the healthy rate through the second trouble")
+	assert.Equal(t, time.Duration(float64(time.Second)/(probeShare*before)), r.held("the probe"), "8 over the healthy rate measured before")
+}
+
 // A client younger than a second, or whose first attempt fails, tells no
 // healthy rate: after the recovery there is no ceiling.
 func TestSendRateWithoutAHealthyRate(t *testing.T) {

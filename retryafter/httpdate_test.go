@@ -71,6 +71,9 @@ func TestRFC850Year(t *testing.T) {
 		// Near the end of a century the window reaches into the next one.
 		{"10 is 2110 from 2090", "Wednesday, 15-Jan-10 00:00:00 GMT", time.Date(2090, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2110, 1, 15, 0, 0, 0, 0, time.UTC)},
 		{"10 is 2010 from 2026", "Friday, 15-Jan-10 00:00:00 GMT", ref2026, time.Date(2010, 1, 15, 0, 0, 0, 0, time.UTC)},
+		// From 2060, 00 is 2100, which has no 29 February; 1 March 2100 is
+		// a Monday, so only the day check refuses this.
+		{"29 Feb 00 in 2100 is no day", "Monday, 29-Feb-00 00:00:00 GMT", time.Date(2060, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}},
 		// The limit is taken in UTC: 23:00 on 31 May 2026 in UTC-2 is 01:00 on 1 June UTC.
 		{"ref zone does not shift the window", "Monday, 01-Jun-76 00:59:59 GMT", time.Date(2026, 5, 31, 23, 0, 0, 0, time.FixedZone("UTC-2", -2*3600)), time.Date(2076, 6, 1, 0, 59, 59, 0, time.UTC)},
 	}
