@@ -19,14 +19,12 @@ import (
 // smallDiskFS is the operating system's file system on a small disk that
 // only the spool's directory uses (testsupport.SmallDisk). Segment files
 // are handed out as the *os.File itself, so that the spool maps them, as
-// it does the operating system's.
+// it does the operating system's, reserving their blocks through the
+// disk's Allocate (promoted from SmallDisk).
 type smallDiskFS struct {
 	osSpoolFS
 	*testsupport.SmallDisk
 }
-
-// Allocate reserves the first size bytes of the file fd, if they fit.
-func (d *smallDiskFS) Allocate(fd int, size int64) error { return d.SmallDisk.Allocate(fd, size) }
 
 func (d *smallDiskFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
 	f, err := os.OpenFile(name, flag, perm)
