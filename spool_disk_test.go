@@ -27,14 +27,12 @@ type smallDiskFS struct {
 }
 
 func (d *smallDiskFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	if strings.HasSuffix(name, ".seg") {
-		return f, nil
-	}
-	return &smallDiskFile{File: f, disk: d.SmallDisk}, nil
+	return d.open(name, flag, perm, func(f *os.File) spool.File {
+		if strings.HasSuffix(name, ".seg") {
+			return f
+		}
+		return &smallDiskFile{File: f, disk: d.SmallDisk}
+	})
 }
 
 type smallDiskFile struct {
