@@ -39,11 +39,7 @@ func newSyncGateFS() *syncGateFS {
 func (g *syncGateFS) arm() { g.mu.Lock(); g.armed = true; g.mu.Unlock() }
 
 func (g *syncGateFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &syncGateFile{File: f, g: g}, nil
+	return g.open(name, flag, perm, func(f *os.File) spool.File { return &syncGateFile{File: f, g: g} })
 }
 
 type syncGateFile struct {

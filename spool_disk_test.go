@@ -19,24 +19,20 @@ import (
 // smallDiskFS is the operating system's file system on a small disk that
 // only the spool's directory uses (testsupport.SmallDisk). Segment files
 // are handed out as the *os.File itself, so that the spool maps them, as
-// it does the operating system's.
+// it does the operating system's, reserving their blocks through the
+// disk's Allocate (promoted from SmallDisk).
 type smallDiskFS struct {
 	osSpoolFS
 	*testsupport.SmallDisk
 }
 
-// Allocate reserves the first size bytes of the file fd, if they fit.
-func (d *smallDiskFS) Allocate(fd int, size int64) error { return d.SmallDisk.Allocate(fd, size) }
-
 func (d *smallDiskFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	if strings.HasSuffix(name, ".seg") {
-		return f, nil
-	}
-	return &smallDiskFile{File: f, disk: d.SmallDisk}, nil
+	return d.open(name, flag, perm, func(f *os.File) spool.File {
+		if strings.HasSuffix(name, ".seg") {
+			return f
+		}
+		return &smallDiskFile{File: f, disk: d.SmallDisk}
+	})
 }
 
 type smallDiskFile struct {

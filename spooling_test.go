@@ -327,12 +327,18 @@ func (osSpoolFS) Remove(name string) error                     { return os.Remov
 func (osSpoolFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
 func (osSpoolFS) Lock(string) (func() error, error)            { return func() error { return nil }, nil }
 
-func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
-	file, err := os.OpenFile(name, flag, perm)
+// open opens name as the operating system does and returns the file as
+// wrap makes it: what each wrapping file system's OpenFile does.
+func (osSpoolFS) open(name string, flag int, perm fs.FileMode, wrap func(*os.File) spool.File) (spool.File, error) {
+	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
-		return nil, err
+		return nil, err // not a typed nil in the interface
 	}
-	return &faultFile{File: file, fs: f}, nil
+	return wrap(f), nil
+}
+
+func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (spool.File, error) {
+	return f.open(name, flag, perm, func(file *os.File) spool.File { return &faultFile{File: file, fs: f} })
 }
 
 type faultFile struct {

@@ -28,15 +28,7 @@ func TestAckFilesWithinMaxBytesAlways(t *testing.T) {
 			dir := t.TempDir()
 			s, err := Open(dir, o)
 			require.NoError(t, err)
-			var all []ID
-			for {
-				id, err := s.Append([]byte("x"), take)
-				if errors.Is(err, ErrFull) {
-					break
-				}
-				require.NoError(t, err)
-				all = append(all, id)
-			}
+			all := fill(t, s, []byte("x"))
 			var half []ID
 			for i, id := range all {
 				if i%2 == 0 {
@@ -101,15 +93,7 @@ func TestAckFilesWithinMaxBytes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openT(t, dir, o)
-			var all []ID
-			for {
-				id, err := s.Append([]byte("x"), take)
-				if errors.Is(err, ErrFull) {
-					break
-				}
-				require.NoError(t, err)
-				all = append(all, id)
-			}
+			all := fill(t, s, []byte("x"))
 			// Ack every record but the last of each segment, one by one:
 			// no segment is finished, so none is removed.
 			for i, id := range all {

@@ -19,13 +19,13 @@ import (
 // that does not fit means none does.
 var fixed = []byte(`{"pad":"` + strings.Repeat("y", 190) + `"}`)
 
-// fill appends records until the spool is full and returns their IDs (all
-// handed).
-func fill(t *testing.T, s *Spool) []ID {
+// fill appends data as records until the spool is full and returns their
+// IDs (all handed).
+func fill(t *testing.T, s *Spool, data []byte) []ID {
 	t.Helper()
 	var out []ID
 	for {
-		id, err := s.Append(fixed, take)
+		id, err := s.Append(data, take)
 		if errors.Is(err, ErrFull) {
 			return out
 		}
@@ -37,7 +37,7 @@ func fill(t *testing.T, s *Spool) []ID {
 func TestFullAtMaxBytes(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, Options{Sync: 1e9, MaxBytes: 8 << 10, SegmentBytes: 1 << 10})
-	all := fill(t, s)
+	all := fill(t, s, fixed)
 	st := s.Stats()
 	assert.LessOrEqual(t, st.Bytes, int64(8<<10))
 	assert.Greater(t, st.Bytes+int64(frameSize+len(fixed)+headerSize), int64(8<<10))
@@ -60,7 +60,7 @@ func TestFullAtMaxBytes(t *testing.T) {
 // stuck full: that segment is dropped to make room.
 func TestFullOfDoneRecordsInActiveSegment(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{Sync: 1e9, MaxBytes: 4 << 10, SegmentBytes: 1 << 20})
-	all := fill(t, s)
+	all := fill(t, s, fixed)
 	require.Equal(t, all[0].Seg, all[len(all)-1].Seg, "one segment")
 	require.NoError(t, s.Ack(all))
 	id, err := s.Append(fixed, take)
@@ -80,7 +80,7 @@ func TestAppendWait(t *testing.T) {
 		s, err := Open(dir, Options{Sync: time.Second, MaxBytes: 8 << 10, SegmentBytes: 1 << 10})
 		require.NoError(t, err)
 		defer s.Close()
-		all := fill(t, s)
+		all := fill(t, s, fixed)
 		segs := map[uint64][]ID{}
 		for _, id := range all {
 			segs[id.Seg] = append(segs[id.Seg], id)
@@ -147,7 +147,7 @@ func TestAppendWaitContextError(t *testing.T) {
 		s, err := Open(t.TempDir(), Options{Sync: time.Second, MaxBytes: 4 << 10, SegmentBytes: 1 << 10})
 		require.NoError(t, err)
 		defer s.Close()
-		fill(t, s)
+		fill(t, s, fixed)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		began := time.Now()
@@ -169,7 +169,7 @@ func TestSealEndsWaits(t *testing.T) {
 		s, err := Open(t.TempDir(), Options{Sync: time.Second, MaxBytes: 4 << 10, SegmentBytes: 1 << 10})
 		require.NoError(t, err)
 		defer s.Close()
-		all := fill(t, s)
+		all := fill(t, s, fixed)
 		var wg sync.WaitGroup
 		errs := make([]error, 3)
 		for i := range errs {
@@ -275,7 +275,7 @@ func TestAppendWaitWokenWhenActiveSegmentDone(t *testing.T) {
 		s, err := Open(t.TempDir(), Options{Sync: time.Second, MaxBytes: 4 << 10, SegmentBytes: 1 << 20})
 		require.NoError(t, err)
 		defer s.Close()
-		all := fill(t, s)
+		all := fill(t, s, fixed)
 		require.Equal(t, all[0].Seg, all[len(all)-1].Seg, "one segment")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()

@@ -21,7 +21,8 @@ import (
 // diskFS is the operating system's file system on a small disk that only
 // the spool's directory uses (testsupport.SmallDisk). With mapped, segment
 // files are handed out as the *os.File itself, so that the spool maps
-// them; otherwise they are written.
+// them, reserving their blocks through the disk's Allocate (promoted from
+// SmallDisk); otherwise they are written.
 type diskFS struct {
 	osFS
 	*testsupport.SmallDisk
@@ -31,10 +32,6 @@ type diskFS struct {
 func newDiskFS(dir string, capacity int64, mapped bool) *diskFS {
 	return &diskFS{SmallDisk: testsupport.NewSmallDisk(dir, capacity), mapped: mapped}
 }
-
-// Allocate is fallocate, refused when the disk lacks the room. (Declared
-// here, so that osFS's does not shadow it.)
-func (d *diskFS) Allocate(fd int, size int64) error { return d.SmallDisk.Allocate(fd, size) }
 
 func (d *diskFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	f, err := d.osFS.OpenFile(name, flag, perm)

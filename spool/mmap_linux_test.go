@@ -219,7 +219,7 @@ func TestMappedLargeRecord(t *testing.T) {
 func TestMappedReserveWithinBound(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, Options{Sync: 1e9, MaxBytes: 10 << 10, SegmentBytes: 4 << 10})
-	all := fill(t, s)
+	all := fill(t, s, fixed)
 	st := s.Stats()
 	assert.LessOrEqual(t, st.Bytes, int64(10<<10))
 	assert.Equal(t, dirBytes(t, dir), st.Bytes)
