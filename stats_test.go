@@ -56,3 +56,34 @@ func TestStatsSpoolBoundOff(t *testing.T) {
 	defer e.close()
 	assert.Zero(t, e.client.Stats().Spool.MaxBytes, "Spool.MaxBytes without a spool")
 }
+
+// Once a shutdown cut short has returned, the queue holds nothing and
+// nothing counts against its bounds: without a spool what was queued has
+// failed, with one it is left in the spool (Spool.Left) for the next New.
+func TestStatsQueueEmptyAfterShutdownCutShort(t *testing.T) {
+	for _, spooled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "spool"}[spooled], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := []Option{WithFlushAt(100)}
+				if spooled {
+					opts = append(opts, WithSpool(t.TempDir()))
+				}
+				e := newEnv(t, newAPI(), opts...)
+				e.enqueue(tracks("cut-", 5)...) // under FlushAt: all five stay queued
+				synctest.Wait()
+				require.Equal(t, 5, e.client.Stats().QueueDepth, "QueueDepth before the shutdown")
+				cutShort(t, e.client)
+				st := e.client.Stats()
+				assert.Zero(t, st.QueueDepth, "QueueDepth after the shutdown")
+				assert.Zero(t, st.QueueBytes, "QueueBytes after the shutdown")
+				assert.Zero(t, st.InFlight, "InFlight after the shutdown")
+				assert.Zero(t, st.QueueHeldBytes, "QueueHeldBytes after the shutdown")
+				if spooled {
+					assert.Equal(t, int64(5), st.Spool.Left, "Spool.Left: the queued events stay in the spool")
+				} else {
+					assert.Equal(t, int64(5), st.Failed.Shutdown, "Failed.Shutdown: the queued events fail")
+				}
+			})
+		})
+	}
+}
