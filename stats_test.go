@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"net/http"
 	"reflect"
 	"testing"
 	"testing/synctest"
@@ -83,6 +84,40 @@ func TestStatsQueueEmptyAfterShutdownCutShort(t *testing.T) {
 				} else {
 					assert.Equal(t, int64(5), st.Failed.Shutdown, "Failed.Shutdown: the queued events fail")
 				}
+			})
+		})
+	}
+}
+
+// Stats.Failed counts each failed event under the reason its error wraps,
+// one reason per path a batch can fail by (SPEC §5, §8).
+func TestStatsFailedByReason(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer analyticstest.Answer
+		opts   []Option
+		want   FailedStats
+	}{
+		{"retries exhausted", analyticstest.Status(503), []Option{WithRetryCount(0)},
+			FailedStats{RetriesExhausted: 2}},
+		{"backoff budget", analyticstest.Status(503), []Option{WithMaxTotalBackoffDuration(0)},
+			FailedStats{BackoffBudgetExceeded: 2}},
+		{"rate-limit budget", analyticstest.RetryAfter(429, "60"), []Option{WithMaxRateLimitDuration(time.Second)},
+			FailedStats{RateLimitBudgetExceeded: 2}},
+		{"fatal status", analyticstest.Status(400), nil,
+			FailedStats{FatalStatus: 2}},
+		{"redirect", analyticstest.Answer{Status: 301, Header: http.Header{"Location": {"http://elsewhere.test/v1/batch"}}}, nil,
+			FailedStats{Redirect: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, newAPI().Default(tc.answer), append([]Option{WithFlushAt(2)}, tc.opts...)...)
+				e.enqueue(tracks("f-", 2)...)
+				e.flush()
+				e.close()
+				st := e.client.Stats()
+				assert.Equal(t, tc.want, st.Failed, "Stats.Failed")
+				assert.Zero(t, st.Delivered, "Delivered")
 			})
 		})
 	}
