@@ -87,8 +87,11 @@ func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, h held, 
 	n := 0
 	direct := func(id spool.ID) bool {
 		res, k := s.q.Push(data, spooled{held: h, rec: id}, kept)
+		if res != queue.Admitted {
+			return false // on disk: n stays 0, and the loop is woken
+		}
 		n = k
-		return res == queue.Admitted
+		return true
 	}
 	var err error
 	if wait {
