@@ -122,3 +122,21 @@ func TestStatsFailedByReason(t *testing.T) {
 		})
 	}
 }
+
+// With WithSpool and WithCloseRetries(false), a batch waiting to retry
+// when Close begins has no outcome yet: it stays in the spool for the next
+// New (Spool.Left), not failed with ErrRetriesStopped (SPEC §8, §11.4).
+func TestStatsSpoolKeepsWhatCloseRetriesStopped(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, newAPI().Default(analyticstest.Status(503)), WithSpool(dir), WithCloseRetries(false), WithFlushAt(2))
+		e.enqueue(tracks("rs-", 2)...)
+		synctest.Wait() // the first attempt failed; the batch waits to retry
+		require.Equal(t, int64(1), e.client.Stats().Attempts, "attempts before Close")
+		e.close()
+		st := e.client.Stats()
+		assert.Equal(t, FailedStats{}, st.Failed, "Stats.Failed: nothing failed")
+		assert.Equal(t, int64(2), st.Spool.Left, "Spool.Left: the batch stays in the spool")
+		assert.Empty(t, e.out.Failures(), "failure callbacks")
+	})
+}
