@@ -211,8 +211,9 @@ func (c *Client) accept(ctx context.Context, wait bool, data []byte, h held, kep
 }
 
 // refusal returns the error an enqueue returns when the queue refuses its
-// event (Closed or Full), and counts the refusal; nil when it was
-// admitted. A Full after waiting means ctx ended first.
+// event (Closed or Full), or the spool does (closed, or at its bound), and
+// counts the refusal; nil when it was admitted. A Full after waiting means
+// ctx ended first.
 func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) error {
 	switch res {
 	case queue.Closed:

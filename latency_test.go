@@ -55,3 +55,30 @@ func TestLatencyBoundsAscend(t *testing.T) {
 		assert.Less(t, latencyBounds[i-1], latencyBounds[i], "bound %d", i)
 	}
 }
+
+// With WithSpool, an event read back from disk has no time of Enqueue
+// (SPEC §8): one an earlier client left is delivered and counted in
+// Delivered, but not in Latency; an event this client enqueued into the
+// memory queue is in both.
+func TestLatencyLeavesOutEventsReadBackFromTheSpool(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		first := newEnv(t, newAPI().Default(analyticstest.Status(503)), WithSpool(dir))
+		first.enqueue(tracks("old-", 3)...)
+		cutShort(t, first.client)
+		require.Equal(t, int64(3), first.client.Stats().Spool.Left, "events the first client left")
+
+		second := newEnv(t, newAPI(), WithSpool(dir))
+		second.flush()
+		require.Equal(t, int64(3), second.client.Stats().Delivered, "the recovered events delivered")
+		// Nothing waits on disk now: the new event goes straight into the
+		// memory queue, stamped.
+		second.enqueue(tracks("new-", 1)...)
+		second.close()
+		st := second.client.Stats()
+		require.Equal(t, int64(3), st.Spool.Recovered, "Spool.Recovered")
+		require.Equal(t, int64(4), st.Delivered, "Delivered: the three recovered and the new one")
+		assert.Equal(t, int64(1), st.Latency.Delivered.Count, "Latency.Delivered.Count: the new event only")
+		assert.Zero(t, st.Latency.Failed.Count, "Latency.Failed.Count")
+	})
+}

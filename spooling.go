@@ -87,8 +87,11 @@ func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, h held, 
 	n := 0
 	direct := func(id spool.ID) bool {
 		res, k := s.q.Push(data, spooled{held: h, rec: id}, kept)
+		if res != queue.Admitted {
+			return false // on disk: n stays 0, and the loop is woken
+		}
 		n = k
-		return res == queue.Admitted
+		return true
 	}
 	var err error
 	if wait {
@@ -106,14 +109,9 @@ func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, h held, 
 	case err == nil:
 		return n, nil
 	case errors.Is(err, spool.ErrClosed):
-		c.stats.rejClosed.Add(1)
-		return 0, ErrClosed
+		return 0, c.refusal(ctx, queue.Closed, wait)
 	case errors.Is(err, spool.ErrFull):
-		c.stats.rejFull.Add(1)
-		if wait {
-			return 0, queueFullError(ctx.Err())
-		}
-		return 0, ErrQueueFull
+		return 0, c.refusal(ctx, queue.Full, wait)
 	}
 	c.stats.rejSpool.Add(1)
 	return 0, &spoolError{err}
@@ -145,17 +143,10 @@ func (s *spoolIntake) refill() (backlog bool) {
 	if s.sp.Backlog() == 0 {
 		return false
 	}
-	_, err := s.sp.Load(func(id spool.ID, data []byte, recovered bool) bool {
-		res, _ := s.q.Push(data, spooled{held: held{at: unstamped}, rec: id, recovered: recovered}, 0)
-		return res == queue.Admitted
-	}, func(id spool.ID, data []byte, recovered bool) bool {
-		// A damaged record still takes its place in the queue, so that
-		// it is counted and called back like the others (Flush waits for
-		// it too), with its bytes as read; its batch fails it without
-		// sending it.
-		res, _ := s.q.Push(data, spooled{held: held{at: unstamped}, rec: id, recovered: recovered, damaged: true}, 0)
-		return res == queue.Admitted
-	})
+	// A damaged record still takes its place in the queue, so that it is
+	// counted and called back like the others (Flush waits for it too),
+	// with its bytes as read; its batch fails it without sending it.
+	_, err := s.sp.Load(s.take(false), s.take(true))
 	if err != nil {
 		// The record stays first in the backlog; the next turn of the
 		// loop (an upload ending, the flush timer) reads it again.
@@ -164,6 +155,16 @@ func (s *spoolIntake) refill() (backlog bool) {
 			slog.String("error", err.Error()))
 	}
 	return s.sp.Backlog() > 0
+}
+
+// take returns what refill hands spool.Load: it pushes an event read back
+// from the spool into the queue, marked damaged or not, and reports whether
+// the queue took it.
+func (s *spoolIntake) take(damaged bool) func(spool.ID, []byte, bool) bool {
+	return func(id spool.ID, data []byte, recovered bool) bool {
+		res, _ := s.q.Push(data, spooled{held: held{at: unstamped}, rec: id, recovered: recovered, damaged: damaged}, 0)
+		return res == queue.Admitted
+	}
 }
 
 // errDamaged is the failure of an event whose record the spool found
@@ -251,13 +252,9 @@ var idSlices = sync.Pool{New: func() any { return new([]spool.ID) }}
 // events still queued, and those on disk, stay in the spool for the next
 // New; it says how many.
 func (s *spoolIntake) finish() {
-	if rest := s.q.Drain(); len(rest.Items) > 0 {
-		size := 0
-		for _, it := range rest.Items {
-			size += it.Size()
-		}
-		s.q.Release(len(rest.Items), size)
-	}
+	// Drained as a shutdown cut short (whatever stopped the loop): the
+	// queue gives their room back, and they leave (leaves), unreported.
+	s.l.Drain(shutdownCause(nil))
 	log := s.c.log
 	if err := s.sp.Close(); err != nil {
 		log.LogAttrs(context.Background(), slog.LevelWarn, "analytics: closing the spool",
