@@ -850,34 +850,3 @@ func TestCloseTwice(t *testing.T) {
 		e.assertDeliveredOnce(tracks("m", 2))
 	})
 }
-
-// With WithSpool, the first event that the memory queue has no room for
-// (its byte bound holds fewer than FlushAt) waits on disk and wakes the
-// loop: the queued events go out at once, not at FlushInterval, and the
-// one on disk after them (SPEC §11.5).
-func TestSpoolFirstEventOnDiskWakesTheLoop(t *testing.T) {
-	dir := t.TempDir()
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, newAPI(), WithSpool(dir), WithMaxQueueBytes(40_000), WithFlushInterval(time.Hour))
-		synctest.Wait() // the loop waits to be woken
-		start := time.Now()
-		pad := strings.Repeat("p", 2000)
-		var msgs []Message
-		for i := 0; e.client.Stats().Spool.OnDisk == 0; i++ {
-			require.Less(t, i, 100, "events enqueued before one waits on disk")
-			m := Track{MessageId: fmt.Sprintf("w-%d", i), UserId: "u", Event: "E", Properties: Properties{"pad": pad}}
-			e.enqueue(m)
-			msgs = append(msgs, m)
-		}
-		synctest.Wait()
-		assert.Zero(t, time.Since(start), "fake time passed")
-		st := e.client.Stats()
-		assert.Zero(t, st.Spool.OnDisk, "events still on disk")
-		// The one read back from disk stays in memory below FlushAt, as
-		// without a spool: the timer sends it.
-		assert.Equal(t, int64(len(msgs)-1), st.Delivered, "events delivered without the timer")
-		assert.Equal(t, 1, st.QueueDepth, "events queued")
-		e.close()
-		e.assertDeliveredOnce(msgs)
-	})
-}
