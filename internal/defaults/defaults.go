@@ -3,7 +3,7 @@
 // must agree with but cannot read from the root: v3compat's defaults and
 // bounds are the root's, package consumer holds the batches it sends to
 // the tracking API's limits, and the mock tracking API (analyticstest)
-// refuses a batch beyond the SDK's own limit. Neither of the last two can
+// holds the batches it receives to them. Neither of the last two can
 // import the root, which imports consumer and whose tests import
 // analyticstest.
 package defaults
@@ -21,8 +21,9 @@ const (
 // takes at most 2,500 events a batch request and answers 200 but rejects
 // the events past them (segment-docs, HTTP API source, "Common reasons
 // events are not accepted", PR #7023; docs/SPEC.md §3). It is the upper
-// bound of WithFlushAt and v3compat's BatchSize, and the consumer splits
-// a batch of more before it is sent.
+// bound of WithFlushAt and v3compat's BatchSize, the consumer splits a
+// batch of more before it is sent, and the mock tracking API rejects the
+// events past it as Segment does.
 const MaxBatchEvents = 2_500
 
 // MaxWait is the upper bound of an option that sets a single interval,
