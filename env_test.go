@@ -415,11 +415,17 @@ func TestNewFromEnvReportsEveryProblemAtOnce(t *testing.T) {
 	assert.NotContains(t, err.Error(), testWriteKey)
 }
 
+// ANALYTICS_FLUSH_AT is bounded as WithFlushAt is, at Segment's 2,500
+// events a batch request, and New's error says so.
 func TestOptionErrorThroughNewFromEnv(t *testing.T) {
-	_, err := newFromEnviron([]string{"ANALYTICS_WRITE_KEY=k", "ANALYTICS_FLUSH_AT=20000"}, nil)
+	_, err := newFromEnviron([]string{"ANALYTICS_WRITE_KEY=k", "ANALYTICS_FLUSH_AT=10000"}, nil)
 	var oe *OptionError
 	require.True(t, errors.As(err, &oe), "%v", err)
 	assert.Equal(t, "FlushAt", oe.Option)
+	assert.Equal(t, "must be at most 2500 (Segment's documented limit of events per batch request: past it, the API answers 200 but rejects the events), got 10000", oe.Reason)
+	c, err := newFromEnviron([]string{"ANALYTICS_WRITE_KEY=k", "ANALYTICS_FLUSH_AT=2500"}, nil)
+	require.NoError(t, err, "ANALYTICS_FLUSH_AT at the bound")
+	require.NoError(t, c.Close())
 }
 
 // A well-formed value beyond the option's bound is New's error, naming the

@@ -26,6 +26,13 @@ const MaxMessageBytes = 32_000
 // to fit it.
 const MaxBatchBytes = defaults.MaxBatchBytes
 
+// MaxBatchEvents is the most events a batch holds, 2,500, and the upper
+// bound of WithFlushAt: Segment's HTTP API takes at most 2,500 events in
+// a batch request, and past them answers 200 but rejects the events
+// (segment-docs, HTTP API source, "Common reasons events are not
+// accepted"). Small events fit 500,000 bytes well past it.
+const MaxBatchEvents = defaults.MaxBatchEvents
+
 // An Option configures a Client. Options are applied in order by New, which
 // then validates the result and names the option at fault.
 type Option func(*config)
@@ -70,8 +77,8 @@ const DefaultCloseTimeout = 30 * time.Second
 func WithEndpoint(endpoint string) Option { return func(c *config) { c.endpoint = endpoint } }
 
 // WithFlushAt sets how many queued events cut a batch, and the most a batch
-// holds (default 250). At least 1, at most 10,000 (more than a batch of
-// MaxBatchBytes can hold) and at most MaxQueueSize.
+// holds (default 250). At least 1, at most 2,500 (MaxBatchEvents: the most
+// Segment's batch API takes in one request) and at most MaxQueueSize.
 func WithFlushAt(events int) Option { return func(c *config) { c.flushAt = events } }
 
 // WithFlushInterval sets how long after the last cut the queued events are

@@ -120,7 +120,7 @@ func TestInvalidOptionsNameTheOption(t *testing.T) {
 		{WithEndpoint("http://host/?q=1"), "Endpoint"},
 		{WithEndpoint("http://host\x7f"), "Endpoint"},
 		{WithFlushAt(0), "FlushAt"},
-		{WithFlushAt(20_000), "FlushAt"}, // more than MaxQueueSize
+		{WithFlushAt(2_501), "FlushAt"}, // more than a batch request may hold
 		{WithFlushInterval(0), "FlushInterval"},
 		{WithFlushInterval(-time.Second), "FlushInterval"},
 		{WithMaxQueueSize(0), "MaxQueueSize"},
@@ -161,6 +161,10 @@ func TestOptionErrorNamesTheOption(t *testing.T) {
 	}{
 		{"write key", "", nil, "WriteKey", "analytics: invalid option WriteKey: must not be empty"},
 		{"flush at", "k", []Option{WithFlushAt(0)}, "FlushAt", "analytics: invalid option FlushAt: must be at least 1, got 0"},
+		// Past 2,500 events a batch request, Segment's API answers 200 but
+		// rejects the events (segment-docs, HTTP API source, PR #7023).
+		{"flush at over Segment's limit", "k", []Option{WithFlushAt(10_000)}, "FlushAt",
+			"analytics: invalid option FlushAt: must be at most 2500 (Segment's documented limit of events per batch request: past it, the API answers 200 but rejects the events), got 10000"},
 		{"endpoint", "k", []Option{WithEndpoint("ftp://x")}, "Endpoint", `analytics: invalid option Endpoint: must be an absolute http or https URL, got "ftp://x"`},
 		{"http client", "k", []Option{WithHTTPClient(nil)}, "HTTPClient", "analytics: invalid option HTTPClient: must not be nil"},
 	}
@@ -225,7 +229,7 @@ func TestNumericOptionBounds(t *testing.T) {
 		bound       string // as the error prints it
 		alsoSetting []Option
 	}{
-		{"FlushAt", WithFlushAt(10_000), WithFlushAt(10_001), "10000", nil},
+		{"FlushAt", WithFlushAt(2_500), WithFlushAt(2_501), "2500", nil},
 		{"MaxQueueSize", WithMaxQueueSize(10_000_000), WithMaxQueueSize(10_000_001), "10000000", nil},
 		{"MaxQueueBytes", WithMaxQueueBytes(queueBytes), WithMaxQueueBytes(queueBytes + 1), fmt.Sprint(queueBytes), nil},
 		{"MaxConcurrentRequests", WithMaxConcurrentRequests(1_000), WithMaxConcurrentRequests(1_001), "1000", nil},

@@ -31,20 +31,24 @@ type optionSpec struct {
 	// min and max bound a count or a duration; max 0: not bounded.
 	min, max int64
 	minName  string // the name of min in an error, when it has one
-	example  string // a count's value for its environment error; "": the default
+	// maxWhy says, in an error, where max comes from when it is a limit
+	// of the tracking API rather than a bound on what is useful.
+	maxWhy  string
+	example string // a count's value for its environment error; "": the default
 }
 
-// The upper bounds of the numeric options, each far above any useful
-// setting. New refuses a value beyond one, which is surely a mistake (a
-// unit slip, a misread environment variable), and with every option
-// bounded no arithmetic on options can overflow: the largest product is
-// batchesInFlight × limitMaxConcurrentRequests, and every duration is so
-// far below the ~292 years a time.Duration holds that adding a few, or one
-// to a time, cannot overflow either.
+// The upper bounds of the numeric options. FlushAt's is a limit of the
+// tracking API; every other is far above any useful setting. New refuses a
+// value beyond one, which is surely a mistake (a unit slip, a misread
+// environment variable), and with every option bounded no arithmetic on
+// options can overflow: the largest product is batchesInFlight ×
+// limitMaxConcurrentRequests, and every duration is so far below the ~292
+// years a time.Duration holds that adding a few, or one to a time, cannot
+// overflow either.
 const (
-	// limitFlushAt is more than a batch can hold: an encoded event takes
-	// over 50 bytes, so a batch of MaxBatchBytes holds fewer than 10,000.
-	limitFlushAt      = defaults.MaxFlushAt
+	// limitFlushAt is the most events a batch request may hold: past it,
+	// the tracking API answers 200 but rejects the events (MaxBatchEvents).
+	limitFlushAt      = MaxBatchEvents
 	limitMaxQueueSize = 10_000_000
 	// limitMaxQueueBytes is 64 GiB, or on a 32-bit platform as much as
 	// leaves room in an int to add one more message to a full queue.
@@ -81,7 +85,8 @@ var optionTable = []optionSpec{
 		field: func(c *config) any { return &c.endpoint }, def: DefaultEndpoint},
 	{name: "FlushAt", env: "ANALYTICS_FLUSH_AT", unit: "events",
 		field: func(c *config) any { return &c.flushAt }, def: defaults.FlushAt,
-		min: 1, max: limitFlushAt, example: "100"},
+		min: 1, max: limitFlushAt, example: "100",
+		maxWhy: "Segment's documented limit of events per batch request: past it, the API answers 200 but rejects the events"},
 	{name: "FlushInterval", env: "ANALYTICS_FLUSH_INTERVAL", unit: "time.Duration",
 		field: func(c *config) any { return &c.flushInterval }, def: defaults.FlushInterval,
 		min: positive, max: int64(limitWait)},
@@ -202,6 +207,8 @@ func (o *optionSpec) check(c *config) error {
 		return o.invalid("must be at least %s (%s), got %s", show(o.min), o.minName, show(n))
 	case n < o.min:
 		return o.invalid("must be at least %s, got %s", show(o.min), show(n))
+	case n > o.max && o.maxWhy != "":
+		return o.invalid("must be at most %s (%s), got %s", show(o.max), o.maxWhy, show(n))
 	case n > o.max:
 		return o.invalid("must be at most %s, got %s", show(o.max), show(n))
 	}

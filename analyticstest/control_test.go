@@ -41,6 +41,7 @@ type wireRecord struct {
 	SentAt     string              `json:"sentAt"`
 	Context    map[string]any      `json:"context"`
 	Status     int                 `json:"status"`
+	Rejected   int                 `json:"rejected"`
 	Error      *string             `json:"error"`
 }
 
@@ -58,7 +59,7 @@ func TestControlRequestsShape(t *testing.T) {
 	var raw []map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal([]byte(body), &raw), "GET /_requests is a JSON array of objects:\n%s", body)
 	require.Len(t, raw, 2, "records: control requests are not recorded")
-	wantKeys := []string{"at", "body", "context", "error", "events", "headers", "messageIds", "method", "path", "sentAt", "status"}
+	wantKeys := []string{"at", "body", "context", "error", "events", "headers", "messageIds", "method", "path", "rejected", "sentAt", "status"}
 	for i, r := range raw {
 		assert.Equal(t, wantKeys, slices.Sorted(maps.Keys(r)), "keys of record %d", i)
 	}
@@ -77,6 +78,7 @@ func TestControlRequestsShape(t *testing.T) {
 	assert.Equal(t, testSentAt, first.SentAt, "first")
 	assert.NotNil(t, first.Context["library"], "first: context")
 	assert.Equal(t, 503, first.Status, "first")
+	assert.Zero(t, first.Rejected, "first")
 	assert.Nil(t, first.Error, "first")
 
 	assert.Equal(t, "nope", second.Body, "second")

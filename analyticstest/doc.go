@@ -42,7 +42,14 @@
 //     if an item of the batch is not an object with a "type" string.
 //
 // An item without a messageId is accepted, as the real API accepts it
-// (it assigns one). Each refusal has a JSON body, as have the errors of
+// (it assigns one). A batch of more than 2,500 events is not refused:
+// the real API answers 200 and rejects each event past the 2,500th
+// (segment-docs, HTTP API source, "Common reasons events are not
+// accepted"), so the Server, when it answers 2xx, records the request
+// whole with Rejected, the number of its last events rejected; Delivered
+// leaves them out and Server.Rejected counts them, so that a test sees
+// what a client that trusts the 200 loses. The SDK never sends more than
+// 2,500 events a batch. Each refusal has a JSON body, as have the errors of
 // the control API:
 //
 //	{"code": "invalid_request", "message": "batch[2] has no \"type\""}

@@ -31,12 +31,20 @@ type Request struct {
 	// Status is what the Server answered; 0 when it wrote no complete
 	// response (Drop, CloseBeforeRead, Partial, or a Delay cut short).
 	Status int
+	// Rejected is how many of Events, the last ones, the Server rejected
+	// although it answered 2xx: as Segment's API does, it takes at most
+	// 2,500 events of a batch, answers 200 and rejects each event past
+	// the 2,500th (see the package doc, "Refusals"). Events and Body keep
+	// them, as received; Delivered leaves them out and Server.Rejected
+	// counts them. 0 for any other request, and on a Lenient Server.
+	Rejected int
 	// Err says why the Server refused the request (see Server), or, on a
 	// Lenient Server, why its body could not be read or decoded.
 	Err error
 }
 
-// MessageIDs returns the messageId of every event, in order.
+// MessageIDs returns the messageId of every event, in order, those the
+// Server rejected included (the last Rejected).
 func (r Request) MessageIDs() []string {
 	ids := make([]string, len(r.Events))
 	for i, e := range r.Events {
@@ -58,17 +66,18 @@ type requestJSON struct {
 	SentAt     string           `json:"sentAt"`
 	Context    map[string]any   `json:"context"`
 	Status     int              `json:"status"`
+	Rejected   int              `json:"rejected"`
 	Error      *string          `json:"error"`
 }
 
 // MarshalJSON encodes r as one element of GET /_requests: lower camelCase
 // names, the body as a string, events and messageIds always arrays (never
-// null), error null or its message.
+// null), rejected a number, error null or its message.
 func (r Request) MarshalJSON() ([]byte, error) {
 	w := requestJSON{
 		At: r.At, Method: r.Method, Path: r.Path, Headers: r.Header,
 		Body: string(r.Body), Events: r.Events, MessageIDs: r.MessageIDs(),
-		SentAt: r.SentAt, Context: r.Context, Status: r.Status,
+		SentAt: r.SentAt, Context: r.Context, Status: r.Status, Rejected: r.Rejected,
 	}
 	if w.Headers == nil {
 		w.Headers = http.Header{}
@@ -95,7 +104,7 @@ func (r *Request) UnmarshalJSON(data []byte) error {
 	}
 	*r = Request{
 		At: w.At, Method: w.Method, Path: w.Path, Header: w.Headers,
-		SentAt: w.SentAt, Context: w.Context, Status: w.Status,
+		SentAt: w.SentAt, Context: w.Context, Status: w.Status, Rejected: w.Rejected,
 	}
 	if w.Body != "" {
 		r.Body = []byte(w.Body)

@@ -18,6 +18,11 @@ const BatchPath = "/v1/batch"
 // may send is never refused for its size.
 const maxBatchBytes = defaults.MaxBatchBytes
 
+// maxBatchEvents is the most events of a batch the tracking API takes:
+// past them it answers 200 but rejects the events (Request.Rejected). The
+// SDK never sends more.
+const maxBatchEvents = defaults.MaxBatchEvents
+
 // maxReadBytes bounds what the Server reads of any request body, before
 // and after gzip decoding, so that a runaway client or a gzip bomb cannot
 // exhaust the memory of the process that runs the mock. A Lenient Server

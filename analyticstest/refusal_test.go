@@ -236,6 +236,75 @@ func TestAccepts(t *testing.T) {
 	}
 }
 
+// A batch of more than 2,500 events answered 2xx is not refused: as
+// Segment's API does (segment-docs, HTTP API source, "Common reasons
+// events are not accepted", PR #7023), the Server answers 200 and rejects
+// the events past the 2,500th. The request is recorded whole, Rejected
+// counts them, Delivered leaves them out and Rejected lists them; a batch
+// of 2,500, one answered otherwise, or a Lenient Server rejects none.
+func TestBatchOverTheEventLimitRejectsTheRest(t *testing.T) {
+	const segmentBatchEvents, sent = 2_500, 2_550
+	ids := make([]string, sent)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m%d", i)
+	}
+	t.Run("rejected past the 2,500th", func(t *testing.T) {
+		s := New()
+		transports(t, s, func(t *testing.T, c *http.Client, base string) {
+			resp, body, err := doRead(c, call{body: []byte(batch(ids...))}.request(t, base))
+			require.NoError(t, err)
+			assert.Equal(t, 200, resp.StatusCode, "status; body %s", body)
+		})
+		reqs := s.Requests()
+		require.Len(t, reqs, 2, "requests recorded")
+		for i, r := range reqs {
+			assert.Equal(t, 200, r.Status, "request %d: status recorded", i)
+			assert.NoError(t, r.Err, "request %d: Err", i)
+			assert.Equal(t, ids, r.MessageIDs(), "request %d: every event is recorded", i)
+			assert.Equal(t, sent-segmentBatchEvents, r.Rejected, "request %d: events rejected", i)
+		}
+		delivered, rejected := s.Delivered(), s.Rejected()
+		for _, id := range ids[:segmentBatchEvents] {
+			assert.Equal(t, 2, delivered[id], "deliveries of %s, one per transport", id)
+			assert.Zero(t, rejected[id], "rejections of %s", id)
+		}
+		for _, id := range ids[segmentBatchEvents:] {
+			assert.Zero(t, delivered[id], "deliveries of %s, past the 2,500th", id)
+			assert.Equal(t, 2, rejected[id], "rejections of %s, one per transport", id)
+		}
+		assert.Len(t, delivered, segmentBatchEvents, "events delivered")
+		assert.Len(t, rejected, sent-segmentBatchEvents, "events rejected")
+
+		// GET /_requests says so, and a Go harness reads it back.
+		raw, err := json.Marshal(reqs[0])
+		require.NoError(t, err)
+		assert.Contains(t, string(raw), `"rejected":50`, "the record's JSON")
+		var back Request
+		require.NoError(t, json.Unmarshal(raw, &back))
+		assert.Equal(t, sent-segmentBatchEvents, back.Rejected, "the record read back")
+	})
+	for _, tc := range []struct {
+		name   string
+		server *Server
+		events int
+		status int
+	}{
+		{"exactly 2,500", New(), segmentBatchEvents, 200},
+		{"answered 503", New().Default(Status(503)), sent, 503},
+		{"lenient", New().Lenient(), sent, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, _, err := doRead(tc.server.Client(nil), call{body: []byte(batch(ids[:tc.events]...))}.request(t, "http://tracking.test"))
+			require.NoError(t, err)
+			assert.Equal(t, tc.status, resp.StatusCode, "status")
+			r := onlyRequest(t, tc.server)
+			assert.Len(t, r.Events, tc.events, "events recorded")
+			assert.Zero(t, r.Rejected, "events rejected")
+			assert.Empty(t, tc.server.Rejected(), "Server.Rejected")
+		})
+	}
+}
+
 // exactBatch has numbers that float64 would change: 2^53+1, decimals
 // with a trailing zero or no exact binary form, an exponent beyond
 // float64's range.

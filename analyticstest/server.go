@@ -93,7 +93,8 @@ func (s *Server) Reset() *Server {
 
 // Lenient turns the refusals off: every request is answered from the
 // script, whatever its path, method, credentials or body, as the mock did
-// before it checked requests like the real API. Only a body over 64 MiB
+// before it checked requests like the real API, and no event of a batch
+// answered 2xx is rejected (Request.Rejected). Only a body over 64 MiB
 // is still refused (413), to bound the memory the mock uses. Like
 // OnRequest, it belongs to the Server rather than to a script: Reset and
 // Load keep it.
@@ -144,18 +145,36 @@ func (s *Server) Requests() []Request {
 }
 
 // Delivered counts, by messageId, the events received in requests that
-// were answered 2xx.
+// were answered 2xx, but for those the Server rejected past the 2,500th
+// of a batch (Request.Rejected): what the real API would have taken.
 func (s *Server) Delivered() map[string]int {
 	out := map[string]int{}
 	for _, r := range s.Requests() {
-		if r.Status >= 200 && r.Status <= 299 {
-			for _, id := range r.MessageIDs() {
+		if success(r.Status) {
+			for _, id := range r.MessageIDs()[:len(r.Events)-r.Rejected] {
 				out[id]++
 			}
 		}
 	}
 	return out
 }
+
+// Rejected counts, by messageId, the events the Server rejected in
+// requests it answered 2xx, as the real API does past the 2,500th event of
+// a batch (Request.Rejected): events a client that trusts the 200 has
+// lost. A test of an SDK expects none.
+func (s *Server) Rejected() map[string]int {
+	out := map[string]int{}
+	for _, r := range s.Requests() {
+		for _, id := range r.MessageIDs()[len(r.Events)-r.Rejected:] {
+			out[id]++
+		}
+	}
+	return out
+}
+
+// success reports whether status is 2xx.
+func success(status int) bool { return status >= 200 && status <= 299 }
 
 // receive reads one request and picks its answer: a refusal if the real
 // API would refuse it (unless lenient), else given if not nil, else the
@@ -248,12 +267,16 @@ func (s *Server) resolve(a Answer) Answer {
 	return s.def
 }
 
-// record keeps req with the status answered, tells OnRequest and returns
-// it. It runs before the answer is written, so a client that has its
-// response finds its request in Requests.
+// record keeps req with the status answered, and the events a 2xx
+// rejects, tells OnRequest and returns it. It runs before the answer is
+// written, so a client that has its response finds its request in
+// Requests.
 func (s *Server) record(req Request, status int) Request {
 	s.mu.Lock()
 	req.Status = status
+	if success(status) && !s.lenient {
+		req.Rejected = max(len(req.Events)-maxBatchEvents, 0)
+	}
 	s.requests = append(s.requests, req)
 	f := s.onReq
 	s.mu.Unlock()

@@ -15,8 +15,8 @@ type Counters struct {
 	// each half of a split batch counts as a batch.
 	BatchesDelivered int64 `json:"batches_delivered"`
 	BatchesFailed    int64 `json:"batches_failed"`
-	// Splits counts batches split in two after a 413 (or an oversized
-	// body).
+	// Splits counts batches split in two after a 413, or before they were
+	// sent, over the body limit or of more than 2,500 events.
 	Splits int64 `json:"splits"`
 	// Attempts counts attempts sent, first attempts and retries: the HTTP
 	// requests sent, but for Resends.

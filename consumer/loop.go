@@ -30,7 +30,10 @@ type LoopConfig[T any] struct {
 	Uploader *Uploader
 	// Outcomes receives every event's outcome.
 	Outcomes Outcomes[T]
-	// FlushAt is the number of queued events that makes a batch due.
+	// FlushAt is the number of queued events that makes a batch due, and
+	// the most a batch cut holds. The analytics package bounds it at
+	// 2,500, the most events the API takes in a request; the Uploader
+	// splits a larger batch before it is sent.
 	FlushAt int
 	// FlushInterval is how long after the last cut the events taken by
 	// then (Accepted) are sent without waiting for FlushAt.

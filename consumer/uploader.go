@@ -29,6 +29,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dualpath/analytics-go/internal/defaults"
 	"github.com/dualpath/analytics-go/retry"
 )
 
@@ -65,7 +66,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes is the largest body a request may carry, envelope
 	// included, before compression: a batch whose body would be larger is
-	// split before it is sent.
+	// split before it is sent, as is one of more than 2,500 events, the
+	// most Segment's API takes in a request (past them it answers 200 but
+	// rejects the events).
 	MaxBodyBytes int
 	// MaxConcurrentRequests bounds the requests in flight at once, across
 	// every Deliver call. A batch holds a slot only while its request is
@@ -162,7 +165,8 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // once for each run events[lo:hi] that ended: err nil means delivered, else
 // a *BatchError. A batch answered 413 is split in halves, each with its own
 // retry state, so report may be called several times; together the calls
-// cover every event exactly once.
+// cover every event exactly once. So is, before it is sent, a batch over
+// Config.MaxBodyBytes or of more than 2,500 events.
 //
 // Its first attempt waits for a request slot, as every later attempt does;
 // none is held while the batch waits to retry.
@@ -212,10 +216,11 @@ func (u *Uploader) retriesStopped() bool { return closed(u.stop) }
 // slot of the first attempt.
 func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
 	end := offset + len(events)
-	// Spliced first, checked second: a body over the limit is split before
-	// it is sent (SPEC §3). A single event always fits: the analytics
-	// package refuses events over MaxMessageBytes at Enqueue.
-	if len(events) > 1 && eventsLen(events)+u.env.size() > u.maxBody {
+	// Spliced first, checked second: a batch over the API's limits, a body
+	// over MaxBodyBytes or more events than the API takes in a request, is
+	// split before it is sent (SPEC §3). A single event always fits: the
+	// analytics package refuses events over MaxMessageBytes at Enqueue.
+	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events)+u.env.size() > u.maxBody {
 		u.split(ctx, slot, events, offset, report)
 		return
 	}

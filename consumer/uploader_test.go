@@ -334,6 +334,37 @@ func TestOversizedBodyIsSplitBeforeSending(t *testing.T) {
 	})
 }
 
+// A batch of more events than Segment takes in a request, 2,500 (past
+// them it answers 200 but rejects the events: segment-docs, HTTP API
+// source, PR #7023), is split before it is sent, however small its body:
+// whoever calls Deliver, no request holds more.
+func TestBatchOverTheEventLimitIsSplitBeforeSending(t *testing.T) {
+	const segmentBatchEvents = 2_500
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		const n = 4_000 // of about 100 bytes: 400 KB, under the body limit
+		out := r.deliver(context.Background(), n)
+		covered := 0
+		for _, o := range out {
+			assert.NoError(t, o.err, "events [%d, %d)", o.lo, o.hi)
+			require.Equal(t, covered, o.lo, "reports %v leave a gap", out)
+			covered = o.hi
+		}
+		assert.Equal(t, n, covered, "reports %v cover", out)
+		delivered := map[string]int{}
+		for i, s := range r.tr.requests() {
+			assert.LessOrEqual(t, len(s.batch.Batch), segmentBatchEvents, "events of request %d", i)
+			for _, id := range s.ids() {
+				delivered[id]++
+			}
+		}
+		assert.Len(t, delivered, n, "events sent")
+		for id, n := range delivered {
+			assert.Equal(t, 1, n, "requests that carried %s", id)
+		}
+	})
+}
+
 func TestCancelDuringBackoffReportsTheCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, status(503))

@@ -282,10 +282,11 @@ func uploadFailure(cb Callback, msg Message, err error) {
 }
 
 // The root's bounds on FlushAt and FlushInterval. v3 accepted any
-// positive BatchSize and Interval; a larger one is taken as the bound (a
-// batch holds fewer than 10,000 events anyway, being under 500,000 bytes).
+// positive BatchSize and Interval; a larger one is taken as the bound.
+// Past 2,500 events a batch, Segment's API answers 200 but rejects the
+// events, which v3 reported delivered.
 const (
-	maxBatchSize = defaults.MaxFlushAt
+	maxBatchSize = defaults.MaxBatchEvents
 	maxInterval  = defaults.MaxWait
 )
 

@@ -3,6 +3,7 @@ package analytics
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -248,6 +249,31 @@ func TestNewWithConfigDefaults(t *testing.T) {
 		sizes = append(sizes, len(r.Events))
 	}
 	assert.ElementsMatch(t, []int{DefaultBatchSize, 1}, sizes, "a batch is cut at DefaultBatchSize")
+}
+
+// A BatchSize over Segment's 2,500 events a batch request (past which it
+// answers 200 but rejects the events: segment-docs, HTTP API source, PR
+// #7023) is taken as 2,500: with small events, 500,000 bytes would hold
+// more.
+func TestBatchSizeOverSegmentsLimit(t *testing.T) {
+	const segmentBatchEvents, events = 2_500, 6_000
+	api := analyticstest.New()
+	c, _, out := newTestClient(t, api, Config{BatchSize: 5_000})
+	for i := range events {
+		require.NoError(t, c.Enqueue(Track{MessageId: fmt.Sprint(i), UserId: "u", Event: "E"}))
+	}
+	require.NoError(t, c.Close())
+	largest := 0
+	for i, r := range api.Requests() {
+		largest = max(largest, len(r.Events))
+		assert.LessOrEqual(t, len(r.Events), segmentBatchEvents, "events of request %d", i)
+		assert.Zero(t, r.Rejected, "events of request %d the API rejected", i)
+	}
+	assert.Equal(t, segmentBatchEvents, largest, "events of the largest request")
+	assert.Len(t, api.Delivered(), events, "events delivered")
+	ok, failed := out.counts()
+	assert.Equal(t, events, ok, "Success callbacks")
+	assert.Zero(t, failed, "Failure callbacks")
 }
 
 // Interval 0 means DefaultInterval: queued messages go out that long after

@@ -51,8 +51,10 @@ type Config struct {
 	Callback Callback
 
 	// BatchSize is how many queued messages make a batch be sent, and the
-	// most a batch holds. Default DefaultBatchSize; at most 10,000. A
-	// batch also stays under 500,000 bytes, whatever BatchSize says.
+	// most a batch holds. Default DefaultBatchSize; a larger one than
+	// 2,500, the most events Segment's API takes in a batch request, is
+	// taken as 2,500. A batch also stays under 500,000 bytes, whatever
+	// BatchSize says.
 	BatchSize int
 
 	// Verbose logs each message Enqueue queues to Logger.Logf, as v3 did:
@@ -98,6 +100,10 @@ type Config struct {
 	options []root.Option
 }
 
+// batchSize is the batch size in effect: BatchSize, DefaultBatchSize for
+// 0, at most maxBatchSize.
+func (c Config) batchSize() int { return min(cmp(c.BatchSize, DefaultBatchSize), maxBatchSize) }
+
 // rootOptions are the root client's options for c, and the logger they
 // log to.
 func (c Config) rootOptions() ([]root.Option, Logger) {
@@ -107,7 +113,7 @@ func (c Config) rootOptions() ([]root.Option, Logger) {
 	}
 	opts := []root.Option{
 		root.WithFlushInterval(min(cmp(c.Interval, DefaultInterval), maxInterval)),
-		root.WithFlushAt(min(cmp(c.BatchSize, DefaultBatchSize), maxBatchSize)),
+		root.WithFlushAt(c.batchSize()),
 		root.WithLogger(slog.New(&logHandler{logger: logger, verbose: c.Verbose})),
 		root.WithGzip(c.Gzip),
 		root.WithV3Wire(true),

@@ -46,9 +46,11 @@
 //     each event fails with ErrEmptyWriteKey; with an Endpoint that is not
 //     an http or https URL with a host (or has a query or fragment), with
 //     the *url.Error v3's HTTP client gave; nothing is sent, and
-//     NewWithConfig logs it once. A BatchSize over 10,000 is taken as
-//     10,000, an Interval over 7 days as 7 days. NewWithConfig refuses
-//     what v3 refused: a negative Interval or BatchSize.
+//     NewWithConfig logs it once. A BatchSize over 2,500 is taken as
+//     2,500: past 2,500 events a batch request, Segment's API answers 200
+//     but rejects the events, which v3 then reported delivered. An
+//     Interval over 7 days is taken as 7 days. NewWithConfig refuses what
+//     v3 refused: a negative Interval or BatchSize.
 //   - Callback.Failure gets v3's errors: the *url.Error of the HTTP client
 //     for a request that got no answer, the error that cut reading an
 //     error answer's body short, or v3's status error ("503 503 Service

@@ -49,12 +49,12 @@ func verboseLogger(config Config, logger Logger) *verbose {
 	if !config.Verbose {
 		return nil
 	}
-	return &verbose{logger: logger, batchSize: cmp(config.BatchSize, DefaultBatchSize)}
+	return &verbose{logger: logger, batchSize: config.batchSize()}
 }
 
 // queued logs m, just queued in rc, with v3's text: "buffer (n/size)
 // <message>", n being the messages queued before it and size the batch
-// size. It does nothing on a nil v.
+// size in effect. It does nothing on a nil v.
 func (v *verbose) queued(rc *root.Client, m root.Message) {
 	if v == nil {
 		return

@@ -98,3 +98,16 @@ func TestVerboseLogsEachMessage(t *testing.T) {
 		})
 	}
 }
+
+// The size Verbose shows is the one in effect: a BatchSize over 2,500 is
+// taken as 2,500.
+func TestVerboseShowsTheBatchSizeInEffect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, l, _ := newTestClient(t, analyticstest.New(), Config{BatchSize: 5_000, Verbose: true})
+		m := Track{UserId: "u", Event: "One"}
+		require.NoError(t, c.Enqueue(m))
+		got := l.all()
+		require.NoError(t, c.Close())
+		assert.Equal(t, []string{fmt.Sprintf("INFO buffer (0/2500) %v", m)}, got)
+	})
+}

@@ -87,6 +87,7 @@ func TestBadInput(t *testing.T) {
 		{"backoffBase too fine", withConfig(`{"backoffBase": 0.0000001}`), "config.backoffBase: 0.0000001 milliseconds is finer than a nanosecond"},
 		// Values of the right type that New refuses: its error names the option.
 		{"flushAt 0", withConfig(`{"flushAt": 0}`), "analytics: invalid option FlushAt: must be at least 1, got 0"},
+		{"flushAt over Segment's batch limit", withConfig(`{"flushAt": 10000}`), "analytics: invalid option FlushAt: must be at most 2500 (Segment's documented limit"},
 		{"maxRetries negative", withConfig(`{"maxRetries": -1}`), "analytics: invalid option RetryCount"},
 		{"timeout 0", withConfig(`{"timeout": 0}`), "analytics: invalid option RequestTimeout"},
 		{"backoffCap negative", withConfig(`{"backoffCap": -5}`), "analytics: invalid option BackoffCap"},

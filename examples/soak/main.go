@@ -27,6 +27,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	analytics "github.com/dualpath/analytics-go"
 )
 
 func main() {
@@ -110,8 +112,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-report %v: want more than 0", c.report)
 	case c.latency < 0 || c.timeout <= 0 || c.shutdown <= 0 || c.backoffBase < 0:
 		return fmt.Errorf("-latency, -timeout, -shutdown and -backoff-base must not be negative; -timeout and -shutdown not 0")
-	case c.flushAt < 1 || c.flushAt > 10_000:
-		return fmt.Errorf("-flush-at %d: want 1 to 10000", c.flushAt)
+	case c.flushAt < 1 || c.flushAt > analytics.MaxBatchEvents:
+		return fmt.Errorf("-flush-at %d: want 1 to %d, the most events a batch request holds", c.flushAt, analytics.MaxBatchEvents)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 // Package defaults holds the few defaults and bounds of the root
 // package's options (docs/SPEC.md §7) that other packages of this module
 // must agree with but cannot read from the root: v3compat's defaults and
-// bounds are the root's, and the mock tracking API (analyticstest) refuses
-// a batch beyond the SDK's own limit. analyticstest cannot import the
-// root, whose tests import it.
+// bounds are the root's, package consumer holds the batches it sends to
+// the tracking API's limits, and the mock tracking API (analyticstest)
+// holds the batches it receives to them. Neither of the last two can
+// import the root, which imports consumer and whose tests import
+// analyticstest.
 package defaults
 
 import "time"
@@ -15,9 +17,14 @@ const (
 	FlushInterval = 5 * time.Second
 )
 
-// MaxFlushAt is the upper bound of WithFlushAt: more than a batch of
-// MaxBatchBytes can hold, an encoded event taking over 50 bytes.
-const MaxFlushAt = 10_000
+// MaxBatchEvents is the most events a batch holds: Segment's HTTP API
+// takes at most 2,500 events a batch request and answers 200 but rejects
+// the events past them (segment-docs, HTTP API source, "Common reasons
+// events are not accepted", PR #7023; docs/SPEC.md §3). It is the upper
+// bound of WithFlushAt and v3compat's BatchSize, the consumer splits a
+// batch of more before it is sent, and the mock tracking API rejects the
+// events past it as Segment does.
+const MaxBatchEvents = 2_500
 
 // MaxWait is the upper bound of an option that sets a single interval,
 // wait or timeout.

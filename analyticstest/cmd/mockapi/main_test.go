@@ -126,7 +126,7 @@ func TestUsageDocumentsTheControlAPI(t *testing.T) {
 	err := run(context.Background(), []string{"-h"}, io.Discard, &stderr)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, want := range []string{
-		"GET /_requests", `"messageIds"`, `"status"`, `"error"`,
+		"GET /_requests", `"messageIds"`, `"status"`, `"rejected"`, `"error"`,
 		"POST /_script", `"responses"`, `"rules"`, `"default"`, `"ifEventsOver"`, `"delayMs"`,
 		"POST /_reset", "204",
 		"404", "405", "401", "413", "400", `{"code": "...", "message": "..."}`,
@@ -232,12 +232,18 @@ func TestPrinter(t *testing.T) {
 	})
 	p.request(analyticstest.Request{Method: "POST", Path: "/v1/batch", Status: 400, Err: errors.New("body is not JSON")})
 	p.request(analyticstest.Request{
+		Method: "POST", Path: "/v1/batch", Status: 200, Rejected: 1,
+		Events: []map[string]any{{"type": "track", "messageId": "m4", "event": "E"}, {"type": "track", "messageId": "m5", "event": "E"}},
+	})
+	p.request(analyticstest.Request{
 		Method: "POST", Path: "/v1/batch/v1/batch", Status: 404, Err: errors.New("no tracking API path"),
 		Events: []map[string]any{{"type": "track", "messageId": "m3", "userId": json.Number("12345678901234567890"), "event": "E"}},
 	})
 	want := `page messageId=m1 anonymousId="a 1" name=Home status=503 retry=2
 group messageId=m2 userId=u groupId=g status=503 retry=2
 POST /v1/batch events=0 status=400 error="body is not JSON"
+track messageId=m4 event=E status=200
+track messageId=m5 event=E status=200 rejected="event 2 of 2: the API takes 1 a batch"
 track messageId=m3 userId=12345678901234567890 event=E status=404 error="no tracking API path"
 `
 	assert.Equal(t, want, b.String())

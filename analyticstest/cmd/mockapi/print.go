@@ -25,7 +25,8 @@ func (p *printer) line(s string) {
 
 // request prints a line per event of r; a request without events (not a
 // batch, unreadable, or closed before its body was read) gets one line.
-// Each line ends with why the request was refused, if it was.
+// Each line ends with why the request was refused, if it was, and the
+// line of an event rejected past the 2,500th of its batch says so.
 func (p *printer) request(r analyticstest.Request) {
 	tail := " status=" + status(r.Status)
 	if n := r.Header.Get("X-Retry-Count"); n != "" {
@@ -38,7 +39,12 @@ func (p *printer) request(r analyticstest.Request) {
 		p.line(r.Method + " " + r.Path + " events=0" + tail)
 		return
 	}
-	for _, e := range r.Events {
+	taken := len(r.Events) - r.Rejected
+	for i, e := range r.Events {
+		if i >= taken {
+			p.line(event(e) + tail + " rejected=" + strconv.Quote(fmt.Sprintf("event %d of %d: the API takes %d a batch", i+1, len(r.Events), taken)))
+			continue
+		}
 		p.line(event(e) + tail)
 	}
 }

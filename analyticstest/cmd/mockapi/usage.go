@@ -17,7 +17,10 @@ checks of the real API, which win whatever the script says:
   400  gzip that does not decode, a body that is not a JSON object with a
        "batch" array, or a batch item that is not an object with a "type"
 Each refusal has the body {"code": "...", "message": "..."} and is recorded
-with its status. -lenient turns the checks off.
+with its status. A batch of more than 2,500 events answered 200 is not
+refused: as the real API does, the events past the 2,500th are rejected,
+their lines end in rejected="...", and "rejected" counts them in
+GET /_requests. -lenient turns the checks off.
 
 Control API (its requests are not recorded; errors have the same body).
 Without -public it answers only a loopback Host (localhost, 127.0.0.0/8,
@@ -30,11 +33,13 @@ is refused 403 even with -public:
          "path": "/v1/batch", "headers": {"Content-Type": ["application/json"]},
          "body": "<the body, gzip decoded>", "events": [{...}],
          "messageIds": ["m1"], "sentAt": "...", "context": {...},
-         "status": 200, "error": null}
+         "status": 200, "rejected": 0, "error": null}
       numbers in events and context exactly as received; status 0: no
       complete answer (drop, close_before_read, partial, a delay cut
-      short); error: why the request was refused (with -lenient: why its
-      body could not be decoded), else null.
+      short); rejected: how many of the last events a 2xx rejected, past
+      the 2,500th (events and messageIds list them too); error: why the
+      request was refused (with -lenient: why its body could not be
+      decoded), else null.
   POST /_script
       body: a script, which replaces the script, rules and default:
         {"responses": [{"status": 503},
