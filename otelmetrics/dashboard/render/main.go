@@ -32,7 +32,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("render", flag.ContinueOnError)
-	out := flags.String("o", "dashboard.svg", "the SVG file to write")
+	out := flags.String("o", "../docs/dashboard.svg", "the SVG file to write (the default is docs/metrics.md's, from this module's directory)")
 	step := flags.Duration("step", 250*time.Millisecond, "the time between scrapes")
 	window := flags.Duration("window", 2*time.Second, "the range of a rate and of a quantile")
 	if err := flags.Parse(args); err != nil {
