@@ -21,6 +21,9 @@ import (
 // example serves: its tests are here, beside the example's scrape.
 const dashboardFile = "../dashboard/analytics-go.json"
 
+// metricsDoc says what the dashboard shows, and what to alert on.
+const metricsDoc = "../../docs/metrics.md"
+
 // targetLabels are the labels Prometheus gives every series of a target
 // it scrapes: they are in no exposition, and the dashboard's variables
 // select clients by them.
@@ -349,7 +352,8 @@ func checkQuery(t *testing.T, where string, q *promQuery, series map[string]*scr
 // example returns, with their labels and label values, for a client that
 // delivered, failed, retried on both paths and has a spool: so a metric,
 // a label or a value renamed in the bridge (or in the dashboard) fails
-// here. And every series of the scrape is on the dashboard.
+// here. So do the alerts docs/metrics.md proposes. And every series of
+// the scrape is on the dashboard.
 func TestDashboardQueriesMatchTheScrape(t *testing.T) {
 	d := readDashboard(t)
 	demo, err := start("127.0.0.1:0", analytics.WithSpool(t.TempDir()))
@@ -437,6 +441,26 @@ func TestDashboardQueriesMatchTheScrape(t *testing.T) {
 			assert.True(t, drawn, "panel %q: an override for %q, a series none of its targets draws", p.Title, name)
 		}
 	}
+
+	// The alerts docs/metrics.md proposes beside the dashboard: each line
+	// of its promql blocks but comments.
+	doc, err := os.ReadFile(metricsDoc)
+	require.NoError(t, err)
+	var alerts int
+	for _, block := range regexp.MustCompile("(?s)```promql\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		for n, line := range strings.Split(block[1], "\n") {
+			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			alerts++
+			where := fmt.Sprintf("%s, a promql block's line %d", metricsDoc, n+1)
+			q, err := parsePromQL(line)
+			if assert.NoError(t, err, "%s: %s", where, line) {
+				checkQuery(t, where, q, series, nil)
+			}
+		}
+	}
+	assert.NotZero(t, alerts, "%s proposes alerts in promql blocks", metricsDoc)
 
 	// What the dashboard leaves out: target_info is the exporter's
 	// resource metadata, not the client's.
