@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -204,7 +203,3 @@ func scrape(ctx context.Context, hc *http.Client, url string) (sample, error) {
 	}
 	return s, nil
 }
-
-// scopeLabel is a label the exporter adds to every series (otel_scope_name,
-// ...): the queries never select by it.
-func scopeLabel(name string) bool { return strings.HasPrefix(name, "otel_scope_") }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -53,6 +54,10 @@ func fromFamilies(families map[string]*dto.MetricFamily) sample {
 	}
 	return s
 }
+
+// scopeLabel is a label the exporter adds to every series
+// (otel_scope_name, ...): the queries never select by it.
+func scopeLabel(name string) bool { return strings.HasPrefix(name, "otel_scope_") }
 
 func with(labels map[string]string, name, value string) map[string]string {
 	out := map[string]string{name: value}
