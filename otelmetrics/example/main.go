@@ -4,6 +4,7 @@
 //
 //	cd otelmetrics && go run ./example
 //	cd otelmetrics && go run ./example -hold 1m   # and meanwhile: curl http://127.0.0.1:PORT/metrics
+//	cd otelmetrics && go run ./example -spool /tmp/spool   # the analytics_spool_ series too
 //
 // Its local tracking API (the SDK's mock, package analyticstest) answers
 // the first batches badly on purpose: the first gets two 503s, then a 200
@@ -56,10 +57,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	events := flags.Int("events", 40, "events to send")
 	addr := flags.String("addr", "127.0.0.1:0", "address of /metrics")
 	hold := flags.Duration("hold", 0, "keep serving /metrics this long after the events are sent")
+	spool := flags.String("spool", "", "a directory for the client's durable spool (WithSpool), for the analytics_spool_ series")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	d, err := start(*addr)
+	var opts []analytics.Option
+	if *spool != "" {
+		opts = append(opts, analytics.WithSpool(*spool))
+	}
+	d, err := start(*addr, opts...)
 	if err != nil {
 		return err
 	}
@@ -97,22 +103,23 @@ type demo struct {
 	metricsURL string
 }
 
-// start starts the mock API, the client, and /metrics on addr.
-func start(addr string) (*demo, error) {
+// start starts the mock API, the client (with opts after the demo's
+// own), and /metrics on addr.
+func start(addr string, opts ...analytics.Option) (*demo, error) {
 	api, err := analyticstest.New().Rule(firstBatchesFail()).Start()
 	if err != nil {
 		return nil, err
 	}
 	d := &demo{api: api}
-	d.client, err = analytics.New("demo-write-key",
+	d.client, err = analytics.New("demo-write-key", append([]analytics.Option{
 		analytics.WithEndpoint(api.URL),
 		analytics.WithLogger(slog.New(slog.DiscardHandler)),
 		analytics.WithFlushAt(10),
 		// Demo settings: one upload at a time, short backoff waits. In
 		// production, keep the defaults.
 		analytics.WithMaxConcurrentRequests(1),
-		analytics.WithBackoffBase(10*time.Millisecond),
-	)
+		analytics.WithBackoffBase(10 * time.Millisecond),
+	}, opts...)...)
 	if err != nil {
 		api.Close()
 		return nil, err

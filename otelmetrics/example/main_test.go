@@ -161,3 +161,10 @@ func TestRun(t *testing.T) {
 	assert.Regexp(t, `analytics_event_enqueued_total\{[^}]*\} 30\n`, out.String(), "events enqueued")
 	assert.NotContains(t, out.String(), "_bucket{", "buckets left out")
 }
+
+// With -spool, the client has a spool, and /metrics its series.
+func TestRunWithSpool(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-events", "10", "-spool", t.TempDir()}, &out), "run; output:\n%s", &out)
+	assert.Regexp(t, `analytics_spool_file_capacity_bytes\{[^}]*\} [1-9]`, out.String(), "the spool's bound")
+}
