@@ -172,6 +172,9 @@ type Spool struct {
 	// strays are files of segments whose creation failed and whose
 	// removal failed too: counted in bytes until removed (createSegment).
 	strays []stray
+	// orphans are the .ack files of segments removed (or set aside), to
+	// remove once the directory is synced: counted until then (reclaim).
+	orphans []stray
 	// ackRetry: some segment's .ack file is stale (segment.ackStale); the
 	// next Ack looks for it.
 	ackRetry bool
