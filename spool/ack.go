@@ -342,12 +342,14 @@ func errAckFull(path string) error {
 }
 
 // rewriteAck writes seg's ack file anew from the done set, into a
-// temporary file that is synced, then renamed over it, and the directory
-// synced: its compacted form, a record per 64 KiB of runs. A power loss
-// leaves the old file or the new one, never one of neither (a rename
-// before the data is on the disk can leave a file of zeros, or none). If
-// that would take the files over MaxBytes, or fails, the file stays as it
-// was, stale. s.mu is held.
+// temporary file that is synced, then renamed over it: its compacted form,
+// a record per 64 KiB of runs. A power loss leaves the old file or the new
+// one, never one of neither (a rename before the data is on the disk can
+// leave a file of zeros, or none); the directory is synced with the next
+// sync of the marks (before Ack returns with Sync 0, within Sync
+// otherwise), and until then the old file holds what was synced of them.
+// If that would take the files over MaxBytes, or fails, the file stays as
+// it was, stale. s.mu is held.
 func (s *Spool) rewriteAck(seg *segment) error {
 	w := ackWriter{buf: appendHeader(s.acks.buf[:0], ackMagic)}
 	w.begin()
@@ -384,8 +386,7 @@ func (s *Spool) rewriteAck(seg *segment) error {
 		s.markStale(seg)
 		return ioErr("rewrite", path, err)
 	}
-	s.dirChanged()
-	s.syncDir()
+	s.dirChanged() // the rename on the disk with the next sync: until then the old file stands, synced
 	s.bytes += int64(len(w.buf)) - seg.ackSize
 	seg.ackSize, seg.ackStale = int64(len(w.buf)), false
 	return nil

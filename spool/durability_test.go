@@ -264,3 +264,41 @@ func recoveredFrom(t *testing.T, img *crashFS) []int {
 	require.NoError(t, err)
 	return out
 }
+
+// acksOnly is the image of a power loss that kept, of the directory's
+// operations not synced, those on .ack files, and of the data what was
+// synced: what a file system that orders no directory operation may leave.
+var acksOnly = crashConfig{dirOp: func(op string) bool { return strings.HasSuffix(op, ackExt) }}
+
+// Close syncs the directory after the removals it makes, then removes
+// their .ack files and syncs it again: a spool closed with every record
+// done leaves no file, on the disk too. (Before, a power loss after Close
+// could bring back the files Close removed.)
+func TestCloseSyncsItsRemovals(t *testing.T) {
+	f := newCrashFS(crashDir, false)
+	s := crashOpen(t, f, Options{Sync: time.Hour})
+	ids := appendRecs(t, s, 0, 6)
+	require.NoError(t, s.Ack(ids)) // the active segment, finished: removed at Close
+	require.NoError(t, s.Close())
+	f.mu.Lock()
+	img := f.crashImage(rand.New(rand.NewPCG(1, 2)), syncedOnly)
+	f.mu.Unlock()
+	assert.Empty(t, img.files())
+}
+
+// Open removes an .ack whose segment it does not find only once the
+// directory is synced: the segment's removal may be in the page cache
+// only, its process killed before the directory was synced, and a power
+// loss could keep the .ack's removal and undo the segment's.
+func TestOpenRemovesAStrayAckAfterASync(t *testing.T) {
+	f := newCrashFS(crashDir, false)
+	s := crashOpen(t, f, Options{})
+	ids := appendRecs(t, s, 0, 6)
+	require.NoError(t, s.Ack(ids[:5]))
+	require.NoError(t, s.Close())
+	// A later process removed the segment, and was killed before it
+	// synced the directory.
+	require.NoError(t, f.Remove(segFile(crashDir, ids[0].Seg)))
+	crashOpen(t, f, Options{})
+	assert.Empty(t, recovered(t, f, acksOnly))
+}

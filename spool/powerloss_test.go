@@ -148,6 +148,7 @@ type plModel struct {
 	inflight []int // the records of the Append or Ack running now
 	step     int
 	errs     []string
+	trace    []string // the steps, for a failure's message
 }
 
 // plPoint is a crash point: after the event numbered seq, and the
@@ -301,6 +302,7 @@ func runPowerLoss(t *testing.T, seed uint64, steps int) (c plCounts) {
 			m.backlog = m.backlog[:0]
 			m.handed = m.handed[:0]
 		case "open":
+			m.trace = append(m.trace, "open")
 			s, err = Open(dir, withFS(cfg.opts, f))
 			if err != nil {
 				fail("Open after a clean Close: %v", err)
@@ -332,6 +334,9 @@ func runPowerLoss(t *testing.T, seed uint64, steps int) (c plCounts) {
 		f.misuse = nil
 		f.mu.Unlock()
 	}
+	if t.Failed() {
+		t.Logf("seed %d, the steps: %s", seed, strings.Join(m.trace, "; "))
+	}
 	for _, r := range m.recs {
 		if r.appendSeq > 0 {
 			c.appended++
@@ -360,17 +365,24 @@ func (m *plModel) randomStep(t *testing.T, rng *rand.Rand, s *Spool, open bool) 
 	}
 	switch r := rng.IntN(100); {
 	case r < 35:
+		from := len(m.recs)
 		for range 1 + rng.IntN(4) {
 			m.append(t, s, rng.IntN(3) == 0)
 		}
+		m.trace = append(m.trace, fmt.Sprintf("append %d-%d", from, len(m.recs)-1))
 	case r < 55:
+		from := len(m.handed)
 		m.load(t, s, 1+rng.IntN(8))
+		m.trace = append(m.trace, fmt.Sprintf("load %v", m.handed[min(from, len(m.handed)):]))
 	case r < 80:
-		m.ack(s, rng)
+		m.trace = append(m.trace, fmt.Sprintf("ack %v", m.ack(s, rng)))
 	case r < 95:
 		d := max(m.cfg.opts.Sync, time.Second)
-		time.Sleep([]time.Duration{d / 2, d, d + d/2, 3 * d}[rng.IntN(4)])
+		d = []time.Duration{d / 2, d, d + d/2, 3 * d}[rng.IntN(4)]
+		time.Sleep(d)
+		m.trace = append(m.trace, fmt.Sprint("sleep ", d))
 	default:
+		m.trace = append(m.trace, "close")
 		return "close"
 	}
 	return ""
@@ -435,9 +447,9 @@ func (m *plModel) load(t *testing.T, s *Spool, n int) {
 	}
 }
 
-func (m *plModel) ack(s *Spool, rng *rand.Rand) {
+func (m *plModel) ack(s *Spool, rng *rand.Rand) []int {
 	if len(m.handed) == 0 {
-		return
+		return nil
 	}
 	rng.Shuffle(len(m.handed), func(a, b int) { m.handed[a], m.handed[b] = m.handed[b], m.handed[a] })
 	n := 1 + rng.IntN(len(m.handed))
@@ -451,13 +463,15 @@ func (m *plModel) ack(s *Spool, rng *rand.Rand) {
 	m.inflight = nil
 	if err != nil {
 		m.errs = append(m.errs, "Ack: "+err.Error())
-		return // the acks may or may not hold: the records stay handed
+		return nil // the acks may or may not hold: the records stay handed
 	}
 	m.seq++
 	for _, i := range batch {
 		m.recs[i].ackSeq, m.recs[i].ackAt = m.seq, time.Now()
 	}
+	batch = slices.Clone(batch)
 	m.handed = slices.Clone(m.handed[n:])
+	return batch
 }
 
 // recNumber reads the record number back from a payload that is exactly

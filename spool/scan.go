@@ -78,8 +78,12 @@ func (s *Spool) recover() error {
 	}
 	for _, num := range acks {
 		seg := s.find(num)
-		if seg == nil { // its segment was removed, or set aside
-			s.removeStray(s.ackPath(num))
+		if seg == nil {
+			// Its segment was removed, or set aside: it goes once that
+			// is on the disk (removeOrphans), since a removal seen here
+			// may be in the page cache only (the process that made it was
+			// killed), and a power loss could keep this one and undo it.
+			s.orphans = append(s.orphans, stray{num, 0})
 			continue
 		}
 		if err := sc.ack(seg); err != nil {
