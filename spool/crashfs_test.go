@@ -187,24 +187,27 @@ func crashContent(ino *inode, rng *rand.Rand, cfg crashConfig) []byte {
 		}
 		return 0
 	}
-	out := make([]byte, size)
-	for i := range out {
-		out[i] = at(old, i)
+	// window returns b's bytes lo to hi, zeros past its end.
+	window := func(b []byte, lo, hi int) []byte {
+		if hi <= len(b) {
+			return b[lo:hi]
+		}
+		w := make([]byte, hi-lo)
+		if lo < len(b) {
+			copy(w, b[lo:])
+		}
+		return w
 	}
+	out := make([]byte, size)
+	copy(out, old)
 	for blk := 0; blk < size; blk += crashBlock {
 		end := min(blk+crashBlock, size)
-		same := true
-		for i := blk; i < end && same; i++ {
-			same = at(old, i) == at(cur, i)
-		}
-		if same {
+		if bytes.Equal(window(old, blk, end), window(cur, blk, end)) {
 			continue
 		}
 		switch r := rng.IntN(100); {
 		case r < cfg.keep:
-			for i := blk; i < end; i++ {
-				out[i] = at(cur, i)
-			}
+			copy(out[blk:end], window(cur, blk, end))
 		case !cfg.torn || r < cfg.keep+(100-cfg.keep)/2: // as it was
 		default: // torn, sector by sector; what was synced and not written since stays
 			synced := func(i int) bool { return i < len(old) && i < len(cur) && old[i] == cur[i] }

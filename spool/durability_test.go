@@ -85,7 +85,7 @@ func TestAckOnDiskOnTheSegmentsCadence(t *testing.T) {
 	for _, mapped := range []bool{false, true} {
 		t.Run(fmt.Sprint("sync=0,mapped=", mapped), func(t *testing.T) {
 			f := newCrashFS(crashDir, mapped)
-			s := crashOpen(t, f, Options{})
+			s := crashOpen(t, f, Options{SegmentBytes: 8 << 10})
 			ids := appendRecs(t, s, 0, 6)
 			require.NoError(t, s.Ack(ids[:4]))
 			assert.Equal(t, numbers(4, 6), recovered(t, f, syncedOnly))
@@ -93,7 +93,7 @@ func TestAckOnDiskOnTheSegmentsCadence(t *testing.T) {
 		t.Run(fmt.Sprint("sync=1s,mapped=", mapped), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newCrashFS(crashDir, mapped)
-				s := crashOpen(t, f, Options{Sync: time.Second})
+				s := crashOpen(t, f, Options{Sync: time.Second, SegmentBytes: 8 << 10})
 				ids := appendRecs(t, s, 0, 6)
 				time.Sleep(time.Second)
 				synctest.Wait()
