@@ -107,9 +107,9 @@ func (s *Spool) syncActive() {
 		acks = append(acks, evicted...)
 		dir, s.dirDirty = s.dirDirty, false
 	}
-	orphans := 0 // of s.orphans, those whose segment's removal the directory's sync covers
+	var dirSync uint64 // the number of the directory's sync, which covers the orphans added before it
 	if dir {
-		orphans = len(s.orphans)
+		dirSync = s.beginDirSync()
 	}
 	if f == nil && len(retired) == 0 && len(acks) == 0 && !dir { // nothing written since the last sync
 		s.synced = s.written
@@ -160,7 +160,9 @@ func (s *Spool) syncActive() {
 	for _, o := range evicted {
 		s.closeFile(o.f, s.ackPath(o.seg.num))
 	}
-	s.removeOrphans(orphans)
+	if dir {
+		s.removeOrphans(dirSync)
+	}
 	s.synced = max(s.synced, to)
 	for _, x := range failed {
 		s.syncFailed(x.num, from, to, x.err)

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -301,4 +302,84 @@ func TestOpenRemovesAStrayAckAfterASync(t *testing.T) {
 	require.NoError(t, f.Remove(segFile(crashDir, ids[0].Seg)))
 	crashOpen(t, f, Options{})
 	assert.Empty(t, recovered(t, f, acksOnly))
+}
+
+// gatedFS is a crashFS whose directory syncs, once armed, stop after
+// syncing until released: the syncer held in the middle of its work,
+// outside the spool's lock.
+type gatedFS struct {
+	*crashFS
+	armed            bool // set and read in the bubble, ordered by the channels
+	reached, release chan struct{}
+}
+
+func (g *gatedFS) OpenFile(path string, flag int, perm fs.FileMode) (File, error) {
+	f, err := g.crashFS.OpenFile(path, flag, perm)
+	if d, ok := f.(*crashDirFile); ok && err == nil {
+		return gatedDir{d, g}, nil
+	}
+	return f, err
+}
+
+type gatedDir struct {
+	*crashDirFile
+	g *gatedFS
+}
+
+func (d gatedDir) Sync() error {
+	err := d.crashDirFile.Sync()
+	if d.g.armed {
+		d.g.armed = false
+		d.g.reached <- struct{}{}
+		<-d.g.release
+	}
+	return err
+}
+
+// The syncer removes only the .ack files whose segments' removal its sync
+// of the directory covers: those removed before it began. A segment
+// removed while it synced, after another sync (a new segment's) had
+// removed what the syncer had counted, keeps its .ack until a later sync.
+// (Found reading the code: the syncer removed as many orphans as it had
+// counted, which were by then others.)
+func TestOrphansRemovedAfterTheSyncThatCoversThem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &gatedFS{crashFS: newCrashFS(crashDir, false), reached: make(chan struct{}), release: make(chan struct{})}
+		o := Options{Sync: time.Second, SegmentBytes: 200, FS: g}
+		s, err := Open(crashDir, o)
+		require.NoError(t, err)
+		defer s.Close()
+		ids := appendRecs(t, s, 0, 12)
+		bySeg := map[uint64][]ID{}
+		for _, id := range ids {
+			bySeg[id.Seg] = append(bySeg[id.Seg], id)
+		}
+		seg1, seg2 := bySeg[ids[0].Seg], bySeg[ids[0].Seg+1]
+		require.Greater(t, len(seg2), 1)
+		require.NoError(t, s.Ack(seg2[:1])) // on the disk within a second
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		require.NoError(t, s.Ack(seg1)) // seg1 removed; its .ack an orphan
+		g.armed = true
+		<-g.reached // a second on: the syncer has synced the directory, and waits
+		// A new segment: its creation syncs the directory and removes
+		// seg1's .ack. Then seg2 is finished and removed.
+		for i, last := 12, ids[len(ids)-1].Seg; ; i++ {
+			id, err := s.Append(rec(i), take)
+			require.NoError(t, err)
+			if id.Seg > last {
+				break
+			}
+		}
+		require.NoError(t, s.Ack(seg2[1:]))
+		close(g.release)
+		synctest.Wait()
+
+		got := recovered(t, g.crashFS, acksOnly)
+		for _, id := range seg2[:1] {
+			n := slices.Index(ids, id)
+			assert.NotContains(t, got, n, "record %d, acknowledged on the disk before, back", n)
+		}
+	})
 }

@@ -83,7 +83,7 @@ func (s *Spool) recover() error {
 			// is on the disk (removeOrphans), since a removal seen here
 			// may be in the page cache only (the process that made it was
 			// killed), and a power loss could keep this one and undo it.
-			s.orphans = append(s.orphans, stray{num, 0})
+			s.addOrphan(num, 0)
 			continue
 		}
 		if err := sc.ack(seg); err != nil {

@@ -129,7 +129,7 @@ func (s *Spool) reclaim(seg *segment) error {
 	// without its marks, every record in it to be sent again. An .ack is
 	// removed even when none was written: a write refused on a full disk
 	// may have left it empty (writeAck removes that too, if it can).
-	s.orphans = append(s.orphans, stray{seg.num, seg.ackSize})
+	s.addOrphan(seg.num, seg.ackSize)
 	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
 		// Every record left in seg is done: the backlog goes on in the
@@ -272,21 +272,45 @@ func (s *Spool) unmap(seg *segment) {
 
 // syncDir makes the directory's entries durable, so that a file created
 // and synced is found after a power loss, and a file removed or renamed
-// stays so; then it removes the orphans. s.mu is held.
+// stays so; then it removes the orphans it covers. s.mu is held.
 func (s *Spool) syncDir() {
 	s.dirDirty = false
+	n := s.beginDirSync()
 	s.syncDirNow()
-	s.removeOrphans(len(s.orphans))
+	s.removeOrphans(n)
 }
 
-// removeOrphans removes the .ack files of the first n orphans, segments
-// removed (or set aside) before the directory's last sync. Their removal
-// need not be on the disk: Open removes an .ack without its segment. One
-// that cannot be removed stays, counted, for the next try. s.mu is held.
-func (s *Spool) removeOrphans(n int) {
+// orphan is the .ack file, size bytes, of segment num, removed (or set
+// aside) after the directory's sync number gen began.
+type orphan struct {
+	num  uint64
+	size int64
+	gen  uint64
+}
+
+// addOrphan adds the .ack file of segment num, size bytes, to the orphans,
+// removed once a sync of the directory begun from now has ended. s.mu is
+// held.
+func (s *Spool) addOrphan(num uint64, size int64) {
+	s.orphans = append(s.orphans, orphan{num, size, s.dirSyncs})
+}
+
+// beginDirSync numbers a sync of the directory about to begin: the
+// orphans it covers are those added before now. s.mu is held.
+func (s *Spool) beginDirSync() uint64 {
+	s.dirSyncs++
+	return s.dirSyncs
+}
+
+// removeOrphans removes the .ack files of the orphans that the sync of the
+// directory numbered n, now ended, covers: their segments' removal is on
+// the disk. Their own removal need not be: Open removes an .ack without
+// its segment. One that cannot be removed stays, counted, for the next
+// try. s.mu is held.
+func (s *Spool) removeOrphans(n uint64) {
 	keep := s.orphans[:0]
-	for k, x := range s.orphans {
-		if k >= n {
+	for _, x := range s.orphans {
+		if x.gen >= n {
 			keep = append(keep, x)
 			continue
 		}

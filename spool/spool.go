@@ -173,8 +173,11 @@ type Spool struct {
 	// removal failed too: counted in bytes until removed (createSegment).
 	strays []stray
 	// orphans are the .ack files of segments removed (or set aside), to
-	// remove once the directory is synced: counted until then (reclaim).
-	orphans []stray
+	// remove once a sync of the directory begun after has ended: counted
+	// until then (reclaim). dirSyncs counts the syncs of the directory
+	// begun.
+	orphans  []orphan
+	dirSyncs uint64
 	// ackRetry: some segment's .ack file is stale (segment.ackStale); the
 	// next Ack looks for it.
 	ackRetry bool
