@@ -280,8 +280,8 @@ func (s *Spool) syncDir() {
 	s.removeOrphans(n)
 }
 
-// orphan is the .ack file, size bytes, of segment num, removed (or set
-// aside) after the directory's sync number gen began.
+// orphan is the .ack file, size bytes, of segment num, which was removed
+// (or set aside) after the directory's sync number gen began.
 type orphan struct {
 	num  uint64
 	size int64
