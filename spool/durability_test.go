@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -309,7 +310,7 @@ func TestOpenRemovesAStrayAckAfterASync(t *testing.T) {
 // outside the spool's lock.
 type gatedFS struct {
 	*crashFS
-	armed            bool // set and read in the bubble, ordered by the channels
+	armed            atomic.Bool
 	reached, release chan struct{}
 }
 
@@ -328,8 +329,7 @@ type gatedDir struct {
 
 func (d gatedDir) Sync() error {
 	err := d.crashDirFile.Sync()
-	if d.g.armed {
-		d.g.armed = false
+	if d.g.armed.CompareAndSwap(true, false) {
 		d.g.reached <- struct{}{}
 		<-d.g.release
 	}
@@ -361,7 +361,7 @@ func TestOrphansRemovedAfterTheSyncThatCoversThem(t *testing.T) {
 		synctest.Wait()
 
 		require.NoError(t, s.Ack(seg1)) // seg1 removed; its .ack an orphan
-		g.armed = true
+		g.armed.Store(true)
 		<-g.reached // a second on: the syncer has synced the directory, and waits
 		// A new segment: its creation syncs the directory and removes
 		// seg1's .ack. Then seg2 is finished and removed.
