@@ -358,10 +358,13 @@ func WithSpoolMaxBytes(n int64) Option { return func(c *config) { c.spoolMaxByte
 
 // WithSpoolSync sets how often the spool's writes are forced to the disk
 // with fsync (default DefaultSpoolSync, 1 s): a machine crash or power loss
-// loses at most the events written in the last interval. 0 syncs before
-// Enqueue returns, which costs a disk flush per call (concurrent calls
-// share one). Not negative, at most 7 days. A process crash loses nothing
-// whatever the interval. Without WithSpool it has no effect.
+// loses at most the events written in the last interval, and sends again
+// at most those whose outcome came in the last interval (the marks of
+// finished events are synced on the same cadence). 0 syncs before Enqueue
+// returns, which costs a disk flush per call (concurrent calls share one),
+// and the marks as each batch ends. Not negative, at most 7 days. A process
+// crash loses nothing whatever the interval. Without WithSpool it has no
+// effect.
 func WithSpoolSync(d time.Duration) Option { return func(c *config) { c.spoolSync = d } }
 
 // DefaultSpoolMaxBytes and DefaultSpoolSync are the spool's defaults.

@@ -14,19 +14,23 @@ import (
 
 // ackFiles keeps the acknowledgement files open that Ack wrote last, and
 // Ack's buffers. Batches end near the front of the log, so a few files
-// serve nearly every Ack; one evicted is closed without a sync (Close
-// syncs the open ones): a machine crash may lose its last acks, and those
-// records are sent again, never lost (SPEC §11.2).
+// serve nearly every Ack. What Ack writes reaches the disk on the
+// segments' cadence (SPEC §11.2): with Options.Sync 0 before Ack returns,
+// otherwise by the syncer, at most Options.Sync later, so that a power
+// loss sends again at most what was acknowledged in the last interval. A
+// file evicted with marks not synced is kept open until they are.
 type ackFiles struct {
-	open [4]openAck
-	next int    // the slot to evict next
-	ids  []ID   // Ack's ids, sorted
-	buf  []byte // the ack records of one segment, as written
+	open    [4]openAck
+	next    int       // the slot to evict next
+	evicted []openAck // evicted with marks not synced: synced, then closed
+	ids     []ID      // Ack's ids, sorted
+	buf     []byte    // the ack records of one segment, as written
 }
 
 type openAck struct {
-	seg *segment
-	f   File
+	seg   *segment
+	f     File
+	dirty bool // written since it was last synced
 }
 
 // ack is Ack: ids sorted by segment and ordinal, so that each segment
@@ -60,7 +64,44 @@ func (s *Spool) ack(ids []ID) error {
 	// waiting AppendWait's record may fit now that makeRoom can retire
 	// it. Without this, the waiter would wait for its context to end.
 	s.wakeFirst()
+	if s.syncEvery == 0 {
+		// On the disk before Ack returns: the marks, and the removal of
+		// the segments this Ack finished, which wrote no marks.
+		if err := s.syncAcks(); err != nil && first == nil {
+			first = err
+		}
+	}
 	return first
+}
+
+// syncAcks syncs the ack files written since their last sync, and the
+// directory if an entry changed since its last sync (Sync 0: before Ack
+// returns; Close). A file whose sync failed is stale: rewritten whole at
+// the next Ack. s.mu is held.
+func (s *Spool) syncAcks() error {
+	var errs []error
+	sync := func(o *openAck) {
+		if err := o.f.Sync(); err != nil {
+			s.markStale(o.seg)
+			errs = append(errs, ioErr("sync", s.ackPath(o.seg.num), err))
+		}
+	}
+	for i := range s.acks.open {
+		if o := &s.acks.open[i]; o.dirty {
+			o.dirty = false
+			sync(o)
+		}
+	}
+	for i := range s.acks.evicted {
+		o := &s.acks.evicted[i]
+		sync(o)
+		s.closeFile(o.f, s.ackPath(o.seg.num))
+	}
+	s.acks.evicted = nil
+	if s.dirDirty {
+		s.syncDir()
+	}
+	return errors.Join(errs...)
 }
 
 // handedBelow returns the ordinal below which seg's records were handed
@@ -245,14 +286,21 @@ func (s *Spool) writeAck(seg *segment, buf []byte) error {
 		return s.rewriteAck(seg)
 	}
 	path := s.ackPath(seg.num)
-	f, err := s.acks.file(s, seg, path)
+	o, err := s.acks.file(s, seg, path)
 	if err != nil {
 		s.markStale(seg)
 		return ioErr("open", path, err)
 	}
+	f := o.f
 	w, err := f.Write(buf)
 	if err == nil && w < len(buf) {
 		err = io.ErrShortWrite
+	}
+	if w > 0 {
+		o.dirty = true
+		if s.syncEvery > 0 {
+			s.markDirty()
+		}
 	}
 	if err == nil {
 		seg.ackSize += int64(w)
@@ -270,9 +318,11 @@ func (s *Spool) writeAck(seg *segment, buf []byte) error {
 		// This write created the file, and nothing of it stays: no file
 		// either (rewriteAck writes it whole when it can), so that no
 		// empty .ack outlasts the failure (a full disk).
-		s.acks.close(seg)
+		s.closeAck(seg)
 		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			s.warn("spool: remove an empty acknowledgement file", "file", path, "err", rerr)
+		} else {
+			s.dirChanged()
 		}
 	}
 	return ioErr("write", path, err)
@@ -292,9 +342,14 @@ func errAckFull(path string) error {
 }
 
 // rewriteAck writes seg's ack file anew from the done set, into a
-// temporary file renamed over it: its compacted form, a record per 64 KiB
-// of runs. If that would take the files over MaxBytes, or fails, the file
-// stays as it was, stale. s.mu is held.
+// temporary file that is synced, then renamed over it: its compacted form,
+// a record per 64 KiB of runs. A power loss leaves the old file or the new
+// one, never one of neither (a rename before the data is on the disk can
+// leave a file of zeros, or none); the directory is synced with the next
+// sync of the marks (before Ack returns with Sync 0, within Sync
+// otherwise), and until then the old file holds what was synced of them.
+// If that would take the files over MaxBytes, or fails, the file stays as
+// it was, stale. s.mu is held.
 func (s *Spool) rewriteAck(seg *segment) error {
 	w := ackWriter{buf: appendHeader(s.acks.buf[:0], ackMagic)}
 	w.begin()
@@ -308,7 +363,7 @@ func (s *Spool) rewriteAck(seg *segment) error {
 		s.markStale(seg)
 		return errAckFull(path)
 	}
-	s.acks.close(seg)
+	s.closeAck(seg)
 	tmp := path + ".tmp"
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -319,6 +374,9 @@ func (s *Spool) rewriteAck(seg *segment) error {
 	if err == nil && n < len(w.buf) {
 		err = io.ErrShortWrite
 	}
+	if err == nil {
+		err = f.Sync()
+	}
 	err = errors.Join(err, f.Close())
 	if err == nil {
 		err = s.fs.Rename(tmp, path)
@@ -328,17 +386,19 @@ func (s *Spool) rewriteAck(seg *segment) error {
 		s.markStale(seg)
 		return ioErr("rewrite", path, err)
 	}
+	s.dirChanged() // the rename on the disk with the next sync: until then the old file stands, synced
 	s.bytes += int64(len(w.buf)) - seg.ackSize
 	seg.ackSize, seg.ackStale = int64(len(w.buf)), false
 	return nil
 }
 
 // file returns seg's ack file open for appending, created (empty) if seg
-// has none.
-func (a *ackFiles) file(s *Spool, seg *segment, path string) (File, error) {
-	for _, o := range a.open {
-		if o.seg == seg {
-			return o.f, nil
+// has none. The file it evicts is closed, or, with marks not synced, kept
+// for the next sync (evicted). s.mu is held.
+func (a *ackFiles) file(s *Spool, seg *segment, path string) (*openAck, error) {
+	for i := range a.open {
+		if a.open[i].seg == seg {
+			return &a.open[i], nil
 		}
 	}
 	flag := os.O_WRONLY | os.O_APPEND
@@ -349,33 +409,60 @@ func (a *ackFiles) file(s *Spool, seg *segment, path string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if flag&os.O_CREATE != 0 {
+		s.dirChanged() // maybe a new entry
+	}
 	slot := &a.open[a.next]
 	a.next = (a.next + 1) % len(a.open)
-	if slot.f != nil {
-		slot.f.Close()
+	switch {
+	case slot.dirty:
+		a.evicted = append(a.evicted, *slot)
+	case slot.f != nil:
+		s.closeFile(slot.f, s.ackPath(slot.seg.num))
 	}
-	*slot = openAck{seg, f}
-	return f, nil
+	*slot = openAck{seg: seg, f: f}
+	return slot, nil
 }
 
-// close closes seg's ack file if it is open.
-func (a *ackFiles) close(seg *segment) {
+// unsynced reports whether an ack file holds marks not synced.
+func (a *ackFiles) unsynced() bool {
+	for _, o := range a.open {
+		if o.dirty {
+			return true
+		}
+	}
+	return len(a.evicted) > 0
+}
+
+// closeAck closes seg's ack file, if it is open, without a sync: the file
+// is removed, or rewritten whole and synced. s.mu is held.
+func (s *Spool) closeAck(seg *segment) {
+	a := &s.acks
 	for i := range a.open {
 		if a.open[i].seg == seg {
-			a.open[i].f.Close()
+			s.closeFile(a.open[i].f, s.ackPath(seg.num))
 			a.open[i] = openAck{}
 		}
 	}
+	a.evicted = slices.DeleteFunc(a.evicted, func(o openAck) bool {
+		if o.seg == seg {
+			s.closeFile(o.f, s.ackPath(seg.num))
+		}
+		return o.seg == seg
+	})
 }
 
-// closeAll syncs and closes every open ack file (at Close).
-func (a *ackFiles) closeAll() error {
-	var errs []error
-	for i := range a.open {
-		if f := a.open[i].f; f != nil {
-			errs = append(errs, f.Sync(), f.Close())
+// closeAcks syncs the ack files with marks not synced, and the directory,
+// and closes every ack file (at Close, and when Open fails). s.mu is held.
+func (s *Spool) closeAcks() error {
+	err := s.syncAcks()
+	for i := range s.acks.open {
+		if o := s.acks.open[i]; o.f != nil {
+			if cerr := o.f.Close(); cerr != nil {
+				err = errors.Join(err, ioErr("close", s.ackPath(o.seg.num), cerr))
+			}
 		}
-		a.open[i] = openAck{}
+		s.acks.open[i] = openAck{}
 	}
-	return errors.Join(errs...)
+	return err
 }

@@ -86,7 +86,7 @@ func (s *Spool) closeLocked() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := s.acks.closeAll(); err != nil {
+	if err := s.closeAcks(); err != nil {
 		errs = append(errs, err)
 	}
 	s.rd.drop()
@@ -99,6 +99,16 @@ func (s *Spool) closeLocked() error {
 	}
 	if err := s.removeStrays(); err != nil {
 		errs = append(errs, err)
+	}
+	if orphans := len(s.orphans); s.dirDirty || orphans > 0 {
+		// The removals above on the disk: a segment whose removal a power
+		// loss undid would come back with marks it was removed without.
+		// Then its .ack goes (syncDir), and that removal is made durable
+		// too, so that a closed spool stays as it was left.
+		s.syncDir()
+		if len(s.orphans) < orphans {
+			s.syncDirNow()
+		}
 	}
 	if err := s.unlock(); err != nil {
 		errs = append(errs, ioErr("unlock directory", s.dir, err))

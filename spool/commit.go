@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"slices"
 	"time"
 )
 
@@ -15,7 +16,10 @@ import (
 // segment is synced when it stops being the active one (retire), so one
 // fsync of the active file covers everything written; with Sync > 0 the
 // syncer syncs the retired files with the active one, outside the lock,
-// so that no Append waits for a segment's fsync.
+// so that no Append waits for a segment's fsync. With Sync > 0 it syncs
+// as well the ack files written since their last sync and, if one of its
+// entries changed (a file created, removed or renamed), the directory;
+// with Sync 0 Ack syncs those itself (syncAcks).
 type commitState struct {
 	written uint64 // the sequence number of the last record written
 	synced  uint64 // records up to it are synced (or their sync failed)
@@ -24,9 +28,14 @@ type commitState struct {
 	// the log when group commits finish out of order.
 	decided uint64
 
-	syncFile       File // the active file being synced outside the lock, or nil
-	closeAfterSync File // retired during that sync: the sync closes it
-	syncRunning    bool // a sync runs outside the lock (of syncFile, or retired files only)
+	// syncing are the files a sync outside the lock has open now;
+	// closeAfter those of them closed meanwhile (retired, removed,
+	// evicted): the sync closes them as it ends (closeFile).
+	syncing     []File
+	closeAfter  []File
+	syncRunning bool // a sync runs outside the lock
+	// dirDirty: an entry of the directory changed since its last sync.
+	dirDirty bool
 	// retired are segments that stopped being active with records not
 	// synced (Sync > 0): the syncer syncs and closes them.
 	retired []retiredFile
@@ -75,28 +84,52 @@ func (s *Spool) commit(seq uint64) error {
 }
 
 // syncActive syncs the retired files waiting for it and the active file,
-// for the records written so far, releasing s.mu during the fsyncs. s.mu
-// is held.
+// for the records written so far, and with Sync > 0 the ack files and the
+// directory (commitState), releasing s.mu during the fsyncs. s.mu is held.
 func (s *Spool) syncActive() {
 	var f File
 	var num uint64
-	if a := s.active; a != nil {
+	if a := s.active; a != nil && s.synced < s.written {
 		f, num = a.f, a.num
 	}
 	retired := s.retired
 	s.retired = nil
-	if f == nil && len(retired) == 0 { // nothing written since the last sync
+	var acks, evicted []openAck // ack files to sync; the evicted ones are the sync's to close
+	dir := false
+	if s.syncEvery > 0 {
+		for i := range s.acks.open {
+			if o := &s.acks.open[i]; o.dirty {
+				o.dirty = false
+				acks = append(acks, *o)
+			}
+		}
+		evicted, s.acks.evicted = s.acks.evicted, nil
+		acks = append(acks, evicted...)
+		dir, s.dirDirty = s.dirDirty, false
+	}
+	var dirSync uint64 // the number of the directory's sync, which covers the orphans added before it
+	if dir {
+		dirSync = s.beginDirSync()
+	}
+	if f == nil && len(retired) == 0 && len(acks) == 0 && !dir { // nothing written since the last sync
 		s.synced = s.written
 		return
 	}
 	from, to := s.synced, s.written
-	s.syncFile, s.syncRunning = f, true
+	s.syncing = s.syncing[:0]
+	if f != nil {
+		s.syncing = append(s.syncing, f)
+	}
+	for _, o := range acks[:len(acks)-len(evicted)] {
+		s.syncing = append(s.syncing, o.f)
+	}
+	s.syncRunning = true
 	s.mu.Unlock()
 	type failure struct {
 		num uint64
 		err error
 	}
-	var failed []failure
+	var failed, ackFailed []failure
 	for _, r := range retired {
 		if err := r.f.Sync(); err != nil {
 			failed = append(failed, failure{r.num, err})
@@ -105,15 +138,30 @@ func (s *Spool) syncActive() {
 			failed = append(failed, failure{r.num, err})
 		}
 	}
+	for _, o := range acks {
+		if err := o.f.Sync(); err != nil {
+			ackFailed = append(ackFailed, failure{o.seg.num, err})
+		}
+	}
 	var err error
 	if f != nil {
 		err = f.Sync()
 	}
+	if dir {
+		s.syncDirNow() // after the files: a new file's entry, with its data
+	}
 	s.mu.Lock()
-	s.syncFile, s.syncRunning = nil, false
-	if f != nil && s.closeAfterSync == f {
-		s.closeAfterSync = nil
-		f.Close()
+	s.syncing, s.syncRunning = s.syncing[:0], false
+	for _, c := range s.closeAfter {
+		c.Close()
+	}
+	clear(s.closeAfter)
+	s.closeAfter = s.closeAfter[:0]
+	for _, o := range evicted {
+		s.closeFile(o.f, s.ackPath(o.seg.num))
+	}
+	if dir {
+		s.removeOrphans(dirSync)
 	}
 	s.synced = max(s.synced, to)
 	for _, x := range failed {
@@ -122,7 +170,41 @@ func (s *Spool) syncActive() {
 	if err != nil {
 		s.syncFailed(num, from, to, err)
 	}
+	for _, x := range ackFailed {
+		// The marks may not be on the disk: written again whole (and
+		// synced) at the next Ack, or at Close.
+		err := ioErr("sync", s.ackPath(x.num), x.err)
+		s.warn("spool: sync failed", "err", err)
+		if seg := s.find(x.num); seg != nil {
+			s.markStale(seg)
+		}
+	}
 	s.cond.Broadcast()
+}
+
+// closeFile closes f, the file of path, or, if a sync outside the lock has
+// it open, leaves it to that sync to close as it ends. s.mu is held.
+func (s *Spool) closeFile(f File, path string) {
+	if slices.Contains(s.syncing, f) {
+		if !slices.Contains(s.closeAfter, f) {
+			s.closeAfter = append(s.closeAfter, f)
+		}
+		return
+	}
+	if err := f.Close(); err != nil {
+		s.warn("spool: close", "file", path, "err", err)
+	}
+}
+
+// dirChanged records that an entry of the directory changed (a file
+// created, removed or renamed): with Sync > 0 the syncer syncs the
+// directory within Options.Sync; with Sync 0 the next Ack does, or Close.
+// s.mu is held.
+func (s *Spool) dirChanged() {
+	s.dirDirty = true
+	if s.syncEvery > 0 && s.kick != nil { // not at Open: what it removes may come back
+		s.markDirty()
+	}
 }
 
 // syncRetired syncs seg, the active segment until now, for the records
@@ -202,7 +284,7 @@ func (s *Spool) syncLoop() {
 		}
 		s.mu.Lock()
 		s.dirty = false // a write from now on kicks again
-		if s.synced < s.written && !s.syncRunning {
+		if !s.syncRunning && (s.synced < s.written || s.dirDirty || s.acks.unsynced()) {
 			s.syncActive()
 		}
 		s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,24 +140,114 @@ func TestWrongMagicSetAside(t *testing.T) {
 	assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes, "a .corrupt file counts, as it stays on disk")
 }
 
+// A file of a newer version is refused, segment or ack file, naming the
+// file and both versions, and nothing is changed: a downgrade never drops
+// what a newer version wrote.
 func TestFutureVersionRefused(t *testing.T) {
-	dir := t.TempDir()
-	writeSegment(t, dir, 1, event(0))
-	writeSegment(t, dir, 2, event(1))
-	b, _ := os.ReadFile(segFile(dir, 2))
-	binary.LittleEndian.PutUint32(b[len(segMagic):], 7)
-	require.NoError(t, os.WriteFile(segFile(dir, 2), b, 0o600))
-	_, err := Open(dir, Options{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), segFile(dir, 2))
-	assert.Contains(t, err.Error(), "version 7")
-	assert.Contains(t, err.Error(), fmt.Sprintf("version %d", Version))
-	// The lock was given back: the same error again, not "in use".
-	_, err = Open(dir, Options{})
-	assert.ErrorContains(t, err, "version 7")
-	// Nothing was changed.
-	after, _ := os.ReadFile(segFile(dir, 2))
-	assert.Equal(t, b, after)
+	for _, ext := range []string{segExt, ackExt} {
+		t.Run(ext, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSegment(t, dir, 1, event(0))
+			writeSegment(t, dir, 2, event(1))
+			path := segFile(dir, 2)
+			if ext == ackExt {
+				path = filepath.Join(dir, fileName(2, ackExt))
+				require.NoError(t, os.WriteFile(path, appendHeader(nil, ackMagic), 0o600))
+			}
+			b, _ := os.ReadFile(path)
+			binary.LittleEndian.PutUint32(b[len(segMagic):], Version+1)
+			require.NoError(t, os.WriteFile(path, b, 0o600))
+			before := files(t, dir)
+			_, err := Open(dir, Options{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), path)
+			assert.Contains(t, err.Error(), fmt.Sprintf("version %d", Version+1))
+			assert.Contains(t, err.Error(), fmt.Sprintf("version %d", Version))
+			// The lock was given back: the same error again, not "in use".
+			_, err = Open(dir, Options{})
+			assert.ErrorContains(t, err, fmt.Sprintf("version %d", Version+1))
+			// Nothing was changed.
+			after, _ := os.ReadFile(path)
+			assert.Equal(t, b, after)
+			assert.Equal(t, append(before, lockName), files(t, dir), "no file removed or set aside")
+		})
+	}
+}
+
+// A header torn inside its sector (a power loss while it was being
+// written back) keeps its magic and reads version 0, or any version older
+// than this package's: that file is damaged, not of a format to refuse. A
+// segment's is set aside (*.corrupt), counted and logged, and costs its own
+// records only; an ack file's is set aside too, and its segment's records
+// are all handed again. Open never fails for it. Before, Open refused the
+// whole spool: "… is of format version 0; this package reads version 1".
+func TestTornHeader(t *testing.T) {
+	tear := func(t *testing.T, path string) {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		clear(b[len(segMagic):headerSize]) // bytes 8–11, the version
+		require.NoError(t, os.WriteFile(path, b, 0o600))
+	}
+	t.Run("segment", func(t *testing.T) {
+		dir := t.TempDir()
+		writeSegment(t, dir, 1, event(0), event(1))
+		writeSegment(t, dir, 2, event(2), event(3))
+		writeSegment(t, dir, 3, event(4))
+		tear(t, segFile(dir, 2))
+		var l logs
+		s, err := Open(dir, Options{Logger: l.logger(), MaxBytes: 1 << 30})
+		require.NoError(t, err)
+		defer s.Close()
+		assert.EqualValues(t, 1, s.Stats().Corrupt)
+		assert.Equal(t, []string{string(event(0)), string(event(1)), string(event(4))}, datas(loadAll(t, s)))
+		assert.Contains(t, files(t, dir), fileName(2, corruptExt))
+		assert.NotContains(t, files(t, dir), fileName(2, segExt))
+		assert.Contains(t, l.String(), "level=WARN")
+		assert.Contains(t, l.String(), "damaged header")
+		assert.Contains(t, l.String(), segFile(dir, 2))
+		assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes, "the .corrupt file counts")
+		id, err := s.Append(event(5), leave)
+		require.NoError(t, err)
+		assert.EqualValues(t, 4, id.Seg, "never a number used before")
+	})
+	t.Run("ack", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{Sync: time.Hour, MaxBytes: 1 << 30})
+		require.NoError(t, err)
+		all := appendN(t, s, 0, 6)
+		loadAll(t, s)
+		require.NoError(t, s.Ack(all[:4]))
+		require.NoError(t, s.Close())
+		ack := filepath.Join(dir, fileName(all[0].Seg, ackExt))
+		tear(t, ack)
+		var l logs
+		s, err = Open(dir, Options{Logger: l.logger(), MaxBytes: 1 << 30})
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, s.Stats().Corrupt)
+		g := loadAll(t, s)
+		assert.Equal(t, events(0, 6), datas(g), "every record handed again: acks lost cost re-sends, never records")
+		assert.Contains(t, l.String(), "damaged header")
+		assert.Contains(t, l.String(), ack)
+		assert.Contains(t, files(t, dir), fileName(all[0].Seg, ackExt+corruptExt))
+		assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
+		// The marks are written anew, and hold.
+		require.NoError(t, s.Ack(ids(g)[:5]))
+		require.NoError(t, s.Close())
+		s = openT(t, dir, Options{})
+		assert.Equal(t, events(5, 6), datas(loadAll(t, s)))
+	})
+	t.Run("zeros", func(t *testing.T) {
+		// A file created, its size recorded and none of its bytes: it held
+		// nothing, and goes, uncounted.
+		dir := t.TempDir()
+		writeSegment(t, dir, 1, event(0))
+		require.NoError(t, os.WriteFile(segFile(dir, 2), make([]byte, 8<<10), 0o600))
+		s := openT(t, dir, Options{})
+		assert.Zero(t, s.Stats().Corrupt)
+		assert.Equal(t, events(0, 1), datas(loadAll(t, s)))
+		assert.NotContains(t, files(t, dir), fileName(2, segExt))
+		assert.NotContains(t, files(t, dir), fileName(2, corruptExt))
+	})
 }
 
 // The ack file: a torn tail is cut off (those acks are lost, so the

@@ -26,6 +26,8 @@ func seedSegments() [][]byte {
 	binary.LittleEndian.PutUint32(badLength[headerSize:], maxRecord+1)
 	version := append([]byte(nil), whole...)
 	version[len(segMagic)] = 2
+	tornVersion := append([]byte(nil), whole...)
+	clear(tornVersion[len(segMagic):headerSize])
 	magic := append([]byte("NOTSPOOL"), whole[len(segMagic):]...)
 	// What a crash leaves of a mapped segment (mmap_linux.go): records,
 	// then the rest of its reserve, zeros; maybe after the head of a
@@ -41,7 +43,7 @@ func seedSegments() [][]byte {
 	// The last record torn in a reserve it fills: no zero after it.
 	tornFilling := bytes.Clone(whole)
 	clear(tornFilling[len(tornFilling)-10:])
-	return [][]byte{whole, whole[:len(whole)-7], whole[:headerSize+3], whole[:5], flipped, badLength, version, magic, appendHeader(nil, segMagic),
+	return [][]byte{whole, whole[:len(whole)-7], whole[:headerSize+3], whole[:5], flipped, badLength, version, tornVersion, magic, appendHeader(nil, segMagic), make([]byte, 600),
 		reserve, torn, headOnly, zerosThenBytes, tornFilling, append(appendHeader(nil, segMagic), make([]byte, 100)...)}
 }
 
@@ -52,19 +54,24 @@ func seedSegments() [][]byte {
 // whose checksum fails (torn, not damaged), or such a record last in the
 // file, its payload ending in a zero (torn, filling its reserve). It
 // returns too the damage
-// Open counts, and the file's size once Open has cut a torn tail; ok is
-// false for a file of another version (Open must fail).
+// Open counts (a damaged header, set aside, counts one), and the file's size
+// once Open has cut a torn tail; ok is false for a file of a newer version
+// (Open must fail).
 func reference(b []byte) (payloads []string, corrupt int64, size int, ok bool) {
 	if len(b) < headerSize {
 		return nil, 0, 0, true
 	}
-	if string(b[:len(segMagic)]) != segMagic {
+	zeros := func(p []byte) bool { return !slices.ContainsFunc(p, func(c byte) bool { return c != 0 }) }
+	magic, version := string(b[:len(segMagic)]) == segMagic, binary.LittleEndian.Uint32(b[len(segMagic):])
+	switch {
+	case magic && version > Version:
+		return nil, 0, len(b), false
+	case magic && version == Version:
+	case zeros(b): // nothing written: removed
+		return nil, 0, 0, true
+	default: // a damaged header: set aside
 		return nil, 1, len(b), true
 	}
-	if binary.LittleEndian.Uint32(b[len(segMagic):]) != Version {
-		return nil, 0, len(b), false
-	}
-	zeros := func(p []byte) bool { return !slices.ContainsFunc(p, func(c byte) bool { return c != 0 }) }
 	off := headerSize
 	for len(b)-off >= frameSize {
 		p := b[off:]
@@ -95,7 +102,7 @@ func reference(b []byte) (payloads []string, corrupt int64, size int, ok bool) {
 }
 
 // FuzzOpenSegment opens a directory holding one segment of any bytes:
-// Open and Load never panic, Open fails only for another version, and
+// Open and Load never panic, Open fails only for a newer version, and
 // what Load hands is exactly the whole records with a valid checksum, each
 // within bounds, with the damage counted as the reference counts it and a
 // torn tail (or a reserve's zeros) cut; a second Open hands them again.
@@ -158,15 +165,22 @@ func FuzzOpenAck(f *testing.F) {
 	f.Add(append(appendHeader(nil, ackMagic), 0xff, 0xff, 0xff, 0xff))
 	f.Add(appendHeader(nil, segMagic))
 	f.Add([]byte("AGSPACK\n\x02\x00\x00\x00"))
+	f.Add([]byte("AGSPACK\n\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, segExt)), seg, 0o600))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, ackExt)), b, 0o600))
+		var magic bool
+		var version uint32
+		if len(b) >= headerSize {
+			magic, version = string(b[:len(ackMagic)]) == ackMagic, binary.LittleEndian.Uint32(b[len(ackMagic):])
+		}
 		var first []ID
 		for round := range 2 {
 			s, err := Open(dir, Options{MaxBytes: 1 << 30})
 			if err != nil {
-				return // another version: refused, and nothing to check
+				require.True(t, magic && version > Version, "Open refused an ack file of version %d: %v", version, err)
+				return // a newer version: refused, and nothing to check
 			}
 			var got []ID
 			_, err = s.Load(func(id ID, data []byte, _ bool) bool {
@@ -180,6 +194,9 @@ func FuzzOpenAck(f *testing.F) {
 				assert.Less(t, got[i-1].N, got[i].N)
 			}
 			assert.EqualValues(t, len(got), s.Stats().Records)
+			if round == 0 && len(b) >= headerSize && version != Version {
+				assert.Len(t, got, 5, "an ack file with a damaged header is set aside: every record comes again")
+			}
 			if round == 0 {
 				first = got
 			} else {

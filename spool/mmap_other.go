@@ -2,16 +2,13 @@
 
 package spool
 
-import "errors"
+// The operating system's files are mapped for appends on Linux only
+// (mmap_linux.go); on other systems each append to them is a write. A File
+// that is a mapper itself (the crash tests') is mapped on every system.
 
-// Segments are mapped for appends on Linux only (mmap_linux.go); on other
-// systems every append is a write, and these are never reached.
+// osMapper returns nil: the operating system's files are written here.
+func osMapper(File, func(fd int, size int64) error) mapper { return nil }
 
-// mapped would be a segment's file mapped for appends.
-type mapped struct{ size int64 }
-
-// mapSegment returns nil: appends are writes.
-func (s *Spool) mapSegment(File, string, int64, int64) (*mapped, error) { return nil, nil }
-
-func (m *mapped) put(int64, []byte) error { return errors.New("spool: segments are not mapped here") }
-func (m *mapped) unmap() error            { return nil }
+// unsupported reports whether a reserve failed for want of support:
+// errors.ErrUnsupported, which mapSegment checks itself.
+func unsupported(error) bool { return false }

@@ -28,8 +28,10 @@ type scanner struct {
 // recover reads the directory at Open: every segment and its ack file, in
 // order. The backlog it leaves is every valid record not done, oldest
 // first (SPEC §11.2); torn tails are cut, damaged records skipped and
-// counted (SPEC §11.8). A file whose version this package cannot read ends it with an
-// error.
+// counted (SPEC §11.8). A file of a newer version than this package's ends
+// it with an error; a damaged header costs that file only: a segment is set
+// aside, its records lost, an ack file too, its segment's records handed
+// again.
 func (s *Spool) recover() error {
 	entries, err := s.fs.ReadDir(s.dir)
 	if err != nil {
@@ -76,8 +78,12 @@ func (s *Spool) recover() error {
 	}
 	for _, num := range acks {
 		seg := s.find(num)
-		if seg == nil { // its segment was removed, or set aside
-			s.removeStray(s.ackPath(num))
+		if seg == nil {
+			// Its segment was removed, or set aside: it goes once that
+			// is on the disk (removeOrphans), since a removal seen here
+			// may be in the page cache only (the process that made it was
+			// killed), and a power loss could keep this one and undo it.
+			s.addOrphan(num, 0)
 			continue
 		}
 		if err := sc.ack(seg); err != nil {
@@ -123,7 +129,7 @@ const (
 
 // segment reads segment num: its header, then each record's frame and
 // checksum. It returns nil for a file removed (shorter than a header) or
-// set aside (another magic), and an error for another version.
+// set aside (a damaged header), and an error for a newer version.
 func (sc *scanner) segment(num uint64) (*segment, error) {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
@@ -204,12 +210,9 @@ func (sc *scanner) file(path, magic string, read func(f File, size int64) error)
 		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", st.Size())
 		return remove, st.Size(), nil
 	}
-	ok, err := sc.header(f, path, magic)
-	if err != nil {
-		return keep, st.Size(), err
-	}
-	if !ok {
-		return setAside, st.Size(), nil // closed by the defer before the rename
+	what, err := sc.header(f, path, magic, st.Size())
+	if err != nil || what != keep {
+		return what, st.Size(), err // closed by the defer before a rename
 	}
 	return keep, st.Size(), read(f, st.Size())
 }
@@ -251,23 +254,39 @@ func (seg *segment) addRuns(p []byte) bool {
 	return true
 }
 
-// header checks a file's header: false for another magic (counted and
-// logged), an error for another version.
-func (sc *scanner) header(f File, path, magic string) (bool, error) {
+// header checks a file's header, of a file of size bytes. It is the
+// spool's (keep), damaged (setAside: another magic, or a version older than
+// any this package wrote, as a tear inside the header's sector leaves it;
+// counted and logged), nothing but zeros (remove: its blocks reserved, or
+// its size recorded, and none of its bytes written before a power loss), or
+// of a newer version, which this package cannot read: an error naming the
+// file and both versions, so that a downgrade never drops what a newer
+// version wrote (SPEC §11.8).
+func (sc *scanner) header(f File, path, magic string, size int64) (fate, error) {
 	var b [headerSize]byte
 	if _, err := f.ReadAt(b[:], 0); err != nil {
-		return false, ioErr("read", path, err)
+		return keep, ioErr("read", path, err)
 	}
 	badMagic, version := checkHeader(b[:], magic)
 	switch {
-	case badMagic:
-		sc.s.stats.Corrupt++
-		sc.s.warn("spool: file of another kind set aside", "file", path)
-		return false, nil
-	case version != Version:
-		return false, fmt.Errorf("spool: %s is of format version %d; this package reads version %d", path, version, Version)
+	case !badMagic && version == Version:
+		return keep, nil
+	case !badMagic && version > Version:
+		return keep, fmt.Errorf("spool: %s is of format version %d; this package reads version %d", path, version, Version)
 	}
-	return true, nil
+	if zeros, err := sc.zeros(f, path, 0, size); err != nil {
+		return keep, err
+	} else if zeros {
+		sc.s.info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
+		return remove, nil
+	}
+	sc.s.stats.Corrupt++
+	if badMagic {
+		sc.s.warn("spool: file of another kind set aside", "file", path)
+	} else {
+		sc.s.warn("spool: file with a damaged header set aside", "file", path, "version", version)
+	}
+	return setAside, nil
 }
 
 // frames reads the records of a file of size bytes after its header, and

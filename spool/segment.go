@@ -86,11 +86,7 @@ func (s *Spool) retire(seg *segment) {
 		s.syncRetired(seg)
 		fallthrough
 	default:
-		if s.syncFile == seg.f {
-			s.closeAfterSync = seg.f // the sync running outside the lock closes it
-		} else if err := seg.f.Close(); err != nil {
-			s.warn("spool: close segment", "file", s.segPath(seg.num), "err", err)
-		}
+		s.closeFile(seg.f, s.segPath(seg.num)) // or the sync running outside the lock does
 	}
 	seg.f = nil
 	if seg.live == 0 {
@@ -107,7 +103,7 @@ func (s *Spool) reclaim(seg *segment) error {
 	if i < 0 {
 		return nil // removed already
 	}
-	s.acks.close(seg)
+	s.closeAck(seg)
 	if s.rd.seg == seg {
 		s.rd.drop()
 	}
@@ -123,20 +119,17 @@ func (s *Spool) reclaim(seg *segment) error {
 		s.warn("spool: remove a finished segment", "file", path, "err", err)
 		return ioErr("remove", path, err)
 	}
+	s.dirChanged()
 	if !seg.damaged {
 		s.bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
 	}
-	// An .ack is removed even when none was written: a write refused on
-	// a full disk may have left it empty (writeAck removes that too, if
-	// it can).
-	ack := s.ackPath(seg.num)
-	if err := s.fs.Remove(ack); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		// Its bytes stay counted, as they stay on disk; the next Open
-		// removes an .ack without its segment.
-		s.warn("spool: remove a finished segment's acknowledgements", "file", ack, "err", err)
-	} else {
-		s.bytes -= seg.ackSize
-	}
+	// Its .ack goes once the segment's removal is on the disk, at the
+	// next sync of the directory (removeOrphans): a power loss may keep a
+	// removal and undo one before it, and the segment would come back
+	// without its marks, every record in it to be sent again. An .ack is
+	// removed even when none was written: a write refused on a full disk
+	// may have left it empty (writeAck removes that too, if it can).
+	s.addOrphan(seg.num, seg.ackSize)
 	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
 		// Every record left in seg is done: the backlog goes on in the
@@ -160,11 +153,7 @@ func (s *Spool) closeRetired(seg *segment) {
 			continue
 		}
 		s.retired = slices.Delete(s.retired, i, i+1)
-		if r.f == s.syncFile {
-			s.closeAfterSync = r.f
-		} else if err := r.f.Close(); err != nil {
-			s.warn("spool: close segment", "file", s.segPath(r.num), "err", err)
-		}
+		s.closeFile(r.f, s.segPath(r.num))
 		return
 	}
 }
@@ -250,6 +239,7 @@ func (s *Spool) removeStrays() error {
 			keep = append(keep, x)
 			continue
 		}
+		s.dirChanged()
 		s.bytes -= x.size
 	}
 	s.strays = keep
@@ -280,10 +270,65 @@ func (s *Spool) unmap(seg *segment) {
 	seg.size = seg.end
 }
 
-// syncDir makes the directory's entries durable, so that a segment created
-// and synced is found after a power loss. Best effort: some systems cannot
-// open or sync a directory.
+// syncDir makes the directory's entries durable, so that a file created
+// and synced is found after a power loss, and a file removed or renamed
+// stays so; then it removes the orphans it covers. s.mu is held.
 func (s *Spool) syncDir() {
+	s.dirDirty = false
+	n := s.beginDirSync()
+	s.syncDirNow()
+	s.removeOrphans(n)
+}
+
+// orphan is the .ack file, size bytes, of segment num, which was removed
+// (or set aside) after the directory's sync number gen began.
+type orphan struct {
+	num  uint64
+	size int64
+	gen  uint64
+}
+
+// addOrphan adds the .ack file of segment num, size bytes, to the orphans,
+// removed once a sync of the directory begun from now has ended. s.mu is
+// held.
+func (s *Spool) addOrphan(num uint64, size int64) {
+	s.orphans = append(s.orphans, orphan{num, size, s.dirSyncs})
+}
+
+// beginDirSync numbers a sync of the directory about to begin: the
+// orphans it covers are those added before now. s.mu is held.
+func (s *Spool) beginDirSync() uint64 {
+	s.dirSyncs++
+	return s.dirSyncs
+}
+
+// removeOrphans removes the .ack files of the orphans that the sync of the
+// directory numbered n, now ended, covers: their segments' removal is on
+// the disk. Their own removal need not be: Open removes an .ack without
+// its segment. One that cannot be removed stays, counted, for the next
+// try. s.mu is held.
+func (s *Spool) removeOrphans(n uint64) {
+	keep := s.orphans[:0]
+	for _, x := range s.orphans {
+		if x.gen >= n {
+			keep = append(keep, x)
+			continue
+		}
+		path := s.ackPath(x.num)
+		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.warn("spool: remove a finished segment's acknowledgements", "file", path, "err", err)
+			keep = append(keep, x)
+			continue
+		}
+		s.bytes -= x.size
+	}
+	clear(s.orphans[len(keep):])
+	s.orphans = keep
+}
+
+// syncDirNow syncs the directory. Best effort: some systems cannot open or
+// sync a directory.
+func (s *Spool) syncDirNow() {
 	d, err := s.fs.OpenFile(s.dir, os.O_RDONLY, 0)
 	if err != nil {
 		return

@@ -45,8 +45,9 @@ import (
 )
 
 // Version is the format version this package writes and reads. Open
-// refuses a directory holding a segment of any other version (SPEC
-// §11.8).
+// refuses a directory holding a file of a newer version, naming it and
+// both versions; a file whose header reads an older one (0: no version
+// wrote it) is damaged, and set aside (SPEC §11.8).
 const Version = 1
 
 // ErrFull is returned by Append when the record would take the spool's
@@ -171,6 +172,12 @@ type Spool struct {
 	// strays are files of segments whose creation failed and whose
 	// removal failed too: counted in bytes until removed (createSegment).
 	strays []stray
+	// orphans are the .ack files of segments removed (or set aside), to
+	// remove once a sync of the directory begun after has ended: counted
+	// until then (reclaim). dirSyncs counts the syncs of the directory
+	// begun.
+	orphans  []orphan
+	dirSyncs uint64
 	// ackRetry: some segment's .ack file is stale (segment.ackStale); the
 	// next Ack looks for it.
 	ackRetry bool
@@ -200,10 +207,12 @@ type Spool struct {
 // and returns the spool. Records found there that are not done form the
 // backlog, ahead of anything appended later. A record cut short at the end
 // of a segment (a crash mid-write) is truncated away; a record whose
-// checksum fails is skipped, counted and logged. Open fails, with an error
-// naming dir, when another Spool holds the lock (in this process or
-// another), when a segment is of another format Version, or when dir
-// cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
+// checksum fails is skipped, counted and logged; a file whose header is
+// damaged is set aside (renamed *.corrupt), counted and logged: a segment's
+// records are lost with it, an acknowledgement file's segment is handed
+// again whole. Open fails, with an error naming dir, when another Spool
+// holds the lock (in this process or another), when a file is of a newer
+// format Version, or when dir cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
 // §11.8.)
 func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 
