@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -170,7 +171,7 @@ func TestOAuthRefusedTokenIsReplacedAndTheBatchSentAgain(t *testing.T) {
 
 		e.assertDeliveredOnce(msgs)
 		reqs := api.Requests()
-		assert.Equal(t, []int{200, 401, 200}, statuses(reqs), "batches")
+		require.Equal(t, []int{200, 401, 200}, statuses(reqs), "batches")
 		assert.Equal(t, "1", reqs[2].Header.Get("X-Retry-Count"), "the resend's X-Retry-Count")
 		assert.NotEqual(t, reqs[1].Header.Get("Authorization"), reqs[2].Header.Get("Authorization"), "the resend's token is fresh")
 		assert.Len(t, api.TokenRequests(), 2, "token requests")
@@ -391,7 +392,7 @@ func TestOAuthCorrectsTheClockFromDate(t *testing.T) {
 				e.close()
 
 				tokens := api.TokenRequests()
-				assert.Equal(t, []int{400, 200, 200}, statuses(tokens), "token requests: one refused, then none")
+				require.Equal(t, []int{400, 200, 200}, statuses(tokens), "token requests: one refused, then none")
 				assert.ErrorContains(t, tokens[0].Err, map[bool]string{true: "Token is expired", false: "Token used before issued"}[skew > 0])
 				iat := assertionClaims(t, tokens[2])["iat"].(float64)
 				assert.Equal(t, float64(time.Now().Add(skew-5*time.Second).Unix()), iat, "the last JWT's iat, by the server's clock")
@@ -441,6 +442,25 @@ func (s *slowTokens) RoundTrip(r *http.Request) (*http.Response, error) {
 	return s.api.RoundTrip(r)
 }
 
+// A token request that fails fails every attempt that waited for it: each
+// takes its backoff path, instead of asking again at once in turn.
+func TestOAuthFailedTokenRequestFailsItsWaiters(t *testing.T) {
+	testsupport.RSAKeys()
+	synctest.Test(t, func(t *testing.T) {
+		api := oauthAPI(time.Hour).TokenScript(analyticstest.Status(503), analyticstest.Status(503))
+		slow := &slowTokens{api: api, delay: time.Second}
+		e := newEnv(t, api, WithOAuth(testOAuth()), WithHTTPClient(&http.Client{Transport: slow, CheckRedirect: CheckRedirect}),
+			WithFlushAt(1), WithMaxConcurrentRequests(8), WithAdaptiveSendRate(false), withExactBackoff())
+		msgs := tracks("m", 8)
+		e.enqueue(msgs...)
+		e.close()
+
+		e.assertDeliveredOnce(msgs)
+		assert.Equal(t, []int{503, 503, 200}, statuses(api.TokenRequests()), "token requests")
+		assert.Equal(t, RetryStats{Backoff: 16}, e.client.Stats().Retries, "retries: two for each of the 8 batches")
+	})
+}
+
 // Batches that need a token at once wait for the one request in flight:
 // 16 goroutines enqueueing, 8 uploads at a time, one token request.
 func TestOAuthOneTokenRequestAtATime(t *testing.T) {
@@ -468,9 +488,10 @@ func TestOAuthOneTokenRequestAtATime(t *testing.T) {
 }
 
 // Neither the private key nor a token nor a JWT appears in a log record,
-// an error, Stats or the OAuth value printed, whatever the servers echo:
-// the tracking API echoes each request's Authorization in its 503s, the
-// token endpoint its request's body (the JWT) in a 400.
+// an error (its text or its body), Stats or the OAuth value printed,
+// whatever the servers echo: the token endpoint its request's body (the
+// JWT) in a 400, the tracking API a request's token in a 503, then in a
+// 400 whose body the excerpt's 4 KiB cut through the token.
 func TestOAuthSecretsAreNeverShown(t *testing.T) {
 	app, _ := testsupport.RSAKeys()
 	synctest.Test(t, func(t *testing.T) {
@@ -487,35 +508,45 @@ func TestOAuthSecretsAreNeverShown(t *testing.T) {
 				q, _ := url.ParseQuery(string(form))
 				secrets = append(secrets, q.Get("client_assertion"))
 				if tokenRequests++; tokenRequests == 1 {
-					return &http.Response{StatusCode: 400, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("bad assertion in " + string(form))), Request: r}, nil
+					return &http.Response{StatusCode: 400, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("bad assertion " + q.Get("client_assertion"))), Request: r}, nil
 				}
 				return api.RoundTrip(r)
 			}
 			token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			secrets = append(secrets, token)
-			if batchRequests++; batchRequests == 1 {
+			secrets = append(secrets, token, token[:20])
+			switch batchRequests++; batchRequests {
+			case 1:
 				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("busy; you sent Authorization: Bearer " + token)), Request: r}, nil
+			case 2: // as net/http quotes a malformed answer
+				return nil, fmt.Errorf("net/http: malformed HTTP status code %q", "Bearer "+token)
+			case 4:
+				cut := strings.Repeat("x", 4<<10-20) + token // the excerpt keeps 4 KiB: the token's first 20 bytes
+				return &http.Response{StatusCode: 400, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(cut)), Request: r}, nil
 			}
 			return api.RoundTrip(r)
 		})
-		e := newEnv(t, api, WithOAuth(testOAuth()), WithHTTPClient(&http.Client{Transport: echo}), WithRetryCount(1), withExactBackoff())
+		e := newEnv(t, api, WithOAuth(testOAuth()), WithHTTPClient(&http.Client{Transport: echo}), WithRetryCount(2), withExactBackoff())
 		e.enqueue(tracks("a", 1)...) // the token request is refused, echoing the JWT
 		e.flush()
-		e.enqueue(tracks("b", 1)...) // 503 echoing the token, then delivered
+		e.enqueue(tracks("b", 1)...) // a 503 and a transport error echoing the token, then delivered
+		e.flush()
+		e.enqueue(tracks("c", 1)...) // 400 cut through the token
 		e.close()
 
 		stats, err := json.Marshal(e.client.Stats())
 		require.NoError(t, err)
 		var shown []string
-		for _, o := range e.out.All() {
-			if o.Err != nil {
-				shown = append(shown, o.Err.Error())
+		for _, o := range e.out.Failures() {
+			shown = append(shown, o.Err.Error())
+			var he *HTTPError
+			if assert.ErrorAs(t, o.Err, &he) {
+				shown = append(shown, he.Body)
 			}
 		}
 		o := testOAuth()
 		oauthJSON, _ := json.Marshal(o)
 		shown = append(shown, e.logs.String(), string(stats), o.String(), o.GoString(), string(oauthJSON))
-		require.Len(t, secrets, 4, "tokens and JWTs sent")
+		require.Len(t, secrets, 10, "JWTs, tokens and their first 20 bytes sent")
 		keyBody := strings.Split(app.PKCS8, "\n")[1] // a line of the key's base64
 		for _, text := range shown {
 			assert.NotContains(t, text, keyBody, "the private key")
@@ -526,7 +557,7 @@ func TestOAuthSecretsAreNeverShown(t *testing.T) {
 			}
 		}
 		assert.Contains(t, e.logs.String(), "[REDACTED]", "what the servers echoed, scrubbed")
-		assert.NotEmpty(t, e.out.Failures(), "the token request's refusal failed a batch")
+		assert.Len(t, e.out.Failures(), 2, "failures: the token request's refusal, and the 400")
 	})
 }
 

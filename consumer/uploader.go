@@ -23,7 +23,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -273,9 +272,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 		if err != nil {
 			last = err
 		}
-		var noAnswer *TransportError
-		var noToken *TokenError
-		if !errors.As(err, &noAnswer) && !errors.As(err, &noToken) && res.Outcome != retry.OutcomeRateLimited {
+		if _, noAnswer := err.(*TransportError); !noAnswer && res.Outcome != retry.OutcomeRateLimited {
 			// Answered without a Retry-After: the rate-limit episode is over.
 			u.pause.Answered()
 		}
