@@ -129,48 +129,58 @@ func statusesOf(reqs []Request) []int {
 }
 
 // Every part of a token request is judged; each fault gets its own OAuth
-// error, and the request is recorded with it.
+// error, and the request is recorded with it. Each form is made just
+// before it is sent, its times from that instant.
 func TestTokenRefusals(t *testing.T) {
 	app, wrong := testsupport.RSAKeys()
-	now := time.Now()
 	n := 0
-	with := func(edit func(h, c map[string]any)) string { // a valid JWT, edited, with a jti of its own
+	// with is a valid JWT at now, edited, with a jti of its own.
+	with := func(now time.Time, edit func(h, c map[string]any)) string {
 		n++
 		h, c := maps.Clone(validHeader), validClaims(now, "jti-"+strconv.Itoa(n))
 		edit(h, c)
 		return jwt(t, app.Key, h, c)
 	}
-	formWith := func(key, value string) url.Values { // a valid form but for key
-		f := tokenForm(with(func(h, c map[string]any) {}))
-		f.Set(key, value)
-		return f
+	claim := func(edit func(now time.Time, h, c map[string]any)) func(time.Time) url.Values {
+		return func(now time.Time) url.Values {
+			return tokenForm(with(now, func(h, c map[string]any) { edit(now, h, c) }))
+		}
+	}
+	field := func(key, value string) func(time.Time) url.Values { // a valid form but for key
+		return func(now time.Time) url.Values {
+			f := tokenForm(with(now, func(h, c map[string]any) {}))
+			f.Set(key, value)
+			return f
+		}
 	}
 	tests := []struct {
 		name   string
-		form   url.Values
+		form   func(now time.Time) url.Values
 		status int
 		code   string
 	}{
-		{"grant_type", formWith("grant_type", "password"), 400, "unsupported_grant_type"},
-		{"client_assertion_type", formWith("client_assertion_type", "x"), 400, "invalid_request"},
-		{"scope", formWith("scope", "all"), 400, "invalid_scope"},
-		{"not a JWT", tokenForm("abc"), 400, "invalid_request"},
-		{"alg", tokenForm(with(func(h, c map[string]any) { h["alg"] = "HS256" })), 400, "invalid_request"},
-		{"typ", tokenForm(with(func(h, c map[string]any) { h["typ"] = "JOSE" })), 400, "invalid_request"},
-		{"kid", tokenForm(with(func(h, c map[string]any) { h["kid"] = "k2" })), 401, "invalid_client"},
-		{"signature", tokenForm(jwt(t, wrong.Key, validHeader, validClaims(now, "j-wrong"))), 401, "invalid_client"},
-		{"iss", tokenForm(with(func(h, c map[string]any) { c["iss"] = "other" })), 401, "invalid_client"},
-		{"sub", tokenForm(with(func(h, c map[string]any) { c["sub"] = "other" })), 401, "invalid_client"},
-		{"aud", tokenForm(with(func(h, c map[string]any) { c["aud"] = "https://oauth2.segment.io" })), 400, "invalid_grant"},
-		{"iat ahead", tokenForm(with(func(h, c map[string]any) { c["iat"] = now.Unix() + 10 })), 400, "invalid_request"},
-		{"exp past", tokenForm(with(func(h, c map[string]any) { c["exp"] = now.Unix() })), 400, "invalid_request"},
-		{"too long", tokenForm(with(func(h, c map[string]any) { c["exp"] = now.Unix() + 3600 })), 400, "invalid_grant"},
-		{"no jti", tokenForm(with(func(h, c map[string]any) { delete(c, "jti") })), 400, "invalid_grant"},
+		{"grant_type", field("grant_type", "password"), 400, "unsupported_grant_type"},
+		{"client_assertion_type", field("client_assertion_type", "x"), 400, "invalid_request"},
+		{"scope", field("scope", "all"), 400, "invalid_scope"},
+		{"not a JWT", func(time.Time) url.Values { return tokenForm("abc") }, 400, "invalid_request"},
+		{"alg", claim(func(_ time.Time, h, c map[string]any) { h["alg"] = "HS256" }), 400, "invalid_request"},
+		{"typ", claim(func(_ time.Time, h, c map[string]any) { h["typ"] = "JOSE" }), 400, "invalid_request"},
+		{"kid", claim(func(_ time.Time, h, c map[string]any) { h["kid"] = "k2" }), 401, "invalid_client"},
+		{"signature", func(now time.Time) url.Values {
+			return tokenForm(jwt(t, wrong.Key, validHeader, validClaims(now, "j-wrong")))
+		}, 401, "invalid_client"},
+		{"iss", claim(func(_ time.Time, h, c map[string]any) { c["iss"] = "other" }), 401, "invalid_client"},
+		{"sub", claim(func(_ time.Time, h, c map[string]any) { c["sub"] = "other" }), 401, "invalid_client"},
+		{"aud", claim(func(_ time.Time, h, c map[string]any) { c["aud"] = "https://oauth2.segment.io" }), 400, "invalid_grant"},
+		{"iat ahead", claim(func(now time.Time, h, c map[string]any) { c["iat"] = now.Unix() + 600 }), 400, "invalid_request"},
+		{"exp past", claim(func(now time.Time, h, c map[string]any) { c["exp"] = now.Unix() }), 400, "invalid_request"},
+		{"too long", claim(func(now time.Time, h, c map[string]any) { c["exp"] = now.Unix() + 3600 }), 400, "invalid_grant"},
+		{"no jti", claim(func(_ time.Time, h, c map[string]any) { delete(c, "jti") }), 400, "invalid_grant"},
 	}
 	s := oauthServer(0, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := askToken(t, s, tt.form)
+			resp, body := askToken(t, s, tt.form(time.Now()))
 			assert.Equal(t, tt.status, resp.StatusCode, body)
 			var e struct{ Error, ErrorDescription string }
 			require.NoError(t, json.Unmarshal([]byte(body), &e), body)
@@ -180,7 +190,7 @@ func TestTokenRefusals(t *testing.T) {
 		})
 	}
 	t.Run("jti reused", func(t *testing.T) {
-		assertion := jwt(t, app.Key, validHeader, validClaims(now, "once"))
+		assertion := jwt(t, app.Key, validHeader, validClaims(time.Now(), "once"))
 		resp, _ := askToken(t, s, tokenForm(assertion))
 		require.Equal(t, 200, resp.StatusCode)
 		resp, body := askToken(t, s, tokenForm(assertion))
@@ -193,9 +203,10 @@ func TestTokenRefusals(t *testing.T) {
 		assert.Equal(t, 415, resp.StatusCode)
 	})
 	t.Run("the times Segment's Python SDK reads", func(t *testing.T) {
-		_, body := askToken(t, s, tokenForm(with(func(h, c map[string]any) { c["iat"], c["exp"] = now.Unix()-100, now.Unix()-50 })))
+		now := time.Now()
+		_, body := askToken(t, s, tokenForm(with(now, func(h, c map[string]any) { c["iat"], c["exp"] = now.Unix()-100, now.Unix()-50 })))
 		assert.Contains(t, body, `"error_description":"Token is expired"`)
-		_, body = askToken(t, s, tokenForm(with(func(h, c map[string]any) { c["iat"], c["exp"] = now.Unix()+100, now.Unix()+150 })))
+		_, body = askToken(t, s, tokenForm(with(now, func(h, c map[string]any) { c["iat"], c["exp"] = now.Unix()+100, now.Unix()+150 })))
 		assert.Contains(t, body, `"error_description":"Token used before issued"`)
 	})
 }
@@ -204,43 +215,47 @@ func TestTokenRefusals(t *testing.T) {
 // issued; Reset forgets the tokens and the token record, but not OAuth.
 func TestTokenScriptRevokeAndReset(t *testing.T) {
 	app, _ := testsupport.RSAKeys()
-	s := oauthServer(0, 0).TokenScript(Answer{Status: 429, Header: http.Header{"X-Ratelimit-Reset": {"5"}}})
-	resp, _ := askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "a"))))
-	assert.Equal(t, 429, resp.StatusCode, "the script's answer")
-	assert.Equal(t, "5", resp.Header.Get("X-Ratelimit-Reset"))
-	assert.NotEmpty(t, resp.Header.Get("Date"), "dated")
+	synctest.Test(t, func(t *testing.T) {
+		s := oauthServer(0, 0).TokenScript(Answer{Status: 429, Header: http.Header{"X-Ratelimit-Reset": {"5"}}})
+		resp, _ := askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "a"))))
+		assert.Equal(t, 429, resp.StatusCode, "the script's answer")
+		assert.Equal(t, "5", resp.Header.Get("X-Ratelimit-Reset"))
+		assert.NotEmpty(t, resp.Header.Get("Date"), "dated")
 
-	resp, body := askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "b"))))
-	require.Equal(t, 200, resp.StatusCode, body)
-	var answer struct {
-		AccessToken string `json:"access_token"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &answer))
-	batch := []byte(`{"batch":[],"writeKey":"wk"}`)
-	bearer := http.Header{"Authorization": {"Bearer " + answer.AccessToken}}
-	s.RevokeTokens()
-	resp, _, err := post(s.Client(nil), "http://tracking.test/v1/batch", batch, bearer)
-	require.NoError(t, err)
-	assert.Equal(t, 401, resp.StatusCode, "a revoked token")
+		resp, body := askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "b"))))
+		require.Equal(t, 200, resp.StatusCode, body)
+		var answer struct {
+			AccessToken string `json:"access_token"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &answer))
+		batch := []byte(`{"batch":[],"writeKey":"wk"}`)
+		bearer := http.Header{"Authorization": {"Bearer " + answer.AccessToken}}
+		s.RevokeTokens()
+		resp, _, err := post(s.Client(nil), "http://tracking.test/v1/batch", batch, bearer)
+		require.NoError(t, err)
+		assert.Equal(t, 401, resp.StatusCode, "a revoked token")
 
-	s.Reset()
-	assert.Empty(t, s.TokenRequests(), "token requests after Reset")
-	resp, _ = askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "c"))))
-	assert.Equal(t, 200, resp.StatusCode, "OAuth outlives Reset")
+		s.Reset()
+		assert.Empty(t, s.TokenRequests(), "token requests after Reset")
+		resp, _ = askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "c"))))
+		assert.Equal(t, 200, resp.StatusCode, "OAuth outlives Reset")
+	})
 }
 
 // A script's "tokenResponses" load into the token script.
 func TestScriptTokenResponses(t *testing.T) {
-	sc, err := ParseScript([]byte(`{"tokenResponses": [{"status": 503}, {"action": "drop"}]}`))
-	require.NoError(t, err)
-	require.Len(t, sc.TokenResponses, 2)
-	assert.Equal(t, 503, sc.TokenResponses[0].Status)
-	assert.True(t, sc.TokenResponses[1].Drop)
-	_, err = ParseScript([]byte(`{"tokenResponses": [{"status": 9}]}`))
-	assert.ErrorContains(t, err, "tokenResponses[0]")
-
 	app, _ := testsupport.RSAKeys()
-	s := oauthServer(0, 0).Load(sc)
-	resp, _ := askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "d"))))
-	assert.Equal(t, 503, resp.StatusCode, "the loaded token script")
+	synctest.Test(t, func(t *testing.T) {
+		sc, err := ParseScript([]byte(`{"tokenResponses": [{"status": 503}, {"action": "drop"}]}`))
+		require.NoError(t, err)
+		require.Len(t, sc.TokenResponses, 2)
+		assert.Equal(t, 503, sc.TokenResponses[0].Status)
+		assert.True(t, sc.TokenResponses[1].Drop)
+		_, err = ParseScript([]byte(`{"tokenResponses": [{"status": 9}]}`))
+		assert.ErrorContains(t, err, "tokenResponses[0]")
+
+		s := oauthServer(0, 0).Load(sc)
+		resp, _ := askToken(t, s, tokenForm(jwt(t, app.Key, validHeader, validClaims(time.Now(), "d"))))
+		assert.Equal(t, 503, resp.StatusCode, "the loaded token script")
+	})
 }
