@@ -63,12 +63,8 @@ const (
 // Tokens live in memory only.
 type tokenSource struct {
 	OAuth
-	url       string
-	client    *http.Client
-	timeout   time.Duration
-	userAgent string
-	scrub     *scrubber
-	log       *slog.Logger
+	url string    // the token endpoint's
+	u   *Uploader // whose client, timeout, user agent, scrubber and log it uses
 
 	mu      sync.Mutex
 	token   string
@@ -133,7 +129,7 @@ func (s *tokenSource) get(ctx context.Context) (string, retry.Result, error) {
 		case a.err == nil:
 			s.token = a.token
 			s.refresh = a.sent.Add(a.life / 2)
-			s.expires = a.sent.Add(a.life - min(a.life/4, s.timeout)) // valid to the end of an attempt
+			s.expires = a.sent.Add(a.life - min(a.life/4, s.u.timeout)) // valid to the end of an attempt
 		case stale:
 			s.refresh = now.Add(s.expires.Sub(now) / 2)
 		}
@@ -145,7 +141,7 @@ func (s *tokenSource) get(ctx context.Context) (string, retry.Result, error) {
 		case a.err == nil:
 			return token, retry.Result{}, nil
 		case stale:
-			s.log.LogAttrs(ctx, slog.LevelWarn, "analytics: OAuth token refresh failed; the current token serves until it expires",
+			s.u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: OAuth token refresh failed; the current token serves until it expires",
 				slog.Time("expires", expires), slog.String("error", a.err.Error()))
 			return token, retry.Result{}, nil
 		}
@@ -200,7 +196,7 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 		a.res, a.err = retry.Result{Outcome: retry.OutcomeFatal}, &TokenError{URL: s.url, Err: err}
 		return a
 	}
-	scrub := s.scrub.with(jwt)
+	scrub := s.u.scrub.with(jwt)
 	fail := func(res retry.Result, err error) tokenAnswer {
 		a.res, a.err = res, &TokenError{URL: s.url, Err: scrub.error(err)}
 		return a
@@ -211,15 +207,15 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 		"client_assertion":      {jwt},
 		"scope":                 {"tracking_api:write"},
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.u.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(form.Encode()))
 	if err != nil {
 		return fail(retry.Result{Outcome: retry.OutcomeFatal}, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", s.userAgent)
-	resp, err := s.client.Do(req)
+	req.Header.Set("User-Agent", s.u.userAgent)
+	resp, err := s.u.client.Do(req)
 	if err != nil {
 		return fail(retry.NoResponse(), err)
 	}
@@ -263,14 +259,8 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 func (s *tokenSource) assertion(now time.Time) (string, error) {
 	header, _ := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": s.KeyID})
 	iat := now.Add(-jwtBackdate).Unix()
-	claims, _ := json.Marshal(struct {
-		Iss string `json:"iss"`
-		Sub string `json:"sub"`
-		Aud string `json:"aud"`
-		Iat int64  `json:"iat"`
-		Exp int64  `json:"exp"`
-		Jti string `json:"jti"`
-	}{s.ClientID, s.ClientID, s.AuthServer, iat, iat + int64(jwtLife/time.Second), uuid.NewString()}) // strings and numbers: never fails
+	claims, _ := json.Marshal(map[string]any{"iss": s.ClientID, "sub": s.ClientID, "aud": s.AuthServer,
+		"iat": iat, "exp": iat + int64(jwtLife/time.Second), "jti": uuid.NewString()}) // strings and numbers: never fails
 	enc := base64.RawURLEncoding
 	signed := enc.EncodeToString(header) + "." + enc.EncodeToString(claims)
 	sum := sha256.Sum256([]byte(signed))

@@ -14,7 +14,10 @@
 // of package retry. That includes the client-wide send rate
 // (retry.SendRate): this package only waits for its turns, in line
 // (sendLine), and wakes the batches sleeping through a backoff when the
-// send rate reports the API has recovered. It reads time.Now and waits on
+// send rate reports the API has recovered. With Config.OAuth, an attempt
+// first gets the access token its upload carries, from the one token the
+// Uploader keeps (a request for a new one is part of the attempt, its
+// failure the attempt's). It reads time.Now and waits on
 // timers, so budgets are measured on the monotonic clock; its tests run the
 // loop in a testing/synctest bubble, where every wait is exact and instant.
 package consumer
@@ -148,8 +151,7 @@ func New(cfg Config) *Uploader {
 	if cfg.OAuth != nil {
 		key, _ := json.Marshal(cfg.WriteKey) // a string: never fails
 		u.env.context = slices.Concat(cfg.Context, []byte(`,"writeKey":`), key)
-		u.tokens = &tokenSource{OAuth: *cfg.OAuth, url: cfg.OAuth.AuthServer + TokenPath, client: cfg.Client,
-			timeout: cfg.RequestTimeout, userAgent: cfg.UserAgent, scrub: u.scrub, log: u.log}
+		u.tokens = &tokenSource{OAuth: *cfg.OAuth, url: cfg.OAuth.AuthServer + TokenPath, u: u}
 	}
 	var rate *retry.SendRate
 	if cfg.AdaptiveSendRate {
