@@ -51,6 +51,10 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	oauth, err := cfg.oauth.uploaderOAuth()
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{
 		cfg:      cfg,
 		log:      newLogger(cfg.logger),
@@ -70,6 +74,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	c.up = consumer.New(consumer.Config{
 		Endpoint:              cfg.batchURLBase(),
 		WriteKey:              writeKey,
+		OAuth:                 oauth,
 		UserAgent:             "analytics-go/" + Version,
 		Context:               []byte(`{"library":` + cfg.library() + `}`),
 		JSONTimes:             cfg.v3Wire,

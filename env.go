@@ -38,6 +38,10 @@ import (
 //	ANALYTICS_SPOOL_DIR                   directory (WithSpool; unset: no spool)
 //	ANALYTICS_SPOOL_MAX_BYTES             bytes
 //	ANALYTICS_SPOOL_SYNC                  seconds (0: fsync before Enqueue returns)
+//	ANALYTICS_OAUTH_CLIENT_ID             client id (WithOAuth: OAuth.ClientID; any of the four turns it on)
+//	ANALYTICS_OAUTH_KEY_ID                key id (OAuth.KeyID)
+//	ANALYTICS_OAUTH_PRIVATE_KEY_FILE      file of the private key in PEM (OAuth.PrivateKeyFile)
+//	ANALYTICS_OAUTH_AUTH_SERVER           URL (OAuth.AuthServer; unset: OAuthAuthServer)
 //
 // Seconds are a decimal number, read exactly: 5, 0.5 or 1e-3 (a digit
 // before any point, an optional sign, no unit). Counts are whole numbers.

@@ -135,6 +135,10 @@ func TestEnvEveryVariable(t *testing.T) {
 		{"ANALYTICS_SPOOL_DIR", "/var/spool/analytics", func(c config) any { return c.spoolDir }, "/var/spool/analytics"},
 		{"ANALYTICS_SPOOL_MAX_BYTES", "268435456", func(c config) any { return c.spoolMaxBytes }, int64(256 << 20)},
 		{"ANALYTICS_SPOOL_SYNC", "0", func(c config) any { return c.spoolSync }, time.Duration(0)},
+		{"ANALYTICS_OAUTH_CLIENT_ID", "app", func(c config) any { return c.oauth.ClientID }, "app"},
+		{"ANALYTICS_OAUTH_KEY_ID", "k1", func(c config) any { return c.oauth.KeyID }, "k1"},
+		{"ANALYTICS_OAUTH_PRIVATE_KEY_FILE", "/run/secrets/segment.pem", func(c config) any { return c.oauth.PrivateKeyFile }, "/run/secrets/segment.pem"},
+		{"ANALYTICS_OAUTH_AUTH_SERVER", OAuthAuthServerEU, func(c config) any { return c.oauth.AuthServer }, OAuthAuthServerEU},
 	}
 	tested := map[string]bool{envWriteKey: true} // NewFromEnv's tests
 	for _, tt := range tests {

@@ -68,6 +68,10 @@ var (
 //     not the SDK's POST (a followed 301, 302 or 303 makes it a GET).
 //   - BodyErr: the error that cut reading the body's excerpt short, nil
 //     when the excerpt was read.
+//   - Check: what to check, when the SDK knows better than the status
+//     says: with WithOAuth, the OAuth app's settings, or, in a
+//     TokenError, the client's; "" when retry.Check's hint for the status
+//     stands (the write key on a 401 or 403, the endpoint on a 404).
 type HTTPError = consumer.HTTPError
 
 // Phase is how far an attempt got before its transport error, from
@@ -105,6 +109,21 @@ const (
 //   - Phase: how far the request got.
 //   - Err: the HTTP client's error, with the write key removed (SPEC §7).
 type TransportError = consumer.TransportError
+
+// TokenError is an OAuth 2.0 token request that got no access token
+// (WithOAuth, SPEC §4), so the upload it was for was not sent: a failed
+// event's error wraps it when its batch's last attempt ended so. Find it
+// with errors.As. It is [consumer.TokenError]; it unwraps to Err, and its
+// Error reads like "OAuth token request to https://oauth2.segment.io/token:
+// HTTP 401 Unauthorized: ...; check the client id, ...": what to check
+// follows what the token endpoint said.
+//
+// Its fields:
+//   - URL: the token endpoint's.
+//   - Err: the endpoint's answer, an *HTTPError (its Body is the
+//     endpoint's error, its Check what to check), or the HTTP client's
+//     error when it gave none, or what a 2xx answer lacked.
+type TokenError = consumer.TokenError
 
 // BatchError is the error a failed event is reported with (SPEC §8): why its
 // batch stopped (Reason), how many attempts the batch made, and the last

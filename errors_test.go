@@ -26,6 +26,7 @@ var aliases = map[string]reflect.Type{
 	"Phase":          reflect.TypeFor[Phase](),
 	"TransportError": reflect.TypeFor[TransportError](),
 	"BatchError":     reflect.TypeFor[BatchError](),
+	"TokenError":     reflect.TypeFor[TokenError](),
 	// stats.go
 	"RetryStats":          reflect.TypeFor[RetryStats](),
 	"TransportErrorStats": reflect.TypeFor[TransportErrorStats](),

@@ -143,8 +143,13 @@ func (o reporter[T]) Ended(run []queue.Item[T], err error) {
 	endedRun(&c.stats.latency, run, false)
 	msg := "analytics: events not delivered"
 	var he *HTTPError
+	var te *TokenError
 	switch {
+	case errors.As(err, &te):
+		msg += ": no OAuth access token (the error says what to check)"
 	case !errors.As(err, &he):
+	case he.Check != "":
+		msg += ": the tracking API refused the OAuth access token; " + he.Check
 	case retry.RejectsCredentials(he.StatusCode):
 		msg += ": the tracking API refused the write key; " + retry.Check(he.StatusCode)
 	case retry.RejectsEndpoint(he.StatusCode):

@@ -60,6 +60,7 @@ type config struct {
 	spoolMaxBytes         int64         // WithSpoolMaxBytes
 	spoolSync             time.Duration // WithSpoolSync
 	spoolFS               spool.FS      // nil: the operating system's; tests inject faults
+	oauth                 OAuth         // the zero OAuth: off
 }
 
 // DefaultCloseTimeout bounds Close unless WithCloseTimeout says otherwise:
@@ -366,6 +367,25 @@ func WithSpoolMaxBytes(n int64) Option { return func(c *config) { c.spoolMaxByte
 // crash loses nothing whatever the interval. Without WithSpool it has no
 // effect.
 func WithSpoolSync(d time.Duration) Option { return func(c *config) { c.spoolSync = d } }
+
+// WithOAuth authenticates uploads with OAuth 2.0 (default off: with the
+// write key's Basic credentials), for a source whose workspace requires
+// it: the client signs a JWT with o's private key, gets an access token
+// from o's AuthServer (OAuthAuthServer, or OAuthAuthServerEU for the EU
+// region; the token is valid in its region only), and every upload
+// carries Authorization: Bearer <token> and the write key in its body.
+// One token serves every upload: it is fetched before the first one, by
+// one upload at a time while the others wait, refreshed past half its
+// life, and dropped when an upload is refused for it (a 401, 403 or 511,
+// or a 400 that challenges Bearer), which is then sent again at once, once,
+// spending no retry. A token request that fails spends the waiting
+// batches' budgets as a failed upload does (a 429 with X-RateLimit-Reset
+// or Retry-After on the rate-limit path), and its errors say what to check.
+// New refuses an OAuth without ClientID, KeyID or a private key, with a
+// key that is not RSA (of at least 2048 bits) in PEM, or an AuthServer
+// that is not an http(s) URL. The key and the tokens are kept in memory
+// only, and never logged nor put in an error. See docs/oauth.md.
+func WithOAuth(o OAuth) Option { return func(c *config) { c.oauth = o } }
 
 // DefaultSpoolMaxBytes and DefaultSpoolSync are the spool's defaults.
 const (

@@ -35,6 +35,10 @@ type optionSpec struct {
 	// of the tracking API rather than a bound on what is useful.
 	maxWhy  string
 	example string // a count's value for its environment error; "": the default
+	// part is the field of the option's struct that the row sets, for an
+	// option of several parts with a variable each (OAuth): the option is
+	// name.part in the docs' environment tables.
+	part string
 }
 
 // The upper bounds of the numeric options. FlushAt's is a limit of the
@@ -138,6 +142,14 @@ var optionTable = []optionSpec{
 	{name: "SpoolSync", env: "ANALYTICS_SPOOL_SYNC", unit: "time.Duration",
 		field: func(c *config) any { return &c.spoolSync }, def: DefaultSpoolSync,
 		min: 0, max: int64(limitWait)},
+	{name: "OAuth", part: "ClientID", env: "ANALYTICS_OAUTH_CLIENT_ID", unit: "client id",
+		field: func(c *config) any { return &c.oauth.ClientID }},
+	{name: "OAuth", part: "KeyID", env: "ANALYTICS_OAUTH_KEY_ID", unit: "key id",
+		field: func(c *config) any { return &c.oauth.KeyID }},
+	{name: "OAuth", part: "PrivateKeyFile", env: "ANALYTICS_OAUTH_PRIVATE_KEY_FILE", unit: "file",
+		field: func(c *config) any { return &c.oauth.PrivateKeyFile }},
+	{name: "OAuth", part: "AuthServer", env: "ANALYTICS_OAUTH_AUTH_SERVER", unit: "URL",
+		field: func(c *config) any { return &c.oauth.AuthServer }},
 
 	{name: "V3Wire", unit: "bool", field: func(c *config) any { return &c.v3Wire }},
 	{name: "BackoffFunc", unit: "func(n int) time.Duration", field: func(c *config) any { return &c.policy.Backoff }},

@@ -51,6 +51,7 @@ var optionFuncs = map[string]any{
 	"WithSpool":                   WithSpool,
 	"WithSpoolMaxBytes":           WithSpoolMaxBytes,
 	"WithSpoolSync":               WithSpoolSync,
+	"WithOAuth":                   WithOAuth,
 }
 
 // optionRow returns the row of the options table named name ("FlushAt").
@@ -60,6 +61,15 @@ func optionRow(name string) (*optionSpec, bool) {
 		return nil, false
 	}
 	return &optionTable[i], true
+}
+
+// label is the option's name as the docs' tables write it: name, or
+// name.part for a part of an option.
+func (o *optionSpec) label() string {
+	if o.part != "" {
+		return o.name + "." + o.part
+	}
+	return o.name
 }
 
 // fieldType is the type of the config field the option sets.
@@ -100,7 +110,9 @@ func withDocs(t *testing.T) map[string]string {
 
 // Every With* function has a row in the options table and a doc comment,
 // and sets the field of its row: the table's defaults, bounds and
-// environment variables are those of the option the user calls.
+// environment variables are those of the option the user calls. A row of
+// a part of an option (OAuth.ClientID) is set by the option given a
+// struct whose part is set.
 func TestOptionTableIsTheWithFunctions(t *testing.T) {
 	docs := withDocs(t)
 	for name := range docs {
@@ -118,6 +130,17 @@ func TestOptionTableIsTheWithFunctions(t *testing.T) {
 		assert.NotEmpty(t, docs[name], "%s has a doc comment", name)
 		fv := reflect.ValueOf(fn)
 		typ := fv.Type().In(0)
+		if o.part != "" {
+			part, ok := typ.FieldByName(o.part)
+			require.True(t, ok, "%s's parameter has the field %s", name, o.part)
+			require.Equal(t, o.fieldType(), part.Type, "%s's parameter's %s is the type of its row's field", name, o.part)
+			arg := reflect.New(typ).Elem()
+			arg.FieldByName(o.part).SetString("x")
+			got := defaultConfig()
+			fv.Call([]reflect.Value{arg})[0].Interface().(Option)(&got)
+			assert.Equal(t, "x", reflect.ValueOf(o.field(&got)).Elem().Interface(), "%s sets the field of its row %s", name, o.label())
+			continue
+		}
 		require.Equal(t, o.fieldType(), typ, "%s's parameter is the type of its field", name)
 		var arg reflect.Value
 		switch typ.Kind() {
@@ -239,7 +262,7 @@ func parseStated(s string, typ reflect.Type) (reflect.Value, error) {
 			v.SetString(s)
 		}
 		return v, nil
-	case typ.Kind() == reflect.Func && s == "nil":
+	case typ.Kind() == reflect.Func && s == "nil", typ.Kind() == reflect.Struct && s == "off":
 		return v, nil
 	}
 	return v, strconv.ErrSyntax
@@ -485,7 +508,11 @@ func checkOptionRow(t *testing.T, d docTable, row []string, note func(file, kind
 			}
 		}
 		if c := d.column("unit"); c >= 0 {
-			assert.Contains(t, row[c], o.unit, "%s: the unit", where)
+			unit := o.unit
+			if o.part != "" {
+				unit = o.name // an option of parts takes the struct of its name
+			}
+			assert.Contains(t, row[c], unit, "%s: the unit", where)
 		}
 	}
 }
@@ -534,7 +561,7 @@ func checkVariableRow(t *testing.T, d docTable, row []string, note func(file, ki
 		return
 	}
 	if c := d.column("option"); c >= 0 {
-		assert.Equal(t, o.name, row[c], "%s: the option of %s", d.file, name)
+		assert.Equal(t, o.label(), row[c], "%s: the option of %s", d.file, name)
 	}
 	if c := d.column("unit"); c >= 0 {
 		assert.True(t, strings.HasPrefix(row[c], envUnit(o)), "%s: the unit of %s is %q, not %q", d.file, name, row[c], envUnit(o))

@@ -138,6 +138,8 @@ func (f FailedStats) Total() int64 {
 // Its fields:
 //   - Backoff: counted retries after a failure without Retry-After.
 //   - RateLimit: uncounted retries after a valid Retry-After.
+//   - Token: uncounted resends with a fresh OAuth access token after an
+//     upload was refused for its token (WithOAuth), at most one a batch.
 type RetryStats = consumer.RetryStats
 
 // TransportErrorStats counts attempts that got no HTTP response (SPEC §5,

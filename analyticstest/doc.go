@@ -64,6 +64,17 @@
 // the body is read: then only the path, method and credentials are
 // checked. Server.Lenient turns the refusals off.
 //
+// # OAuth 2.0
+//
+// Given an OAuth app (Server.OAuth: its client id, key id and public key,
+// the audience, the life of its tokens, a skew of its clock), the Server
+// is also the source's authorization server, as Segment's is: POST
+// TokenPath judges a client's JWT and issues short-lived opaque tokens,
+// and every batch then needs a valid one (401 otherwise), with the write
+// key in its body. TokenScript scripts its failures (a 503, a 429 with
+// X-RateLimit-Reset), RevokeTokens revokes what it issued, and
+// TokenRequests lists what it was asked; see Server.OAuth.
+//
 // The mock is a referee: it decodes every batch (gzip or not) and records
 // it with the status it answered, so a test can check that each messageId
 // was delivered exactly once. Numbers in the recorded events are kept as

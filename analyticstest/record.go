@@ -41,6 +41,8 @@ type Request struct {
 	// Err says why the Server refused the request (see Server), or, on a
 	// Lenient Server, why its body could not be read or decoded.
 	Err error
+
+	writeKey string // the body's, which a batch with an OAuth token carries
 }
 
 // MessageIDs returns the messageId of every event, in order, those the
@@ -188,6 +190,7 @@ func (req *Request) decodeBatch() *refusal {
 	// sentAt and context are recorded when they have the expected type and
 	// never refused: the API reads neither to accept a batch.
 	_ = json.Unmarshal(top["sentAt"], &req.SentAt)
+	_ = json.Unmarshal(top["writeKey"], &req.writeKey)
 	_ = unmarshalExact(top["context"], &req.Context)
 	var items []json.RawMessage
 	if err := json.Unmarshal(top["batch"], &items); err != nil || items == nil {

@@ -97,8 +97,9 @@ func writeError(w http.ResponseWriter, status int, message string) {
 // checkHead returns the refusal that the request's line and headers earn,
 // if any: 404 for a path other than BatchPath, 405 for a method other than
 // POST, 401 without Basic credentials whose user name (the write key) is
-// not empty. The password is not checked: the SDK sends none.
-func checkHead(r *http.Request) *refusal {
+// not empty, unless oauth (the Server checks a Bearer token instead). The
+// password is not checked: the SDK sends none.
+func checkHead(r *http.Request, oauth bool) *refusal {
 	if r.URL.Path != BatchPath {
 		f := refuse(http.StatusNotFound, "no tracking API path %s: the API answers POST %s", r.URL.Path, BatchPath)
 		if strings.HasSuffix(r.URL.Path, BatchPath) {
@@ -111,7 +112,7 @@ func checkHead(r *http.Request) *refusal {
 		f.header = http.Header{"Allow": {http.MethodPost}}
 		return f
 	}
-	if user, _, ok := r.BasicAuth(); !ok || user == "" {
+	if user, _, ok := r.BasicAuth(); !oauth && (!ok || user == "") {
 		f := refuse(http.StatusUnauthorized, "no write key: want an Authorization header of Basic base64(writeKey + \":\")")
 		f.header = http.Header{"Www-Authenticate": {`Basic realm="tracking API"`}}
 		return f

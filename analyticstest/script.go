@@ -23,15 +23,19 @@ type Script struct {
 	Rules []func(Request) Answer
 	// Default answers the rest; the zero Answer is 200.
 	Default Answer
+	// TokenResponses answer one token request each, in order, before the
+	// token endpoint judges them (Server.TokenScript; with Server.OAuth).
+	TokenResponses []Answer
 }
 
 // The JSON forms. Nested answers and rules are kept raw, then decoded one
 // by one, so that an error can say which one it is about.
 type (
 	scriptJSON struct {
-		Responses []json.RawMessage `json:"responses"`
-		Rules     []json.RawMessage `json:"rules"`
-		Default   json.RawMessage   `json:"default"`
+		Responses      []json.RawMessage `json:"responses"`
+		Rules          []json.RawMessage `json:"rules"`
+		Default        json.RawMessage   `json:"default"`
+		TokenResponses []json.RawMessage `json:"tokenResponses"`
 	}
 	answerJSON struct {
 		Action  string                  `json:"action"`
@@ -70,7 +74,8 @@ const maxDelayMs = 24 * 60 * 60 * 1000
 //	    {"status": 200, "delayMs": 1500, "body": "{}"}
 //	  ],
 //	  "rules": [{"ifEventsOver": 10, "then": {"status": 413}}],
-//	  "default": {"status": 200}
+//	  "default": {"status": 200},
+//	  "tokenResponses": [{"status": 429, "headers": {"X-RateLimit-Reset": "5"}}]
 //	}
 //
 // Every key is optional. An answer has an action: "respond" (the default:
@@ -78,7 +83,9 @@ const maxDelayMs = 24 * 60 * 60 * 1000
 // "partial" (status, default 200, for the partial status line); any
 // action may have a delayMs first. A header value is a string, or an
 // array of strings for a repeated field. A rule "ifEventsOver": k answers
-// "then" to a batch of more than k events (see MaxEvents).
+// "then" to a batch of more than k events (see MaxEvents). tokenResponses
+// answer token requests, one each, before the token endpoint judges them
+// (see Server.TokenScript).
 //
 // Decoding is strict, since a typo in a script would otherwise test
 // something else than meant: an unknown key, an unknown action, a status
@@ -96,6 +103,13 @@ func ParseScript(data []byte) (*Script, error) {
 			return nil, scriptError(fmt.Sprintf("responses[%d]", i), err)
 		}
 		sc.Responses = append(sc.Responses, a)
+	}
+	for i, raw := range sj.TokenResponses {
+		a, err := parseAnswer(raw)
+		if err != nil {
+			return nil, scriptError(fmt.Sprintf("tokenResponses[%d]", i), err)
+		}
+		sc.TokenResponses = append(sc.TokenResponses, a)
 	}
 	for i, raw := range sj.Rules {
 		rule, err := parseRule(raw)

@@ -25,6 +25,13 @@ type Server struct {
 	onReq    func(Request)
 	lenient  bool
 	public   bool
+
+	// The token endpoint (token.go), once OAuth is set.
+	oauth         *OAuth
+	tokenScript   []Answer
+	tokens        map[string]time.Time // issued, by when they expire (the Server's clock)
+	jtis          map[string]bool      // of the JWTs taken
+	tokenRequests []Request
 }
 
 // New returns a Server that answers 200 to every request the real API
@@ -66,13 +73,14 @@ func (s *Server) Default(a Answer) *Server {
 	return s
 }
 
-// Load replaces the script, the rules and the default with those of sc
-// (nil: none, and a default of 200). The record is kept.
+// Load replaces the script, the rules, the default and the token script
+// with those of sc (nil: none, and a default of 200). The record is kept.
 func (s *Server) Load(sc *Script) *Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.script, s.rules, s.def = nil, nil, Answer{}
+	s.script, s.rules, s.def, s.tokenScript = nil, nil, Answer{}, nil
 	if sc != nil {
+		s.tokenScript = append([]Answer(nil), sc.TokenResponses...)
 		s.script = append([]Answer(nil), sc.Responses...)
 		s.rules = append([]func(Request) Answer(nil), sc.Rules...)
 		s.def = sc.Default
@@ -81,13 +89,16 @@ func (s *Server) Load(sc *Script) *Server {
 }
 
 // Reset clears the record, the script and the rules, and sets the default
-// back to 200: the Server is as New left it, except for OnRequest, Lenient
-// and Public, which belong to the process that runs the Server rather than
-// to a test.
+// back to 200: the Server is as New left it, except for OnRequest, Lenient,
+// Public and OAuth, which belong to the process that runs the Server
+// rather than to a test; the token script, the tokens issued and the
+// token requests are cleared too.
 func (s *Server) Reset() *Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script, s.rules, s.def, s.requests = nil, nil, Answer{}, nil
+	s.tokenScript, s.tokenRequests = nil, nil
+	clear(s.tokens)
 	return s
 }
 
@@ -186,16 +197,23 @@ func success(status int) bool { return status >= 200 && status <= 299 }
 // before the body is read, so a body the API would refuse is never seen;
 // a refused request takes no answer from the script.
 func (s *Server) receive(r *http.Request, given *Answer) (Request, Answer) {
+	if s.isToken(r) {
+		return s.token(r)
+	}
 	req := newRequest(r)
 	s.mu.Lock()
-	lenient := s.lenient
+	lenient, oauth := s.lenient, s.oauth != nil
 	s.mu.Unlock()
 	limit := maxBatchBytes
 	if lenient {
 		limit = maxReadBytes
 	}
 	if !lenient {
-		if f := checkHead(r); f != nil {
+		f := checkHead(r, oauth)
+		if f == nil && oauth {
+			f = s.checkBearer(r)
+		}
+		if f != nil {
 			req.decode(r, limit) // for the record
 			req.Err = f
 			return req, f.answer()
@@ -206,6 +224,10 @@ func (s *Server) receive(r *http.Request, given *Answer) (Request, Answer) {
 	}
 	if f := req.decode(r, limit); f != nil && (!lenient || f.status == http.StatusRequestEntityTooLarge) {
 		return req, f.answer()
+	}
+	if oauth && !lenient && req.writeKey == "" {
+		req.Err = refuse(http.StatusBadRequest, `a batch with an access token carries the write key in the body's "writeKey"`)
+		return req, req.Err.(*refusal).answer()
 	}
 	return req, s.answer(req, given)
 }
@@ -274,10 +296,15 @@ func (s *Server) resolve(a Answer) Answer {
 func (s *Server) record(req Request, status int) Request {
 	s.mu.Lock()
 	req.Status = status
-	if success(status) && !s.lenient {
+	switch {
+	case s.oauth != nil && req.Path == TokenPath:
+		s.tokenRequests = append(s.tokenRequests, req)
+	case success(status) && !s.lenient:
 		req.Rejected = max(len(req.Events)-maxBatchEvents, 0)
+		fallthrough
+	default:
+		s.requests = append(s.requests, req)
 	}
-	s.requests = append(s.requests, req)
 	f := s.onReq
 	s.mu.Unlock()
 	if f != nil {

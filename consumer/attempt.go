@@ -15,29 +15,44 @@ import (
 // read, then releasing it. id is the batch's messageId, when the body
 // carries one. retryCount is the value of X-Retry-Count, 0 on a first
 // attempt (no header). It returns the classified result and, unless
-// the result is a success, an *HTTPError or *TransportError, scrubbed of
-// the write key: every error of an attempt leaves through here.
+// the result is a success, an *HTTPError, a *TransportError or, with OAuth,
+// a *TokenError, scrubbed of the write key and of the access token the
+// attempt carried: every error of an attempt leaves through here.
 func (u *Uploader) attempt(ctx context.Context, slot *slot, events [][]byte, id string, retryCount int) (retry.Result, error) {
 	defer slot.release()
-	res, err := u.send(ctx, events, id, retryCount)
-	return res, u.scrub.error(err)
+	res, token, err := u.send(ctx, events, id, retryCount)
+	return res, u.scrub.with(token).error(err)
 }
 
-// send is attempt before scrubbing: it builds the request, sends it under
-// the attempt's own deadline, resends it once if a kept-alive connection
-// lost it (see lostToClose), and reads the response.
-func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCount int) (retry.Result, error) {
+// send is attempt before scrubbing: with OAuth, it gets the access token
+// first (and returns it), and drops it if the upload was refused for it;
+// it builds the request, sends it under the attempt's own deadline,
+// resends it once if a kept-alive connection lost it (see lostToClose),
+// and reads the response.
+func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCount int) (res retry.Result, token string, err error) {
+	auth := u.auth
+	if u.tokens != nil {
+		if token, res, err = u.tokens.get(ctx); err != nil {
+			return res, "", err
+		}
+		auth = "Bearer " + token
+		defer func() {
+			if res.Outcome == retry.OutcomeTokenRefused {
+				u.tokens.drop(token)
+			}
+		}()
+	}
 	u.stats.attempts.Add(1)
 	// Each attempt has its own deadline, from a context, so no transport
 	// level retry hidden in net/http can outlive it, nor can the resend.
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	var phase progress
-	req, err := u.newRequest(ctx, events, id, retryCount, &phase)
+	req, err := u.newRequest(ctx, events, id, retryCount, auth, &phase)
 	if err != nil {
 		// The endpoint was validated by the analytics package; a request
 		// that cannot even be built will not build on a retry either.
-		return retry.Result{Outcome: retry.OutcomeFatal}, err
+		return retry.Result{Outcome: retry.OutcomeFatal}, token, err
 	}
 	resp, err := u.client.Do(req)
 	if err != nil && lostToClose(ctx, &phase, err) {
@@ -50,9 +65,10 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 		} else {
 			u.stats.notWritten.Add(1)
 		}
-		return retry.NoResponse(), &TransportError{Phase: p, Err: err}
+		return retry.NoResponse(), token, &TransportError{Phase: p, Err: err}
 	}
-	return u.readResponse(ctx, resp)
+	res, err = u.readResponse(ctx, resp, token)
+	return res, token, err
 }
 
 // lostToClose reports whether a send that failed with err was lost to a

@@ -31,7 +31,7 @@ const (
 // member, and how sentAt and the batch's messageId are written (Config's
 // Context, JSONTimes and BatchMessageID).
 type envelope struct {
-	context   []byte
+	context   []byte // the context's JSON, and with OAuth the writeKey member after it
 	jsonTimes bool
 	batchID   bool
 }

@@ -45,6 +45,7 @@ type Counters struct {
 type RetryStats struct {
 	Backoff   int64 `json:"backoff"`    // counted retries after a failure without Retry-After
 	RateLimit int64 `json:"rate_limit"` // uncounted retries after a valid Retry-After
+	Token     int64 `json:"token"`      // uncounted resends with a fresh OAuth access token, after a refusal of the last one
 }
 
 // TransportErrorStats counts attempts that got no HTTP response, by their
@@ -57,7 +58,7 @@ type TransportErrorStats struct {
 type counters struct {
 	attempts, delivered, failed, splits         atomic.Int64
 	backoffRetries, rateLimitRetries, gateWaits atomic.Int64
-	resends                                     atomic.Int64
+	resends, tokenRetries                       atomic.Int64
 	bytesSent, notWritten, written              atomic.Int64
 }
 
@@ -67,7 +68,7 @@ func (c *counters) snapshot() Counters {
 		BatchesFailed:    c.failed.Load(),
 		Splits:           c.splits.Load(),
 		Attempts:         c.attempts.Load(),
-		Retries:          RetryStats{Backoff: c.backoffRetries.Load(), RateLimit: c.rateLimitRetries.Load()},
+		Retries:          RetryStats{Backoff: c.backoffRetries.Load(), RateLimit: c.rateLimitRetries.Load(), Token: c.tokenRetries.Load()},
 		Resends:          c.resends.Load(),
 		RateLimitedWaits: c.gateWaits.Load(),
 		BytesSent:        c.bytesSent.Load(),

@@ -33,12 +33,17 @@ type HTTPError struct {
 	// the excerpt was read. It does not change the outcome, which the
 	// status decides.
 	BodyErr error
+	// Check is what to check, when the SDK knows better than the status
+	// alone says: with OAuth, the OAuth app's settings on an upload
+	// refused for its token (retry.CheckOAuth); from a token endpoint, the
+	// client's (retry.CheckTokenEndpoint). "": what retry.Check says.
+	Check string
 }
 
 // Error describes the response: status, redirect target, Retry-After, the
-// start of the body, and on a 401, 403 or 404 what to check (retry.Check),
-// e.g. `HTTP 503 Service Unavailable: "busy"` or `HTTP 401 Unauthorized:
-// "bad key"; check the write key`.
+// start of the body, and what to check (Check, else retry.Check: on a 401,
+// 403 or 404), e.g. `HTTP 503 Service Unavailable: "busy"` or `HTTP 401
+// Unauthorized: "bad key"; check the write key`.
 func (e *HTTPError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
@@ -58,11 +63,41 @@ func (e *HTTPError) Error() string {
 		}
 		fmt.Fprintf(&b, ": %q", body)
 	}
-	if check := retry.Check(e.StatusCode); check != "" {
+	check := e.Check
+	if check == "" {
+		check = retry.Check(e.StatusCode)
+	}
+	if check != "" {
 		b.WriteString("; " + check)
 	}
 	return b.String()
 }
+
+// TokenError is an OAuth 2.0 token request that got no access token
+// (SPEC §4), so the upload it was for was not sent: a failed event's error
+// wraps it when its batch's last attempt ended so. Find it with
+// errors.As. The analytics package names it analytics.TokenError.
+type TokenError struct {
+	// URL is the token endpoint's.
+	URL string
+	// Err is why: the endpoint's answer, an *HTTPError (its Body is the
+	// endpoint's error, with the JWT and the write key removed), or the
+	// HTTP client's error when it gave none, or what a 2xx lacked.
+	Err error
+}
+
+// Error reads like "OAuth token request to https://oauth2.segment.io/token:
+// HTTP 401 Unauthorized: ...; check the client id, ...".
+func (e *TokenError) Error() string {
+	s := "OAuth token request to " + e.URL + ": " + errString(e.Err)
+	if _, answered := e.Err.(*HTTPError); !answered {
+		s += "; " + retry.CheckTokenEndpoint(0)
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *TokenError) Unwrap() error { return e.Err }
 
 // Phase is how far an attempt got before its transport error, from
 // net/http/httptrace. It tells "sent 0 times" from "maybe delivered"

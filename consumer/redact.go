@@ -8,36 +8,44 @@ import (
 	"strings"
 )
 
-// redacted replaces the write key wherever it is found.
+// redacted replaces the write key, and any other secret, wherever it is
+// found.
 const redacted = "[REDACTED]"
 
 // scrubber removes the write key from every text an attempt's error can
 // carry that a server, a proxy or a redirect target chose: response bodies,
 // Location headers, malformed header lines quoted by net/http, and URLs in
-// transport errors (SPEC §7). Every error an attempt returns passes through
-// error, once, before anything logs it or hands it to a caller.
+// transport errors (SPEC §7); with OAuth, the access token an upload
+// carried and the JWT a token request did too. Every error an attempt
+// returns passes through error, once, before anything logs it or hands it
+// to a caller.
 type scrubber struct {
-	forms    []string // the key as it may appear, longest first
+	secrets  []string // the secrets it was made of
+	forms    []string // the secrets as they may appear, longest first
 	replacer *strings.Replacer
 }
 
-// newScrubber returns the scrubber of writeKey: the key raw, URL-escaped,
-// and base64 as in the Authorization header (padded or not).
-func newScrubber(writeKey string) *scrubber {
-	forms := []string{
-		base64.StdEncoding.EncodeToString([]byte(writeKey + ":")),
-		base64.RawStdEncoding.EncodeToString([]byte(writeKey + ":")),
-		url.QueryEscape(writeKey),
-		url.PathEscape(writeKey),
-		writeKey,
+// newScrubber returns the scrubber of secrets (the write key first): each
+// raw, URL-escaped, and base64 as in a Basic Authorization header (padded
+// or not).
+func newScrubber(secrets ...string) *scrubber {
+	var forms []string
+	for _, k := range secrets {
+		if k == "" {
+			continue
+		}
+		forms = append(forms,
+			base64.StdEncoding.EncodeToString([]byte(k+":")),
+			base64.RawStdEncoding.EncodeToString([]byte(k+":")),
+			url.QueryEscape(k), url.PathEscape(k), k)
 	}
 	// strings.Replacer tries the old strings in argument order at each
 	// position: longest first, so a base64 form is replaced whole.
 	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	s := &scrubber{}
+	s := &scrubber{secrets: secrets}
 	var pairs []string
 	for _, f := range forms {
-		if f == "" || slices.Contains(s.forms, f) {
+		if slices.Contains(s.forms, f) {
 			continue
 		}
 		s.forms = append(s.forms, f)
@@ -45,6 +53,15 @@ func newScrubber(writeKey string) *scrubber {
 	}
 	s.replacer = strings.NewReplacer(pairs...)
 	return s
+}
+
+// with returns a scrubber of s's secrets and secret too; s itself when
+// secret is "".
+func (s *scrubber) with(secret string) *scrubber {
+	if secret == "" {
+		return s
+	}
+	return newScrubber(append(slices.Clip(s.secrets), secret)...)
 }
 
 // text returns s without the key.

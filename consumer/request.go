@@ -13,9 +13,9 @@ import (
 )
 
 // newRequest builds the POST of one attempt: the body (id is the batch's
-// messageId when it carries one, sentAt is now, gzipped when on), the headers, and a trace that records in phase how far
+// messageId when it carries one, sentAt is now, gzipped when on), the headers (auth is the Authorization), and a trace that records in phase how far
 // the send gets (SPEC §4).
-func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, retryCount int, phase *progress) (*http.Request, error) {
+func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, retryCount int, auth string, phase *progress) (*http.Request, error) {
 	body := newBatchBody(events, u.env, id, time.Now())
 	var reader func() io.Reader
 	length := body.Len()
@@ -36,7 +36,7 @@ func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, r
 	req.Body, req.ContentLength = io.NopCloser(reader()), int64(length)
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", u.auth)
+	req.Header.Set("Authorization", auth)
 	req.Header.Set("User-Agent", u.userAgent)
 	if u.gzip {
 		req.Header.Set("Content-Encoding", "gzip")

@@ -19,12 +19,14 @@ const (
 )
 
 // readResponse classifies an attempt's response and, unless it is a success,
-// describes it in an *HTTPError (SPEC §4). It reads at most an excerpt and a
+// describes it in an *HTTPError (SPEC §4), its body scrubbed of the write
+// key and of token, the OAuth access token the request carried if any,
+// which a refusal may be for (retry.ClassifyBearer). It reads at most an excerpt and a
 // bounded drain of the body, then closes it, so the connection can be
 // reused. ctx is the attempt's: every read ends by its deadline and by
 // Shutdown whatever the transport does, since a 101 Switching Protocols
 // hands back the raw connection as the body, which no context reaches.
-func (u *Uploader) readResponse(ctx context.Context, resp *http.Response) (retry.Result, error) {
+func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token string) (retry.Result, error) {
 	defer resp.Body.Close()
 	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
 	defer stop()
@@ -41,7 +43,11 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response) (retry
 		}
 	}
 
-	res := retry.Classify(resp.StatusCode, resp.Header, time.Now())
+	classify, bearer := retry.Classify, token != ""
+	if bearer {
+		classify = retry.ClassifyBearer
+	}
+	res := classify(resp.StatusCode, resp.Header, time.Now())
 	if res.Outcome == retry.OutcomeSuccess {
 		drain(resp.Body)
 		return res, nil
@@ -49,9 +55,12 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response) (retry
 	body, cut, bodyErr := excerpt(resp.Body)
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       u.scrub.excerpt(body, cut),
+		Body:       u.scrub.with(token).excerpt(body, cut),
 		RetryAfter: res.RetryAfter,
 		BodyErr:    bodyErr,
+	}
+	if bearer {
+		herr.Check = retry.CheckOAuth(resp.StatusCode, resp.Header)
 	}
 	if res.Outcome == retry.OutcomeRedirect {
 		herr.Location = resp.Header.Get("Location")

@@ -39,7 +39,7 @@ func TestHTTPErrorKeepsTheBodyReadError(t *testing.T) {
 		Header:     http.Header{},
 		Body:       io.NopCloser(&failingBody{r: strings.NewReader("bad req"), err: errRead}),
 	}
-	_, err := u.readResponse(context.Background(), resp)
+	_, err := u.readResponse(context.Background(), resp, "")
 	var he *HTTPError
 	require.ErrorAs(t, err, &he)
 	assert.Same(t, errRead, he.BodyErr, "BodyErr")

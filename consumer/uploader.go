@@ -14,7 +14,10 @@
 // of package retry. That includes the client-wide send rate
 // (retry.SendRate): this package only waits for its turns, in line
 // (sendLine), and wakes the batches sleeping through a backoff when the
-// send rate reports the API has recovered. It reads time.Now and waits on
+// send rate reports the API has recovered. With Config.OAuth, an attempt
+// first gets the access token its upload carries, from the one token the
+// Uploader keeps (a request for a new one is part of the attempt, its
+// failure the attempt's). It reads time.Now and waits on
 // timers, so budgets are measured on the monotonic clock; its tests run the
 // loop in a testing/synctest bubble, where every wait is exact and instant.
 package consumer
@@ -22,8 +25,10 @@ package consumer
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,9 +47,15 @@ type Config struct {
 	// Endpoint is the base URL of the tracking API; batches go to
 	// Endpoint + BatchPath.
 	Endpoint string
-	// WriteKey authenticates every request. It is never logged nor put in
-	// an error.
+	// WriteKey authenticates every request, in Basic credentials; with
+	// OAuth, in the body's writeKey member, as Segment's API takes it. It
+	// is never logged nor put in an error.
 	WriteKey string
+	// OAuth is optional: with it, every upload carries an OAuth 2.0 access
+	// token (Authorization: Bearer), which the Uploader gets from
+	// OAuth.AuthServer, shares between uploads and refreshes, instead of
+	// the write key's Basic credentials (SPEC §4).
+	OAuth *OAuth
 	// UserAgent is sent on every request.
 	UserAgent string
 	// Context is the JSON of the body's "context" member, e.g.
@@ -94,8 +105,9 @@ type Config struct {
 // request slots.
 type Uploader struct {
 	url       string
-	auth      string
-	scrub     *scrubber // removes the write key from what servers send back
+	auth      string       // the write key's Basic credentials
+	tokens    *tokenSource // with OAuth, the access token in their place
+	scrub     *scrubber    // removes the write key from what servers send back
 	userAgent string
 	env       envelope
 	client    *http.Client
@@ -117,12 +129,13 @@ type Uploader struct {
 // New returns an Uploader for cfg. It does not validate cfg: the caller
 // does (the analytics package names the option at fault).
 func New(cfg Config) *Uploader {
+	env := envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID}
 	u := &Uploader{
 		url:       cfg.Endpoint + BatchPath,
 		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
 		scrub:     newScrubber(cfg.WriteKey),
 		userAgent: cfg.UserAgent,
-		env:       envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID},
+		env:       env,
 		client:    cfg.Client,
 		gzip:      cfg.Gzip,
 		timeout:   cfg.RequestTimeout,
@@ -134,6 +147,11 @@ func New(cfg Config) *Uploader {
 	}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.OAuth != nil {
+		key, _ := json.Marshal(cfg.WriteKey) // a string: never fails
+		u.env.context = slices.Concat(cfg.Context, []byte(`,"writeKey":`), key)
+		u.tokens = &tokenSource{OAuth: *cfg.OAuth, url: cfg.OAuth.AuthServer + TokenPath, u: u}
 	}
 	var rate *retry.SendRate
 	if cfg.AdaptiveSendRate {
@@ -293,6 +311,11 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 		}
 		attrs = append(attrs, slog.String("error", errString(last)))
 		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
+		if d.Path == retry.TokenPath {
+			// At once, with a fresh token: the attempt dropped the one refused.
+			u.stats.tokenRetries.Add(1)
+			continue
+		}
 		if d.Path == retry.RateLimitPath {
 			u.stats.rateLimitRetries.Add(1)
 			// One server signal pauses every worker; this batch waits at

@@ -26,6 +26,9 @@ const (
 	BackoffPath Path = iota + 1
 	// RateLimitPath: uncounted waits for the server's Retry-After.
 	RateLimitPath
+	// TokenPath: an upload refused for its OAuth access token is sent
+	// again at once with a fresh one, once per batch, uncounted.
+	TokenPath
 )
 
 // String returns the path's name, for logs and stats.
@@ -35,6 +38,8 @@ func (p Path) String() string {
 		return "backoff"
 	case RateLimitPath:
 		return "rate-limit"
+	case TokenPath:
+		return "token"
 	}
 	return "none"
 }
@@ -64,6 +69,7 @@ type Budget struct {
 	backoffStart     time.Time
 	rateLimitStarted bool
 	rateLimitStart   time.Time
+	tokenRetried     bool
 }
 
 // Attempts returns how many attempts have been decided on so far. Before an
@@ -93,6 +99,14 @@ func (b *Budget) Next(r Result, now time.Time) Decision {
 		return b.rateLimited(r.RetryAfter, now)
 	case OutcomeRetryable:
 		return b.backoff(now)
+	case OutcomeTokenRefused:
+		// Sent again at once with a fresh token, once; refused again, the
+		// token is not the fault, nor is a resend the cure.
+		if b.tokenRetried {
+			return Decision{Action: ActionFail, Reason: ErrFatalStatus}
+		}
+		b.tokenRetried = true
+		return Decision{Action: ActionWait, Path: TokenPath}
 	}
 	return Decision{Action: ActionFail, Reason: ErrFatalStatus}
 }

@@ -251,3 +251,17 @@ func BenchmarkDecision(b *testing.B) {
 		bud.Next(Result{Outcome: OutcomeSuccess}, now)
 	}
 }
+
+// A refusal of the token is sent again at once, once, on the token path,
+// spending no retry and no budget; the second fails the batch.
+func TestBudgetTokenRefusedOnce(t *testing.T) {
+	p := testPolicy()
+	p.RetryCount = 0
+	p.MaxTotalBackoffDuration = 0
+	b := p.NewBudget(3)
+	refused := Result{Outcome: OutcomeTokenRefused}
+	assert.Equal(t, Decision{Action: ActionWait, Path: TokenPath}, b.Next(refused, now), "the first refusal")
+	assert.Zero(t, b.Retries(), "retries spent")
+	assert.Equal(t, Decision{Action: ActionFail, Reason: ErrFatalStatus}, b.Next(refused, now), "the second")
+	assert.Equal(t, 2, b.Attempts(), "attempts")
+}

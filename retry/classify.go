@@ -2,6 +2,8 @@ package retry
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dualpath/analytics-go/retryafter"
@@ -30,15 +32,20 @@ const (
 	OutcomeRedirect
 	// OutcomeFatal is any other status: 1xx, other 4xx, 501, 505, 511.
 	OutcomeFatal
+	// OutcomeTokenRefused is an upload refused for its OAuth 2.0 access
+	// token, not for its batch (ClassifyBearer): it is sent again, once,
+	// with a fresh token.
+	OutcomeTokenRefused
 )
 
 var outcomeNames = [...]string{
-	OutcomeSuccess:     "success",
-	OutcomeRateLimited: "rate-limited",
-	OutcomeRetryable:   "retryable",
-	OutcomeTooLarge:    "too large",
-	OutcomeRedirect:    "redirect",
-	OutcomeFatal:       "fatal",
+	OutcomeSuccess:      "success",
+	OutcomeRateLimited:  "rate-limited",
+	OutcomeRetryable:    "retryable",
+	OutcomeTooLarge:     "too large",
+	OutcomeRedirect:     "redirect",
+	OutcomeFatal:        "fatal",
+	OutcomeTokenRefused: "token refused",
 }
 
 // String returns the outcome's name, for logs.
@@ -133,4 +140,89 @@ func Classify(status int, header http.Header, now time.Time) Result {
 		return Result{Outcome: OutcomeRetryable}
 	}
 	return Result{Outcome: OutcomeFatal}
+}
+
+// ClassifyBearer is Classify for an upload that carried an OAuth 2.0
+// access token (Authorization: Bearer, SPEC §4): a 401, 403 or 511, or a
+// 400 whose WWW-Authenticate challenges Bearer (RFC 6750 §3: a token
+// missing or malformed), is OutcomeTokenRefused, a refusal of the token,
+// which a fresh one may cure. A 400 without that challenge is the batch's,
+// fatal as Classify has it, so that a payload the API refuses is not sent
+// again. Segment's SDKs drop their token on a 400, 401, 403 or 511 alike;
+// they cannot tell a payload's 400 from a token's, and this can only by
+// the challenge.
+func ClassifyBearer(status int, header http.Header, now time.Time) Result {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNetworkAuthenticationRequired ||
+		status == http.StatusBadRequest && strings.HasPrefix(strings.ToLower(header.Get("WWW-Authenticate")), "bearer") {
+		return Result{Outcome: OutcomeTokenRefused}
+	}
+	return Classify(status, header, now)
+}
+
+// ClassifyTokenAnswer classifies an OAuth 2.0 token endpoint's answer as
+// Classify does an upload's, but for a 429 without a valid Retry-After:
+// its wait comes from X-RateLimit-Reset (see rateLimitReset), and takes
+// the rate-limit path. So a token endpoint that fails spends the budgets
+// of the batches that wait for its token, on the same paths (SPEC §5).
+func ClassifyTokenAnswer(status int, header http.Header, now time.Time) Result {
+	r := Classify(status, header, now)
+	if status == http.StatusTooManyRequests && r.Outcome == OutcomeRetryable {
+		if d, ok := rateLimitReset(header, now); ok {
+			return Result{Outcome: OutcomeRateLimited, RetryAfter: d}
+		}
+	}
+	return r
+}
+
+// rateLimitReset reads X-RateLimit-Reset, which rate limiters write in
+// several ways: delta-seconds (Segment's Python SDK reads the token
+// endpoint's so), a Unix time in seconds or in milliseconds (its Node
+// SDK), an HTTP-date (Segment's Public API). A whole number of at least
+// 10^8 is a Unix time (a delay of 3 years is none), in seconds below 10^11
+// (the year 5138) and in milliseconds from it (1973 on); anything else is
+// read as a Retry-After is. A time counts from the answer's Date, the
+// server's clock, when valid, else from now.
+func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("X-RateLimit-Reset"))
+	ref := now
+	if t, err := retryafter.ParseHTTPDate(strings.TrimSpace(h.Get("Date")), now); err == nil {
+		ref = t
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 1e8 {
+		at := time.Unix(n, 0)
+		if n >= 1e11 {
+			at = time.UnixMilli(n)
+		}
+		d := at.Sub(ref)
+		return d, d > 0
+	}
+	d, err := retryafter.Parse(v, ref)
+	return d, err == nil
+}
+
+// CheckOAuth returns what to check when an upload is refused for its
+// OAuth access token even with a fresh one (OutcomeTokenRefused twice);
+// "" for any other status.
+func CheckOAuth(status int, header http.Header) string {
+	if ClassifyBearer(status, header, time.Time{}).Outcome != OutcomeTokenRefused {
+		return ""
+	}
+	return "check that the source is connected to the OAuth app and has OAuth enabled, that the app's scope has tracking_api:write, " +
+		"that the auth server is in the endpoint's region, and that the write key is the source's"
+}
+
+// CheckTokenEndpoint returns what to check when an OAuth token endpoint
+// gave no token, for the log and the error to say: its settings for a
+// refusal (a 4xx but 404, 408 and 429), its URL for no answer (status 0),
+// a 404 or a 5xx; "" for a 408 or a 429.
+func CheckTokenEndpoint(status int) string {
+	switch {
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests:
+		return ""
+	case status >= 400 && status <= 499 && status != http.StatusNotFound:
+		return "check the client id, the key id and that its public key is registered in the OAuth app and matches the private key, " +
+			"that the auth server is the app's region's (https://oauth2.segment.io, or https://oauth2.eu1.segmentapis.com in the EU), " +
+			"that the clock is right, and that the OAuth app is enabled"
+	}
+	return "check that the auth server URL is right (tokens come from it + /token) and reachable"
 }

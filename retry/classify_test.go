@@ -2,6 +2,7 @@ package retry
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestClassifyRetryAfter(t *testing.T) {
 }
 
 func TestOutcomeAndPathNames(t *testing.T) {
-	for o := OutcomeSuccess; o <= OutcomeFatal; o++ {
+	for o := OutcomeSuccess; o <= OutcomeTokenRefused; o++ {
 		assert.NotEqual(t, "unknown", o.String(), "the name of Outcome(%d)", int(o))
 		assert.NotEmpty(t, o.String(), "the name of Outcome(%d)", int(o))
 	}
@@ -74,6 +75,7 @@ func TestOutcomeAndPathNames(t *testing.T) {
 	assert.Equal(t, "unknown", Outcome(99).String(), "the name of an out-of-range outcome")
 	assert.Equal(t, "backoff", BackoffPath.String())
 	assert.Equal(t, "rate-limit", RateLimitPath.String())
+	assert.Equal(t, "token", TokenPath.String())
 	assert.Equal(t, "none", Path(0).String())
 }
 
@@ -101,4 +103,73 @@ func TestRejectsCredentials(t *testing.T) {
 			assert.Equal(t, OutcomeFatal, Classify(status, http.Header{}, now).Outcome, "a refused write key is fatal: %d", status)
 		}
 	}
+}
+
+// With a Bearer token, 401, 403, 511 and a 400 that challenges Bearer
+// refuse the token; every other status is classified as Classify does.
+func TestClassifyBearer(t *testing.T) {
+	challenge := http.Header{"Www-Authenticate": {`Bearer error="invalid_request"`}}
+	for status := 100; status <= 599; status++ {
+		want := Classify(status, http.Header{}, now)
+		if status == 401 || status == 403 || status == 511 {
+			want = Result{Outcome: OutcomeTokenRefused}
+		}
+		assert.Equal(t, want, ClassifyBearer(status, http.Header{}, now), "ClassifyBearer(%d)", status)
+		assert.Equal(t, want.Outcome == OutcomeTokenRefused, CheckOAuth(status, http.Header{}) != "", "CheckOAuth(%d)", status)
+	}
+	assert.Equal(t, OutcomeTokenRefused, ClassifyBearer(400, challenge, now).Outcome, "a 400 challenging Bearer")
+	assert.Equal(t, OutcomeFatal, ClassifyBearer(400, http.Header{"Www-Authenticate": {`Basic realm="x"`}}, now).Outcome, "a 400 challenging Basic")
+	assert.NotEmpty(t, CheckOAuth(400, challenge), "what to check on a 400 challenging Bearer")
+}
+
+// A token endpoint's 429 takes its wait from Retry-After, else from
+// X-RateLimit-Reset in any of its forms, counted from the answer's Date.
+func TestClassifyTokenAnswer(t *testing.T) {
+	date := now.Add(-time.Hour) // the server's clock, an hour behind ours
+	h := func(kv ...string) http.Header {
+		out := http.Header{"Date": {date.Format(http.TimeFormat)}}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	rl := func(d time.Duration) Result { return Result{Outcome: OutcomeRateLimited, RetryAfter: d} }
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+		want   Result
+	}{
+		{"delta-seconds", 429, h("X-RateLimit-Reset", "7"), rl(7 * time.Second)},
+		{"Unix seconds", 429, h("X-RateLimit-Reset", strconv.FormatInt(date.Add(20*time.Second).Unix(), 10)), rl(20 * time.Second)},
+		{"Unix milliseconds", 429, h("X-RateLimit-Reset", strconv.FormatInt(date.Add(1500*time.Millisecond).UnixMilli(), 10)), rl(1500 * time.Millisecond)},
+		{"HTTP-date", 429, h("X-RateLimit-Reset", date.Add(time.Minute).Format(http.TimeFormat)), rl(time.Minute)},
+		{"Retry-After first", 429, h("Retry-After", "3", "X-RateLimit-Reset", "9"), rl(3 * time.Second)},
+		{"a reset in the past", 429, h("X-RateLimit-Reset", strconv.FormatInt(date.Add(-time.Second).Unix(), 10)), Result{Outcome: OutcomeRetryable}},
+		{"0", 429, h("X-RateLimit-Reset", "0"), Result{Outcome: OutcomeRetryable}},
+		{"garbage", 429, h("X-RateLimit-Reset", "soon"), Result{Outcome: OutcomeRetryable}},
+		{"none", 429, h(), Result{Outcome: OutcomeRetryable}},
+		{"only on a 429", 503, h("X-RateLimit-Reset", "7"), Result{Outcome: OutcomeRetryable}},
+		{"a refusal", 401, h("X-RateLimit-Reset", "7"), Result{Outcome: OutcomeFatal}},
+		{"success", 200, h(), Result{Outcome: OutcomeSuccess}},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ClassifyTokenAnswer(tt.status, tt.header, now), tt.name)
+	}
+}
+
+// What to check after a token endpoint's answer: its settings for a
+// refusal, its URL for no answer, a 404 or a 5xx, nothing for a wait.
+func TestCheckTokenEndpoint(t *testing.T) {
+	settings, reach := CheckTokenEndpoint(401), CheckTokenEndpoint(0)
+	assert.Contains(t, settings, "the key id")
+	assert.Contains(t, reach, "auth server URL")
+	for _, status := range []int{400, 401, 403, 415} {
+		assert.Equal(t, settings, CheckTokenEndpoint(status), "%d", status)
+	}
+	for _, status := range []int{0, 404, 500, 503} {
+		assert.Equal(t, reach, CheckTokenEndpoint(status), "%d", status)
+	}
+	assert.Empty(t, CheckTokenEndpoint(429))
+	assert.Empty(t, CheckTokenEndpoint(408))
 }

@@ -32,6 +32,13 @@
 // ramps up again after. A batch it holds back spends no retry, only time
 // from its backoff budget.
 //
+// With OAuth 2.0, an upload that carried an access token is classified by
+// [ClassifyBearer]: a refusal of the token takes the token path, sent
+// again at once with a fresh one, once per batch, spending no retry. A
+// token endpoint's answer is classified by [ClassifyTokenAnswer] as an
+// upload's, its 429 waiting by X-RateLimit-Reset as well as Retry-After,
+// so that a failing token endpoint spends the same budgets.
+//
 // The package stands on its own: a client of any batch-ingesting HTTP API
 // can run its upload loop on it. Per batch: [Policy.NewBudget], then for
 // each attempt [Classify] its end and [Budget.Next] for the Decision. Per

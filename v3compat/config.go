@@ -25,6 +25,10 @@ const DefaultBatchSize = defaults.FlushAt
 // v3's.
 const Version = root.Version
 
+// OAuth is the root package's OAuth: an OAuth app's client id, key id and
+// private key, and the auth server, for Config.OAuth.
+type OAuth = root.OAuth
+
 // Config configures NewWithConfig. Each field's zero value means its
 // default, as in v3. See the package doc for what differs from v3.
 type Config struct {
@@ -94,6 +98,11 @@ type Config struct {
 	// much, when the API is out of reach. This field is not v3's.
 	CloseTimeout time.Duration
 
+	// OAuth turns OAuth 2.0 on, for a source whose workspace requires it:
+	// the root's WithOAuth (docs/oauth.md). The zero value, the default,
+	// leaves it off: uploads carry the write key. This field is not v3's.
+	OAuth OAuth
+
 	// options are appended to those Config makes, for this package's
 	// tests. The field is unexported, as v3's unexported fields were, so
 	// code outside the package writes Config with field names.
@@ -117,6 +126,7 @@ func (c Config) rootOptions() ([]root.Option, Logger) {
 		root.WithLogger(slog.New(&logHandler{logger: logger, verbose: c.Verbose})),
 		root.WithGzip(c.Gzip),
 		root.WithV3Wire(true),
+		root.WithOAuth(c.OAuth),
 	}
 	if c.RetryAfter != nil {
 		// v3's RetryAfter(i) is the wait after i retries: the root's retry
@@ -161,6 +171,8 @@ func (c Config) configError(err error) error {
 		ce.Field, ce.Value = "Interval", c.Interval
 	case "FlushAt":
 		ce.Field, ce.Value = "BatchSize", c.BatchSize
+	case "OAuth":
+		ce.Value = c.OAuth // its GoString shows no key
 	}
 	return ce
 }

@@ -18,4 +18,6 @@
 //     the tests that search the logs.
 //   - WriteKeyForms: the forms a write key takes on the wire, for the
 //     tests that look for it where it must not be.
+//   - RSAKey and RSAKeys: RSA keys in the PEM forms WithOAuth reads, for
+//     the OAuth tests and the mock's token endpoint.
 package testsupport

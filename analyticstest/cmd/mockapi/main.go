@@ -4,6 +4,7 @@
 //	go run ./analyticstest/cmd/mockapi                      # answers 200 to every valid batch
 //	go run ./analyticstest/cmd/mockapi -script failures.json
 //	go run ./analyticstest/cmd/mockapi -addr 127.0.0.1:0    # any free port
+//	go run ./analyticstest/cmd/mockapi -oauth-public-key public.pem -oauth-client-id app -oauth-key-id key1
 //
 // Point an app's endpoint at the URL it prints first, and watch:
 //
@@ -12,7 +13,11 @@
 //
 // Like the real API, it refuses a wrong path (404), method (405), missing
 // write key (401), a body over 500,000 bytes (413) or one that is not a
-// batch (400), whatever the script says; -lenient turns that off. A
+// batch (400), whatever the script says; -lenient turns that off. With
+// -oauth-public-key (and -oauth-client-id, -oauth-key-id) it also stands
+// for Segment's OAuth authorization server, at the same address: POST
+// /token judges the JWT and issues a token (-oauth-ttl), and every batch
+// needs a valid one (401 otherwise). A
 // harness reads the record with GET /_requests and drives the mock with
 // POST /_script and POST /_reset; -h describes each. It listens on
 // loopback only, and its control API answers only a loopback Host (or the
@@ -35,6 +40,9 @@ package main
 
 import (
 	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,6 +94,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	scriptFile := fs.String("script", "", "JSON script `file` to answer from (the form of POST /_script); without it, every valid batch is answered 200")
 	lenient := fs.Bool("lenient", false, "answer every request from the script, whatever its path, method, write key or body (up to 64 MiB)")
 	public := fs.Bool("public", false, "allow a non-loopback -addr, and a control request with any Host header: anyone who reaches it can read every request recorded")
+	var oauth analyticstest.OAuth
+	publicKey := fs.String("oauth-public-key", "", "PEM `file` of an OAuth app's public key: serve POST /token, and refuse batches without a token it issued")
+	fs.StringVar(&oauth.ClientID, "oauth-client-id", "", "the OAuth app's `id`: a JWT's iss and sub")
+	fs.StringVar(&oauth.KeyID, "oauth-key-id", "", "the public key's `id`: a JWT's kid")
+	fs.StringVar(&oauth.Audience, "oauth-audience", "", "the `aud` a JWT must have (default: http://<the Host it was sent to>)")
+	fs.DurationVar(&oauth.TTL, "oauth-ttl", time.Hour, "the life of the tokens it issues")
+	fs.DurationVar(&oauth.Skew, "oauth-skew", 0, "how far its clock is ahead of the machine's (negative: behind), for its Date and its judgement of iat, exp and tokens")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), usage, shutdownGrace)
 		fs.PrintDefaults()
@@ -104,14 +119,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	api := analyticstest.New()
+	var err error
 	if *lenient {
 		api.Lenient()
 	}
 	if *public {
 		api.Public()
 	}
+	if *publicKey == "" && (oauth.ClientID != "" || oauth.KeyID != "") || *publicKey != "" && (oauth.ClientID == "" || oauth.KeyID == "") {
+		return usageError{errors.New("-oauth-public-key, -oauth-client-id and -oauth-key-id go together")}
+	}
+	if *publicKey != "" {
+		if oauth.PublicKey, err = readPublicKey(*publicKey); err != nil {
+			return usageError{err}
+		}
+		api.OAuth(oauth)
+	}
 	if *scriptFile != "" {
-		data, err := os.ReadFile(*scriptFile)
+		var data []byte
+		data, err = os.ReadFile(*scriptFile)
 		if err != nil {
 			return err
 		}
@@ -147,6 +173,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	<-served // http.ErrServerClosed
 	return nil
+}
+
+// readPublicKey reads an RSA public key from a PEM file: PKIX ("PUBLIC
+// KEY", as openssl rsa -pubout writes it) or PKCS #1 ("RSA PUBLIC KEY").
+func readPublicKey(file string) (*rsa.PublicKey, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("-oauth-public-key: %w", err)
+	}
+	block, _ := pem.Decode(data)
+	var key any = errors.New("no PEM block")
+	switch {
+	case block == nil:
+	case block.Type == "RSA PUBLIC KEY":
+		key, err = x509.ParsePKCS1PublicKey(block.Bytes)
+	default:
+		key, err = x509.ParsePKIXPublicKey(block.Bytes)
+	}
+	if pub, ok := key.(*rsa.PublicKey); ok && err == nil {
+		return pub, nil
+	}
+	return nil, fmt.Errorf("-oauth-public-key %s: not an RSA public key in PEM (BEGIN PUBLIC KEY or BEGIN RSA PUBLIC KEY)", file)
 }
 
 // checkAddr refuses a non-loopback address unless public: the record is

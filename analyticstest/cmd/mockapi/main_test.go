@@ -132,6 +132,7 @@ func TestUsageDocumentsTheControlAPI(t *testing.T) {
 		"404", "405", "401", "413", "400", `{"code": "...", "message": "..."}`,
 		"SIGTERM", "go build -o mockapi ./analyticstest/cmd/mockapi", "kill $pid",
 		"-addr", "-script", "-lenient", "-public",
+		"-oauth-public-key", "-oauth-client-id", "-oauth-key-id", "-oauth-ttl", "-oauth-skew", "POST /token", `"tokenResponses"`,
 	} {
 		assert.Contains(t, stderr.String(), want, "-h")
 	}

@@ -4,6 +4,8 @@ package main
 // control API with the format of each request and answer, and how to stop
 // it from a script. It is a format whose one verb is shutdownGrace.
 const usage = `Usage: mockapi [-addr host:port] [-script file] [-lenient] [-public]
+               [-oauth-public-key file -oauth-client-id id -oauth-key-id id
+                [-oauth-audience aud] [-oauth-ttl d] [-oauth-skew d]]
 
 Runs the mock tracking API (package analyticstest) and prints
 "listening on http://host:port", then one line per event received.
@@ -21,6 +23,26 @@ with its status. A batch of more than 2,500 events answered 200 is not
 refused: as the real API does, the events past the 2,500th are rejected,
 their lines end in rejected="...", and "rejected" counts them in
 GET /_requests. -lenient turns the checks off.
+
+With -oauth-public-key, the source requires OAuth 2.0, as a Segment source
+with OAuth enforced does, and the mock is its authorization server too:
+  POST /token
+      a form: grant_type=client_credentials, client_assertion_type=
+      urn:ietf:params:oauth:client-assertion-type:jwt-bearer,
+      client_assertion=<JWT>, scope=tracking_api:write. The JWT must be
+      RS256 (typ JWT, kid the -oauth-key-id), verify with the public key,
+      have iss and sub the -oauth-client-id, aud the -oauth-audience (by
+      default http://<Host>), iat at most 5 s ahead of the mock's clock
+      (-oauth-skew moves it, and its Date), exp after it and at most 60 s
+      after iat, and a jti never used. 200 {"access_token": "...",
+      "token_type": "Bearer", "expires_in": <-oauth-ttl in seconds>,
+      "scope": "tracking_api:write"}; else 400, 401 or 415 with
+      {"error": "...", "error_description": "..."}. The script's
+      "tokenResponses" answer token requests first (a 429 with
+      X-RateLimit-Reset, a 503, a drop).
+  POST /v1/batch then needs Authorization: Bearer <a token it issued, not
+      expired> (401 otherwise) and the write key in the body's "writeKey"
+      (400 otherwise), instead of Basic credentials.
 
 Control API (its requests are not recorded; errors have the same body).
 Without -public it answers only a loopback Host (localhost, 127.0.0.0/8,
@@ -48,7 +70,9 @@ is refused 403 even with -public:
                        {"action": "partial"},
                        {"status": 200, "delayMs": 1500, "body": "{}"}],
          "rules": [{"ifEventsOver": 10, "then": {"status": 413}}],
-         "default": {"status": 200}}
+         "default": {"status": 200},
+         "tokenResponses": [{"status": 429,
+                             "headers": {"X-RateLimit-Reset": "5"}}]}
       responses answer one request each, then the first matching rule,
       then the default; every key is optional. 204, or 400 saying what
       is wrong (the script in place is kept).
