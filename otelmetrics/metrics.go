@@ -21,8 +21,9 @@ const (
 	// of its field in analytics.RejectedStats or analytics.FailedStats
 	// (queue_full, retries_exhausted, ...), and _OTHER for FailedStats.Other.
 	ErrorType = attribute.Key("error.type")
-	// RetryPath is the retry path, on analytics.upload.retries: backoff
-	// or rate_limit.
+	// RetryPath is the retry path, on analytics.upload.retries: backoff,
+	// rate_limit, or token (an upload sent again with a fresh OAuth access
+	// token after the last one was refused).
 	RetryPath = attribute.Key("analytics.retry.path")
 	// QueueState is where the events counted by analytics.queue.size
 	// are: queued, or in_flight (in a batch being uploaded or waiting to
@@ -140,6 +141,7 @@ var (
 
 	retryBackoff   = metric.WithAttributeSet(attribute.NewSet(RetryPath.String("backoff")))
 	retryRateLimit = metric.WithAttributeSet(attribute.NewSet(RetryPath.String("rate_limit")))
+	retryToken     = metric.WithAttributeSet(attribute.NewSet(RetryPath.String("token")))
 
 	queueQueued   = metric.WithAttributeSet(attribute.NewSet(QueueState.String("queued")))
 	queueInFlight = metric.WithAttributeSet(attribute.NewSet(QueueState.String("in_flight")))
@@ -170,6 +172,7 @@ func (in *instruments) observe(o metric.Observer, st analytics.Stats) {
 	o.ObserveInt64(in.attempts, st.Attempts)
 	o.ObserveInt64(in.retries, st.Retries.Backoff, retryBackoff)
 	o.ObserveInt64(in.retries, st.Retries.RateLimit, retryRateLimit)
+	o.ObserveInt64(in.retries, st.Retries.Token, retryToken)
 
 	o.ObserveInt64(in.queueSize, int64(st.QueueDepth), queueQueued)
 	o.ObserveInt64(in.queueSize, st.InFlight, queueInFlight)
