@@ -218,14 +218,14 @@ func BenchmarkEnqueueCallback(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c, err := New("wk", WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
-				WithMaxQueueSize(quietQueue), WithFlushAt(quietQueue), WithFlushInterval(time.Hour),
+				WithMaxQueueSize(quietQueue), WithFlushAt(MaxBatchEvents), WithFlushInterval(time.Hour),
 				WithCallback(CallbackFunc(func(Message, error) {})))
 			require.NoError(b, err, "New")
 			defer c.Close()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				// Drained well before FlushAt, so that no upload starts.
-				if i%(quietQueue/2) == 0 {
+				if i%quietDrain == 0 {
 					b.StopTimer()
 					drainKept(c)
 					b.StartTimer()
