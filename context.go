@@ -133,9 +133,7 @@ var contextFields = []string{
 // encodeContext writes the message's context: the SDK's library, then the
 // caller's members, if any (SPEC §2). With v3Wire the library is the batch's
 // alone (the envelope's context), and a library the caller set is written as
-// it is, as v3 did (SPEC §4). With countKept it counts what the Context
-// holds: its struct, its IP, and its Traits and Extra, members written or
-// not.
+// it is, as v3 did (SPEC §4).
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
 	if !e.v3Wire {
@@ -145,10 +143,6 @@ func (e *encoder) encodeContext(c *Context) error {
 	if c == nil {
 		o.close()
 		return nil
-	}
-	e.count(contextBytes)
-	if len(c.IP) > 0 {
-		e.count(max(cap(c.IP), ipBytes))
 	}
 	written := make([]string, 0, len(contextFields))
 	if !e.v3Wire {
@@ -203,11 +197,6 @@ func (e *encoder) encodeContext(c *Context) error {
 		if err := e.object(c.Traits); err != nil {
 			return within(".Traits", err)
 		}
-	} else if c.Traits != nil {
-		e.count(mapBytes(0))
-	}
-	if c.Extra != nil {
-		e.count(mapBytes(len(c.Extra)))
 	}
 	if len(c.Extra) > 0 {
 		// Members other than those written take at least `,"":0` each:
@@ -216,11 +205,9 @@ func (e *encoder) encodeContext(c *Context) error {
 			return errStop
 		}
 		keys := make([]string, 0, len(c.Extra))
-		for k, v := range c.Extra {
+		for k := range c.Extra {
 			if !slices.Contains(written, k) {
 				keys = append(keys, k)
-			} else if e.countKept {
-				e.kept += valueKept(v) // kept, though a field wins on the wire
 			}
 		}
 		slices.Sort(keys)

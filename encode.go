@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/google/uuid"
 
@@ -58,12 +57,6 @@ type encoder struct {
 	// has one, timestamps as encoding/json writes a time.Time. The caller
 	// sets it before each encodeMessage.
 	v3Wire bool
-	// countKept makes encodeMessage count in kept what the message, kept
-	// for the callback, holds beyond its strings and its struct: every map
-	// by its slots, every value a map or slice holds in an interface by its
-	// box (see keptBytes). The caller sets it before each encodeMessage.
-	countKept bool
-	kept      int
 }
 
 // pair is one member of a map being written.
@@ -80,7 +73,7 @@ var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 
 // returns whether it generated the id. e.buf holds the JSON, which must be
 // copied before e is reused.
 func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
+	e.buf, e.pairs, e.depth, e.over = e.buf[:0], e.pairs[:0], 0, 0
 	var id []byte
 	if m.id() == "" {
 		e.newID()
@@ -167,7 +160,7 @@ func getEncoder() *encoder { return encoders.Get().(*encoder) }
 func putEncoder(e *encoder) {
 	if cap(e.buf) <= 64<<10 { // do not pin a huge buffer in the pool
 		clear(e.pairs[:cap(e.pairs)])
-		e.v3Wire, e.countKept = false, false
+		e.v3Wire = false
 		encoders.Put(e)
 	}
 }
@@ -237,9 +230,6 @@ func (o *object) time(k string, t time.Time) {
 // no field: the caller does (see tail).
 func (o *object) fields(k string, m map[string]any) error {
 	if len(m) == 0 {
-		if m != nil { // unwritten, but kept
-			o.e.count(mapBytes(0))
-		}
 		return nil
 	}
 	o.name(k)
@@ -272,9 +262,6 @@ func (e *encoder) object(m map[string]any) error {
 	// Each member takes at least `"":0` and a comma.
 	if !e.fits(5*len(m) + 1) {
 		return errStop
-	}
-	if m != nil {
-		e.count(mapBytes(len(m)))
 	}
 	start := len(e.pairs)
 	for k, v := range m {
@@ -374,54 +361,37 @@ func within(step string, err error) error {
 }
 
 // value writes any JSON value. The common types are written directly.
-// With countKept, it counts what v, held in an interface (as a map's or a
-// []any's value), costs beyond the bytes of its strings: its box, and for
-// a map or a slice the memory it reaches. A type it hands to encoding/json
-// counts by otherKept, without looking inside.
 func (e *encoder) value(v any) error {
 	switch v := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)
 	case string:
-		e.count(boxBytes)
 		e.string(v)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, v)
 	case int:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int8:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int16:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int32:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int64:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, v, 10)
 	case uint:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint8:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint16:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint32:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint64:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, v, 10)
 	case float64:
-		e.count(numberBytes)
 		return e.float(v, 64)
 	case float32:
-		e.count(numberBytes)
 		return e.float(float64(v), 32)
 	case map[string]any:
 		return e.object(v)
@@ -432,15 +402,10 @@ func (e *encoder) value(v any) error {
 	case Integrations:
 		return e.object(v)
 	case []any:
-		e.count(sliceBoxBytes + cap(v)*boxBytes)
 		return e.array(len(v), func(i int) any { return v[i] })
 	case []string:
-		// Its strings are in its array, not boxed: less the box e.value
-		// counts for each as it writes it.
-		e.count(sliceBoxBytes + (cap(v)-len(v))*boxBytes)
 		return e.array(len(v), func(i int) any { return v[i] })
 	case time.Time:
-		e.count(int(unsafe.Sizeof(v)))
 		// As encoding/json writes it, so values round-trip.
 		b, err := v.MarshalJSON()
 		if err != nil {
@@ -448,19 +413,9 @@ func (e *encoder) value(v any) error {
 		}
 		e.buf = append(e.buf, b...)
 	default:
-		if e.countKept {
-			e.kept += otherKept(v)
-		}
 		return e.marshal(v)
 	}
 	return nil
-}
-
-// count adds n to kept, with countKept.
-func (e *encoder) count(n int) {
-	if e.countKept {
-		e.kept += n
-	}
 }
 
 // marshal falls back on encoding/json, which reports channels, funcs, NaN

@@ -9,22 +9,59 @@ import (
 // keptBytes estimates the heap that msg, kept for the callback, holds: the
 // copy Enqueue keeps, its MessageId, and the maps, slices, boxed values and
 // strings it reaches. It counts against MaxQueueBytes, on top of the
-// encoded bytes themselves (docs/SPEC.md §3).
+// encoded bytes themselves.
 //
 // The strings are counted by the encoded JSON, which writes each of them
 // once, quoted, with its key: less the members every message writes from no
-// string of its own (type, timestamp, context.library). The rest is the
-// message struct, and reached: what the encoder counted as it wrote msg
-// with countKept (its Context, every map by its slots, see mapBytes, and
-// every value a map or slice holds in an interface by the box it takes).
-// BenchmarkKeptMessage measures it against the real cost:
+// string of its own (type, timestamp, context.library). The rest is
+// counted from msg: the message struct, its Context, every map by its slots
+// (see mapBytes) and every value a map or slice holds in an interface by
+// the box it takes. BenchmarkKeptMessage measures it against the real cost:
 // TestKeptEstimateFollowsHeap holds it to within a stated factor for the
-// shapes users send. Counted as the encoder walks msg, it costs a few
-// nanoseconds, not a second walk over msg's maps.
-func keptBytes(msg Message, encoded []byte, reached int) int {
-	// The message struct itself: withDefaults hands back a value of one of
-	// the six types, whose size this is.
-	return max(len(encoded)-envelopeBytes, 0) + reached + int(reflect.TypeOf(msg).Size())
+// shapes users send. It walks msg's maps once more after the encoder, in an
+// Enqueue with a callback only.
+func keptBytes(msg Message, encoded []byte) int {
+	n := max(len(encoded)-envelopeBytes, 0)
+	// The message struct (withDefaults hands back a value of one of the
+	// six types, whose size this is) and what it reaches. Its free-form
+	// maps are members of the message: at depth 1, as the encoder counts.
+	switch m := msg.(type) {
+	case Track:
+		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + mapKept(m.Properties, 1) + mapKept(m.Integrations, 1)
+	case Identify:
+		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + mapKept(m.Traits, 1) + mapKept(m.Integrations, 1)
+	case Page:
+		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + mapKept(m.Properties, 1) + mapKept(m.Integrations, 1)
+	case Screen:
+		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + mapKept(m.Properties, 1) + mapKept(m.Integrations, 1)
+	case Group:
+		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + mapKept(m.Traits, 1) + mapKept(m.Integrations, 1)
+	case Alias:
+		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + mapKept(m.Integrations, 1)
+	}
+	return n
+}
+
+// contextKept is what a Context holds beyond its strings: its struct, its
+// IP, its Traits and its Extra. Every Extra member counts, written or not
+// (a field of the same name wins on the wire, but the member is kept); the
+// encoder writes them inline, as members of the context itself, so they
+// are at depth 0.
+func contextKept(c *Context) int {
+	if c == nil {
+		return 0
+	}
+	n := contextBytes + mapKept(c.Traits, 1)
+	if len(c.IP) > 0 {
+		n += max(cap(c.IP), ipBytes)
+	}
+	if c.Extra != nil {
+		n += mapBytes(len(c.Extra))
+		for _, v := range c.Extra {
+			n += valueKept(v, 0)
+		}
+	}
+	return n
 }
 
 // envelopeBytes is what every encoded message writes from no string it
@@ -48,17 +85,18 @@ const (
 	ipBytes = 16
 )
 
-// valueKept is what the encoder's value counts for v with countKept, for
-// a value it does not write: a Context.Extra member that a field of the
-// Context wins over. A type the encoder hands to encoding/json counts its
-// own size, and its length for a slice or map, without looking inside.
-// Since the encoder never sees such a value, its cycle check does not
-// either: the walk stops maxDepth levels down, as the encoder would, so
-// that a cycle in it (a map that holds itself) costs nothing more instead
-// of overflowing the stack.
-func valueKept(v any) int { return valueKeptAt(v, 0) }
-
-func valueKeptAt(v any, depth int) int {
+// valueKept is what v, held in an interface (as a map's or a []any's
+// value), costs beyond the bytes of its strings: its box, and for a map or
+// a slice the memory it reaches. depth is how many maps and slices hold v,
+// as the encoder counts them. A type the encoder hands to encoding/json
+// counts its own size, and its length for a slice or map, without looking
+// inside (otherKept).
+//
+// The walk goes maxDepth levels down, as the encoder does, and no further:
+// the encoder has refused anything deeper, except in a Context.Extra member
+// that a field wins over, which it does not write; there a cycle (a map
+// that holds itself) costs nothing more instead of overflowing the stack.
+func valueKept(v any, depth int) int {
 	switch v := v.(type) {
 	case nil, bool:
 		return 0
@@ -67,18 +105,18 @@ func valueKeptAt(v any, depth int) int {
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		return numberBytes
 	case map[string]any:
-		return mapKept(v, depth)
+		return mapKept(v, depth+1)
 	case Properties:
-		return mapKept(v, depth)
+		return mapKept(v, depth+1)
 	case Traits:
-		return mapKept(v, depth)
+		return mapKept(v, depth+1)
 	case Integrations:
-		return mapKept(v, depth)
+		return mapKept(v, depth+1)
 	case []any:
 		n := sliceBoxBytes + cap(v)*boxBytes
 		if depth < maxDepth {
 			for _, e := range v {
-				n += valueKeptAt(e, depth+1)
+				n += valueKept(e, depth+1)
 			}
 		}
 		return n
@@ -90,14 +128,16 @@ func valueKeptAt(v any, depth int) int {
 	return otherKept(v)
 }
 
+// mapKept is what m, at depth (counting m itself), holds: its slots, and
+// its members, if the encoder goes that deep.
 func mapKept(m map[string]any, depth int) int {
 	if m == nil {
 		return 0
 	}
 	n := mapBytes(len(m))
-	if depth < maxDepth {
+	if depth <= maxDepth {
 		for _, v := range m {
-			n += valueKeptAt(v, depth+1)
+			n += valueKept(v, depth)
 		}
 	}
 	return n

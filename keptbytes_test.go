@@ -111,21 +111,20 @@ func webTrack(i int) Track {
 // for the callback holds (heap-B/msg: the copy Enqueue keeps, its
 // generated MessageId, and everything the message reaches) against its
 // encoded length (json-B/msg) and the estimate counted against
-// MaxQueueBytes (estimate-B/msg). The timed loop is the encoding that
-// counts the estimate (countKept) and keptBytes.
+// MaxQueueBytes (estimate-B/msg). The timed loop is what Enqueue does for
+// it: the encoding and keptBytes.
 func BenchmarkKeptMessage(b *testing.B) {
 	for _, shape := range keepShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			heap, encoded, estimate := measureKept(b, shape.make, 20_000)
 			msg, e := shape.make(1), getEncoder()
 			defer putEncoder(e)
-			e.countKept = true
 			now := time.Now()
 			for b.Loop() {
 				if _, err := e.encodeMessage(msg, now); err != nil {
 					b.Fatal(err)
 				}
-				keptSink += keptBytes(msg, e.buf, e.kept)
+				keptSink += keptBytes(msg, e.buf)
 			}
 			// After the loop: b.Loop's first call resets the metrics.
 			b.ReportMetric(heap, "heap-B/msg")
@@ -143,7 +142,6 @@ func measureKept(tb testing.TB, shape func(int) Message, n int) (heap, encoded, 
 	kept := make([]Message, n) // the queue's slots exist with or without a callback
 	e := getEncoder()
 	defer putEncoder(e)
-	e.countKept = true
 	now := time.Now()
 	var m runtime.MemStats
 	// Twice: the first GC moves what sync.Pools hold (encoders, the queue's
@@ -166,7 +164,7 @@ func measureKept(tb testing.TB, shape func(int) Message, n int) (heap, encoded, 
 		}
 		kept[i] = msg.withDefaults(id, now)
 		encodedSum += len(e.buf)
-		estimateSum += keptBytes(msg, e.buf, e.kept)
+		estimateSum += keptBytes(msg, e.buf)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&m)
@@ -398,8 +396,7 @@ var keptBeyondStrings = map[string]int{
 }
 
 // The estimate of every shape is its encoded length less the envelope,
-// and keptBeyondStrings, on the default wire and on the v3 wire; without
-// countKept the encoder counts nothing.
+// and keptBeyondStrings, on the default wire and on the v3 wire.
 func TestKeptBytesOfEveryShape(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the estimate's sizes are a 64-bit platform's")
@@ -410,7 +407,7 @@ func TestKeptBytesOfEveryShape(t *testing.T) {
 	for name, msg := range shapes {
 		for _, v3 := range []bool{false, true} {
 			e := getEncoder()
-			e.v3Wire, e.countKept = v3, true
+			e.v3Wire = v3
 			generated, err := e.encodeMessage(msg, now)
 			require.NoError(t, err, name)
 			id := ""
@@ -419,12 +416,7 @@ func TestKeptBytesOfEveryShape(t *testing.T) {
 			}
 			value := msg.withDefaults(id, now)
 			want := max(len(e.buf)-envelopeBytes, 0) + keptBeyondStrings[name]
-			assert.Equal(t, want, keptBytes(value, e.buf, e.kept), "%s (v3 wire %v)", name, v3)
-
-			e.countKept = false
-			_, err = e.encodeMessage(msg, now)
-			require.NoError(t, err, name)
-			assert.Zero(t, e.kept, "%s: counted without countKept", name)
+			assert.Equal(t, want, keptBytes(value, e.buf), "%s (v3 wire %v)", name, v3)
 			putEncoder(e)
 		}
 	}
