@@ -157,6 +157,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 	e := getEncoder()
 	defer putEncoder(e)
 	e.v3Wire = c.cfg.v3Wire
+	e.countKept = c.callback != nil // for keptBytes
 	now := time.Now()
 	generated, err := e.encodeMessage(msg, now)
 	if err != nil {
@@ -177,7 +178,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 			id = string(e.id[:])
 		}
 		value = msg.withDefaults(id, now)
-		kept = keptBytes(value, e.buf)
+		kept = keptBytes(value, e.buf, e.kept)
 	}
 
 	n, err := c.accept(ctx, wait, e.buf, held{msg: value, at: c.stats.latency.since(now)}, kept)

@@ -205,9 +205,11 @@ func (e *encoder) encodeContext(c *Context) error {
 			return errStop
 		}
 		keys := make([]string, 0, len(c.Extra))
-		for k := range c.Extra {
+		for k, v := range c.Extra {
 			if !slices.Contains(written, k) {
 				keys = append(keys, k)
+			} else if e.countKept {
+				e.kept += valueKept(v, 0) // kept, though a field wins on the wire
 			}
 		}
 		slices.Sort(keys)

@@ -57,6 +57,14 @@ type encoder struct {
 	// has one, timestamps as encoding/json writes a time.Time. The caller
 	// sets it before each encodeMessage.
 	v3Wire bool
+	// countKept makes the encoder tally in kept, for keptBytes, what each
+	// value it writes costs the message kept for the callback (boxKept),
+	// and each Context.Extra member it leaves unwritten (valueKept): the
+	// estimate's rules are keptbytes.go's, the encoder only shows it the
+	// values as it meets them. The caller sets it before each
+	// encodeMessage.
+	countKept bool
+	kept      int
 }
 
 // pair is one member of a map being written.
@@ -73,7 +81,7 @@ var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 
 // returns whether it generated the id. e.buf holds the JSON, which must be
 // copied before e is reused.
 func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	e.buf, e.pairs, e.depth, e.over = e.buf[:0], e.pairs[:0], 0, 0
+	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
 	var id []byte
 	if m.id() == "" {
 		e.newID()
@@ -160,7 +168,7 @@ func getEncoder() *encoder { return encoders.Get().(*encoder) }
 func putEncoder(e *encoder) {
 	if cap(e.buf) <= 64<<10 { // do not pin a huge buffer in the pool
 		clear(e.pairs[:cap(e.pairs)])
-		e.v3Wire = false
+		e.v3Wire, e.countKept = false, false
 		encoders.Put(e)
 	}
 }
@@ -362,6 +370,9 @@ func within(step string, err error) error {
 
 // value writes any JSON value. The common types are written directly.
 func (e *encoder) value(v any) error {
+	if e.countKept {
+		e.kept += boxKept(v)
+	}
 	switch v := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)

@@ -112,19 +112,20 @@ func webTrack(i int) Track {
 // generated MessageId, and everything the message reaches) against its
 // encoded length (json-B/msg) and the estimate counted against
 // MaxQueueBytes (estimate-B/msg). The timed loop is what Enqueue does for
-// it: the encoding and keptBytes.
+// it: the encoding, tallying the estimate (countKept), and keptBytes.
 func BenchmarkKeptMessage(b *testing.B) {
 	for _, shape := range keepShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			heap, encoded, estimate := measureKept(b, shape.make, 20_000)
 			msg, e := shape.make(1), getEncoder()
 			defer putEncoder(e)
+			e.countKept = true
 			now := time.Now()
 			for b.Loop() {
 				if _, err := e.encodeMessage(msg, now); err != nil {
 					b.Fatal(err)
 				}
-				keptSink += keptBytes(msg, e.buf)
+				keptSink += keptBytes(msg, e.buf, e.kept)
 			}
 			// After the loop: b.Loop's first call resets the metrics.
 			b.ReportMetric(heap, "heap-B/msg")
@@ -142,6 +143,7 @@ func measureKept(tb testing.TB, shape func(int) Message, n int) (heap, encoded, 
 	kept := make([]Message, n) // the queue's slots exist with or without a callback
 	e := getEncoder()
 	defer putEncoder(e)
+	e.countKept = true
 	now := time.Now()
 	var m runtime.MemStats
 	// Twice: the first GC moves what sync.Pools hold (encoders, the queue's
@@ -164,7 +166,7 @@ func measureKept(tb testing.TB, shape func(int) Message, n int) (heap, encoded, 
 		}
 		kept[i] = msg.withDefaults(id, now)
 		encodedSum += len(e.buf)
-		estimateSum += keptBytes(msg, e.buf)
+		estimateSum += keptBytes(msg, e.buf, e.kept)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&m)
@@ -396,7 +398,8 @@ var keptBeyondStrings = map[string]int{
 }
 
 // The estimate of every shape is its encoded length less the envelope,
-// and keptBeyondStrings, on the default wire and on the v3 wire.
+// and keptBeyondStrings, on the default wire and on the v3 wire; without
+// countKept the encoder tallies nothing.
 func TestKeptBytesOfEveryShape(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the estimate's sizes are a 64-bit platform's")
@@ -407,7 +410,7 @@ func TestKeptBytesOfEveryShape(t *testing.T) {
 	for name, msg := range shapes {
 		for _, v3 := range []bool{false, true} {
 			e := getEncoder()
-			e.v3Wire = v3
+			e.v3Wire, e.countKept = v3, true
 			generated, err := e.encodeMessage(msg, now)
 			require.NoError(t, err, name)
 			id := ""
@@ -416,7 +419,12 @@ func TestKeptBytesOfEveryShape(t *testing.T) {
 			}
 			value := msg.withDefaults(id, now)
 			want := max(len(e.buf)-envelopeBytes, 0) + keptBeyondStrings[name]
-			assert.Equal(t, want, keptBytes(value, e.buf), "%s (v3 wire %v)", name, v3)
+			assert.Equal(t, want, keptBytes(value, e.buf, e.kept), "%s (v3 wire %v)", name, v3)
+
+			e.countKept = false
+			_, err = e.encodeMessage(msg, now)
+			require.NoError(t, err, name)
+			assert.Zero(t, e.kept, "%s: tallied without countKept", name)
 			putEncoder(e)
 		}
 	}
