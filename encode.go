@@ -1,9 +1,7 @@
 package analytics
 
 import (
-	"crypto/rand"
 	"encoding"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +13,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/google/uuid"
 
 	"github.com/dualpath/analytics-go/internal/jsontime"
 )
@@ -74,74 +70,6 @@ type pair struct {
 }
 
 var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
-
-// encodeMessage encodes m into e.buf, with ts as the default for an unset
-// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
-// the defaults of SPEC §2, filled once, at Enqueue. It
-// returns whether it generated the id. e.buf holds the JSON, which must be
-// copied before e is reused.
-func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
-	var id []byte
-	if m.id() == "" {
-		e.newID()
-		id, generated = e.id[:], true
-	}
-	err = m.encode(e, id, ts)
-	if e.over > 0 {
-		// Found too large before the end: what is left unwritten would
-		// only add to the size.
-		return generated, fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
-	}
-	if err != nil {
-		return generated, err
-	}
-	if len(e.buf) > MaxMessageBytes {
-		return generated, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
-	}
-	return generated, nil
-}
-
-// newID writes a new random (version 4, RFC 9562) UUID into e.id.
-func (e *encoder) newID() {
-	u, _ := uuid.NewRandomFromReader(&e.random) // randomBytes never fails
-	// As u.String() writes it, without allocating a string per id.
-	hex.Encode(e.id[0:8], u[0:4])
-	e.id[8] = '-'
-	hex.Encode(e.id[9:13], u[4:6])
-	e.id[13] = '-'
-	hex.Encode(e.id[14:18], u[6:8])
-	e.id[18] = '-'
-	hex.Encode(e.id[19:23], u[8:10])
-	e.id[23] = '-'
-	hex.Encode(e.id[24:36], u[10:16])
-}
-
-// randomBytes is an io.Reader of crypto/rand bytes, read from the system
-// idsPerRead messageIds at a time. It is what bufio.Reader would be over
-// crypto/rand.Reader, for less per id, and it clears the bytes it hands
-// out: an id's randomness is used once and not kept.
-type randomBytes struct {
-	buf    [idsPerRead * len(uuid.UUID{})]byte
-	unread int // the last unread bytes of buf
-}
-
-// idsPerRead is how many messageIds one read of crypto/rand serves.
-const idsPerRead = 16
-
-// Read fills p from the buffer, and the buffer from crypto/rand when it is
-// empty.
-func (r *randomBytes) Read(p []byte) (int, error) {
-	if r.unread == 0 {
-		_, _ = rand.Read(r.buf[:]) // crypto/rand.Read never fails: it crashes the program instead
-		r.unread = len(r.buf)
-	}
-	from := len(r.buf) - r.unread
-	n := copy(p, r.buf[from:])
-	clear(r.buf[from : from+n])
-	r.unread -= n
-	return n, nil
-}
 
 // errStop ends the encoding of a message found over MaxMessageBytes; e.over
 // says by how much, and encodeMessage turns it into ErrMessageTooLarge.
@@ -242,23 +170,6 @@ func (o *object) fields(k string, m map[string]any) error {
 	}
 	o.name(k)
 	return o.e.object(m)
-}
-
-// head writes the members every message starts with: the message's own
-// MessageId, or else genID.
-func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
-	o.str("type", typ)
-	if id != "" {
-		o.str("messageId", id)
-	} else {
-		o.name("messageId")
-		o.e.buf = append(o.e.buf, '"')
-		o.e.buf = append(o.e.buf, genID...)
-		o.e.buf = append(o.e.buf, '"')
-	}
-	o.time("timestamp", ts)
-	o.str("anonymousId", anonymousID)
-	o.str("userId", userID)
 }
 
 // object writes a map with sorted keys, so that the same map always
