@@ -9,9 +9,9 @@ import (
 
 // Context is the Segment context object: extra information about the message
 // (https://segment.com/docs/connections/spec/common/#context). Its library
-// member is the SDK's own: the SDK sets it at Enqueue (SPEC §2); with
-// WithV3Wire the SDK's library is on the batch instead, and a library the
-// caller set is sent as it is (SPEC §4).
+// member is the SDK's own: the SDK sets it at Enqueue; with WithV3Wire the
+// SDK's library is on the batch instead, and a library the caller set is
+// sent as it is.
 // Members the struct has no field for go in Extra; they are written inline,
 // and a field that is set wins over an Extra member of the same name.
 type Context struct {

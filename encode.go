@@ -28,11 +28,11 @@ const maxDepth = 64
 // same bytes.
 //
 // Encoding stops as soon as the message is known to be over MaxMessageBytes
-// (SPEC §2), so that refusing a message costs in proportion to the limit,
-// not to the message: a string, map or slice whose least possible encoding
-// does not fit in what is left is refused before it is walked (before a
-// map's keys are sorted), and a map or slice stops at the member that passes
-// the limit.
+// (docs/SPEC.md §2), so that refusing a message costs in proportion to the
+// limit, not to the message: a string, map or slice whose least possible
+// encoding does not fit in what is left is refused before it is walked
+// (before a map's keys are sorted), and a map or slice stops at the member
+// that passes the limit.
 type encoder struct {
 	buf   []byte
 	pairs []pair // scratch for sorting map members
@@ -147,8 +147,7 @@ func (o *object) str(k, v string) {
 
 // time writes a timestamp member in the wire layout, omitted when zero:
 // UTC with milliseconds, or with v3Wire as encoding/json writes t (RFC
-// 3339 in t's location, with as many fraction digits as t has; SPEC §2,
-// §4).
+// 3339 in t's location, with as many fraction digits as t has).
 func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.name(k)

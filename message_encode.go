@@ -14,9 +14,9 @@ import (
 
 // encodeMessage encodes m into e.buf, with ts as the default for an unset
 // Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
-// the defaults of SPEC §2, filled once, at Enqueue. It
-// returns whether it generated the id. e.buf holds the JSON, which must be
-// copied before e is reused.
+// the defaults of docs/SPEC.md §2, filled once, at Enqueue. It returns
+// whether it generated the id. e.buf holds the JSON, which must be copied
+// before e is reused.
 func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
 	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
 	var id []byte
@@ -153,9 +153,9 @@ func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, u
 
 // tail writes the members after the head (context, then the free-form
 // maps) and closes the object. A value JSON cannot hold becomes a
-// *FieldError naming typ, the field and the path inside it (SPEC §2);
+// *FieldError naming typ, the field and the path inside it;
 // errStop (the message is too large) passes through as it is. With v3Wire,
-// a message without a Context has no context member, as in v3 (SPEC §4).
+// a message without a Context has no context member, as in v3.
 func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
 	if ctx != nil || !o.e.v3Wire {
 		o.name("context")
@@ -189,9 +189,9 @@ func fieldError(typ, field string, err error) error {
 }
 
 // encodeContext writes the message's context: the SDK's library, then the
-// caller's members, if any (SPEC §2). With v3Wire the library is the batch's
+// caller's members, if any. With v3Wire the library is the batch's
 // alone (the envelope's context), and a library the caller set is written as
-// it is, as v3 did (SPEC §4).
+// it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
 	if !e.v3Wire {
