@@ -1,9 +1,9 @@
 package analytics
 
 import (
-	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,16 +32,21 @@ func (discard) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // quietClient uploads nothing on its own: the benchmark drains its queue,
-// outside the timer, before it fills, so Enqueue is measured alone on a
-// queue of realistic size.
+// outside the timer, before it reaches FlushAt (MaxBatchEvents, the most
+// there is), so Enqueue is measured alone on a queue of realistic size.
 func quietClient(b *testing.B) *Client {
 	c, err := New("wk", WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
-		WithMaxQueueSize(quietQueue), WithFlushAt(quietQueue), WithFlushInterval(time.Hour))
+		WithMaxQueueSize(quietQueue), WithFlushAt(MaxBatchEvents), WithFlushInterval(time.Hour))
 	require.NoError(b, err, "New")
 	return c
 }
 
-const quietQueue = 10_000
+const (
+	quietQueue = 10_000
+	// quietDrain is how many events a benchmark enqueues between two
+	// drains: half of FlushAt, which no upload is woken before.
+	quietDrain = MaxBatchEvents / 2
+)
 
 // drain empties the queue of a quietClient, as uploads would.
 func drain(c *Client) {
@@ -66,7 +71,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		// Drained well before FlushAt: at FlushAt an upload would start,
 		// and the events it holds would count against MaxQueueSize past
 		// the drain (ErrQueueFull), its work inside the timer.
-		if i%(quietQueue/2) == 0 {
+		if i%quietDrain == 0 {
 			b.StopTimer()
 			drain(c)
 			b.StartTimer()
@@ -82,11 +87,15 @@ func BenchmarkEnqueueParallel(b *testing.B) {
 	defer c.Close()
 	msg := benchTrack()
 	b.ReportAllocs()
+	// Each goroutine drains, timed, after its share of quietDrain calls,
+	// so that together they stay below FlushAt.
+	every := max(quietDrain/runtime.GOMAXPROCS(0), 1)
 	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := c.Enqueue(msg); errors.Is(err, ErrQueueFull) {
-				drain(c) // timed, but once per 10,000 calls
-			} else if err != nil {
+		for i := 1; pb.Next(); i++ {
+			if i%every == 0 {
+				drain(c)
+			}
+			if err := c.Enqueue(msg); err != nil {
 				b.Error(err)
 				return
 			}

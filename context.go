@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"net"
 	"slices"
-	"strconv"
 )
 
 // Context is the Segment context object: extra information about the message
 // (https://segment.com/docs/connections/spec/common/#context). Its library
-// member is the SDK's own: the SDK sets it at Enqueue (SPEC §2); with
-// WithV3Wire the SDK's library is on the batch instead, and a library the
-// caller set is sent as it is (SPEC §4).
+// member is the SDK's own: the SDK sets it at Enqueue; with WithV3Wire the
+// SDK's library is on the batch instead, and a library the caller set is
+// sent as it is.
 // Members the struct has no field for go in Extra; they are written inline,
 // and a field that is set wins over an Extra member of the same name.
 type Context struct {
@@ -129,119 +128,6 @@ var contextFields = []string{
 	"app", "campaign", "device", "library", "location", "network", "os", "page",
 	"referrer", "screen", "ip", "direct", "locale", "groupId", "timezone", "userAgent", "traits",
 }
-
-// encodeContext writes the message's context: the SDK's library, then the
-// caller's members, if any (SPEC §2). With v3Wire the library is the batch's
-// alone (the envelope's context), and a library the caller set is written as
-// it is, as v3 did (SPEC §4). With countKept it counts what the Context
-// holds: its struct, its IP, and its Traits and Extra, members written or
-// not.
-func (e *encoder) encodeContext(c *Context) error {
-	o := e.openObject()
-	if !e.v3Wire {
-		o.name("library")
-		e.buf = append(e.buf, libraryJSON...)
-	}
-	if c == nil {
-		o.close()
-		return nil
-	}
-	e.count(contextBytes)
-	if len(c.IP) > 0 {
-		e.count(max(cap(c.IP), ipBytes))
-	}
-	written := make([]string, 0, len(contextFields))
-	if !e.v3Wire {
-		written = append(written, "library")
-	}
-	for _, s := range [...]struct {
-		name string
-		v    any
-		zero bool
-	}{
-		{"app", c.App, c.App == AppInfo{}},
-		{"campaign", c.Campaign, c.Campaign == CampaignInfo{}},
-		{"device", c.Device, c.Device == DeviceInfo{}},
-		{"library", c.Library, !e.v3Wire || c.Library == LibraryInfo{}},
-		{"location", c.Location, c.Location == LocationInfo{}},
-		{"network", c.Network, c.Network == NetworkInfo{}},
-		{"os", c.OS, c.OS == OSInfo{}},
-		{"page", c.Page, c.Page == PageInfo{}},
-		{"referrer", c.Referrer, c.Referrer == ReferrerInfo{}},
-		{"screen", c.Screen, c.Screen == ScreenInfo{}},
-	} {
-		if s.zero {
-			continue
-		}
-		written = append(written, s.name)
-		o.name(s.name)
-		if err := e.marshal(s.v); err != nil {
-			return within("."+s.name, err)
-		}
-	}
-	if len(c.IP) > 0 {
-		written = append(written, "ip")
-		o.name("ip")
-		e.string(c.IP.String())
-	}
-	if c.Direct {
-		written = append(written, "direct")
-		o.name("direct")
-		e.buf = append(e.buf, "true"...)
-	}
-	for _, s := range [...]struct{ name, v string }{
-		{"locale", c.Locale}, {"groupId", c.GroupID}, {"timezone", c.Timezone}, {"userAgent", c.UserAgent},
-	} {
-		if s.v != "" {
-			written = append(written, s.name)
-		}
-		o.str(s.name, s.v)
-	}
-	if len(c.Traits) > 0 {
-		written = append(written, "traits")
-		o.name("traits")
-		if err := e.object(c.Traits); err != nil {
-			return within(".Traits", err)
-		}
-	} else if c.Traits != nil {
-		e.count(mapBytes(0))
-	}
-	if c.Extra != nil {
-		e.count(mapBytes(len(c.Extra)))
-	}
-	if len(c.Extra) > 0 {
-		// Members other than those written take at least `,"":0` each:
-		// refuse before sorting their keys.
-		if !e.fits(5 * (len(c.Extra) - len(written))) {
-			return errStop
-		}
-		keys := make([]string, 0, len(c.Extra))
-		for k, v := range c.Extra {
-			if !slices.Contains(written, k) {
-				keys = append(keys, k)
-			} else if e.countKept {
-				e.kept += valueKept(v) // kept, though a field wins on the wire
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			o.key(k)
-			if err := e.value(c.Extra[k]); err != nil {
-				return within(".Extra["+strconv.Quote(k)+"]", err)
-			}
-		}
-	}
-	o.close()
-	return nil
-}
-
-// libraryJSON is context.library as every message carries it.
-const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
-
-// v3LibraryJSON is context.library as segmentio/analytics-go v3 sent it on
-// each batch, whatever its release (v3.3.0 still said 3.0.0): the batch's
-// library on the v3 wire (WithV3Wire).
-const v3LibraryJSON = `{"name":"analytics-go","version":"3.0.0"}`
 
 // MarshalJSON writes the context as it goes on the wire, Extra inline.
 // (The library member is the caller's here; Enqueue sets the SDK's.)

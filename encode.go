@@ -1,9 +1,7 @@
 package analytics
 
 import (
-	"crypto/rand"
 	"encoding"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,9 +13,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-	"unsafe"
-
-	"github.com/google/uuid"
 
 	"github.com/dualpath/analytics-go/internal/jsontime"
 )
@@ -33,11 +28,11 @@ const maxDepth = 64
 // same bytes.
 //
 // Encoding stops as soon as the message is known to be over MaxMessageBytes
-// (SPEC §2), so that refusing a message costs in proportion to the limit,
-// not to the message: a string, map or slice whose least possible encoding
-// does not fit in what is left is refused before it is walked (before a
-// map's keys are sorted), and a map or slice stops at the member that passes
-// the limit.
+// (docs/SPEC.md §2), so that refusing a message costs in proportion to the
+// limit, not to the message: a string, map or slice whose least possible
+// encoding does not fit in what is left is refused before it is walked
+// (before a map's keys are sorted), and a map or slice stops at the member
+// that passes the limit.
 type encoder struct {
 	buf   []byte
 	pairs []pair // scratch for sorting map members
@@ -58,10 +53,12 @@ type encoder struct {
 	// has one, timestamps as encoding/json writes a time.Time. The caller
 	// sets it before each encodeMessage.
 	v3Wire bool
-	// countKept makes encodeMessage count in kept what the message, kept
-	// for the callback, holds beyond its strings and its struct: every map
-	// by its slots, every value a map or slice holds in an interface by its
-	// box (see keptBytes). The caller sets it before each encodeMessage.
+	// countKept makes the encoder tally in kept, for keptBytes, what each
+	// value it writes costs the message kept for the callback (boxKept),
+	// and each Context.Extra member it leaves unwritten (valueKept): the
+	// estimate's rules are keptbytes.go's, the encoder only shows it the
+	// values as it meets them. The caller sets it before each
+	// encodeMessage.
 	countKept bool
 	kept      int
 }
@@ -73,74 +70,6 @@ type pair struct {
 }
 
 var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
-
-// encodeMessage encodes m into e.buf, with ts as the default for an unset
-// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
-// the defaults of SPEC §2, filled once, at Enqueue. It
-// returns whether it generated the id. e.buf holds the JSON, which must be
-// copied before e is reused.
-func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
-	var id []byte
-	if m.id() == "" {
-		e.newID()
-		id, generated = e.id[:], true
-	}
-	err = m.encode(e, id, ts)
-	if e.over > 0 {
-		// Found too large before the end: what is left unwritten would
-		// only add to the size.
-		return generated, fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
-	}
-	if err != nil {
-		return generated, err
-	}
-	if len(e.buf) > MaxMessageBytes {
-		return generated, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
-	}
-	return generated, nil
-}
-
-// newID writes a new random (version 4, RFC 9562) UUID into e.id.
-func (e *encoder) newID() {
-	u, _ := uuid.NewRandomFromReader(&e.random) // randomBytes never fails
-	// As u.String() writes it, without allocating a string per id.
-	hex.Encode(e.id[0:8], u[0:4])
-	e.id[8] = '-'
-	hex.Encode(e.id[9:13], u[4:6])
-	e.id[13] = '-'
-	hex.Encode(e.id[14:18], u[6:8])
-	e.id[18] = '-'
-	hex.Encode(e.id[19:23], u[8:10])
-	e.id[23] = '-'
-	hex.Encode(e.id[24:36], u[10:16])
-}
-
-// randomBytes is an io.Reader of crypto/rand bytes, read from the system
-// idsPerRead messageIds at a time. It is what bufio.Reader would be over
-// crypto/rand.Reader, for less per id, and it clears the bytes it hands
-// out: an id's randomness is used once and not kept.
-type randomBytes struct {
-	buf    [idsPerRead * len(uuid.UUID{})]byte
-	unread int // the last unread bytes of buf
-}
-
-// idsPerRead is how many messageIds one read of crypto/rand serves.
-const idsPerRead = 16
-
-// Read fills p from the buffer, and the buffer from crypto/rand when it is
-// empty.
-func (r *randomBytes) Read(p []byte) (int, error) {
-	if r.unread == 0 {
-		_, _ = rand.Read(r.buf[:]) // crypto/rand.Read never fails: it crashes the program instead
-		r.unread = len(r.buf)
-	}
-	from := len(r.buf) - r.unread
-	n := copy(p, r.buf[from:])
-	clear(r.buf[from : from+n])
-	r.unread -= n
-	return n, nil
-}
 
 // errStop ends the encoding of a message found over MaxMessageBytes; e.over
 // says by how much, and encodeMessage turns it into ErrMessageTooLarge.
@@ -218,8 +147,7 @@ func (o *object) str(k, v string) {
 
 // time writes a timestamp member in the wire layout, omitted when zero:
 // UTC with milliseconds, or with v3Wire as encoding/json writes t (RFC
-// 3339 in t's location, with as many fraction digits as t has; SPEC §2,
-// §4).
+// 3339 in t's location, with as many fraction digits as t has).
 func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.name(k)
@@ -237,30 +165,10 @@ func (o *object) time(k string, t time.Time) {
 // no field: the caller does (see tail).
 func (o *object) fields(k string, m map[string]any) error {
 	if len(m) == 0 {
-		if m != nil { // unwritten, but kept
-			o.e.count(mapBytes(0))
-		}
 		return nil
 	}
 	o.name(k)
 	return o.e.object(m)
-}
-
-// head writes the members every message starts with: the message's own
-// MessageId, or else genID.
-func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
-	o.str("type", typ)
-	if id != "" {
-		o.str("messageId", id)
-	} else {
-		o.name("messageId")
-		o.e.buf = append(o.e.buf, '"')
-		o.e.buf = append(o.e.buf, genID...)
-		o.e.buf = append(o.e.buf, '"')
-	}
-	o.time("timestamp", ts)
-	o.str("anonymousId", anonymousID)
-	o.str("userId", userID)
 }
 
 // object writes a map with sorted keys, so that the same map always
@@ -272,9 +180,6 @@ func (e *encoder) object(m map[string]any) error {
 	// Each member takes at least `"":0` and a comma.
 	if !e.fits(5*len(m) + 1) {
 		return errStop
-	}
-	if m != nil {
-		e.count(mapBytes(len(m)))
 	}
 	start := len(e.pairs)
 	for k, v := range m {
@@ -374,54 +279,40 @@ func within(step string, err error) error {
 }
 
 // value writes any JSON value. The common types are written directly.
-// With countKept, it counts what v, held in an interface (as a map's or a
-// []any's value), costs beyond the bytes of its strings: its box, and for
-// a map or a slice the memory it reaches. A type it hands to encoding/json
-// counts by otherKept, without looking inside.
 func (e *encoder) value(v any) error {
+	if e.countKept {
+		e.kept += boxKept(v)
+	}
 	switch v := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)
 	case string:
-		e.count(boxBytes)
 		e.string(v)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, v)
 	case int:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int8:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int16:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int32:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int64:
-		e.count(numberBytes)
 		e.buf = strconv.AppendInt(e.buf, v, 10)
 	case uint:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint8:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint16:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint32:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
 	case uint64:
-		e.count(numberBytes)
 		e.buf = strconv.AppendUint(e.buf, v, 10)
 	case float64:
-		e.count(numberBytes)
 		return e.float(v, 64)
 	case float32:
-		e.count(numberBytes)
 		return e.float(float64(v), 32)
 	case map[string]any:
 		return e.object(v)
@@ -432,15 +323,10 @@ func (e *encoder) value(v any) error {
 	case Integrations:
 		return e.object(v)
 	case []any:
-		e.count(sliceBoxBytes + cap(v)*boxBytes)
 		return e.array(len(v), func(i int) any { return v[i] })
 	case []string:
-		// Its strings are in its array, not boxed: less the box e.value
-		// counts for each as it writes it.
-		e.count(sliceBoxBytes + (cap(v)-len(v))*boxBytes)
 		return e.array(len(v), func(i int) any { return v[i] })
 	case time.Time:
-		e.count(int(unsafe.Sizeof(v)))
 		// As encoding/json writes it, so values round-trip.
 		b, err := v.MarshalJSON()
 		if err != nil {
@@ -448,19 +334,9 @@ func (e *encoder) value(v any) error {
 		}
 		e.buf = append(e.buf, b...)
 	default:
-		if e.countKept {
-			e.kept += otherKept(v)
-		}
 		return e.marshal(v)
 	}
 	return nil
-}
-
-// count adds n to kept, with countKept.
-func (e *encoder) count(n int) {
-	if e.countKept {
-		e.kept += n
-	}
 }
 
 // marshal falls back on encoding/json, which reports channels, funcs, NaN

@@ -1,12 +1,10 @@
 package analytics
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,22 +33,7 @@ type outcomes = testsupport.Outcomes[Message]
 func newOutcomes() *outcomes { return testsupport.NewOutcomes(MessageID) }
 
 // logBuffer collects everything the client logs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer = testsupport.Buffer
 
 // env is a client wired to an in-memory tracking API, with a callback
 // recorder and a captured log.

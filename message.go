@@ -6,17 +6,17 @@ import (
 )
 
 // Message is one of the six Segment message types: Track, Identify, Page,
-// Screen, Group, Alias (SPEC §2). Only this package's types implement it, and
+// Screen, Group, Alias. Only this package's types implement it, and
 // pointers to them (Enqueue takes either; a Callback gets the value).
 type Message interface {
-	// Validate reports a missing required field as a *FieldError (SPEC §2).
+	// Validate reports a missing required field as a *FieldError.
 	Validate() error
 
 	// encode appends the message's JSON to e, using id and ts where the
 	// message has no MessageId or Timestamp of its own.
 	encode(e *encoder, id []byte, ts time.Time) error
 	// withDefaults returns a copy with Type, MessageId and Timestamp
-	// filled: the message a Callback gets (SPEC §8).
+	// filled: the message a Callback gets.
 	withDefaults(id string, ts time.Time) Message
 	// id returns the MessageId field.
 	id() string
@@ -32,7 +32,7 @@ func MessageID(m Message) string {
 }
 
 // isNilPointer reports whether m is a nil pointer, such as (*Track)(nil), on
-// which Message's value methods would panic; Enqueue refuses it (SPEC §2).
+// which Message's value methods would panic; Enqueue refuses it.
 // The six message values, the usual case, are told apart without reflection.
 func isNilPointer(m Message) bool {
 	switch m.(type) {

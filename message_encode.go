@@ -1,45 +1,83 @@
 package analytics
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
-// tail writes the members after the head (context, then the free-form
-// maps) and closes the object. A value JSON cannot hold becomes a
-// *FieldError naming typ, the field and the path inside it (SPEC §2);
-// errStop (the message is too large) passes through as it is. With v3Wire,
-// a message without a Context has no context member, as in v3 (SPEC §4).
-func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
-	if ctx != nil || !o.e.v3Wire {
-		o.name("context")
-		if err := o.e.encodeContext(ctx); err != nil {
-			return fieldError(typ, "Context", err)
-		}
+// encodeMessage encodes m into e.buf, with ts as the default for an unset
+// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
+// the defaults of docs/SPEC.md §2, filled once, at Enqueue. It returns
+// whether it generated the id. e.buf holds the JSON, which must be copied
+// before e is reused.
+func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
+	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
+	var id []byte
+	if m.id() == "" {
+		e.newID()
+		id, generated = e.id[:], true
 	}
-	for _, m := range maps {
-		if err := o.fields(m.key, m.m); err != nil {
-			return fieldError(typ, m.field, err)
-		}
+	err = m.encode(e, id, ts)
+	if e.over > 0 {
+		// Found too large before the end: what is left unwritten would
+		// only add to the size.
+		return generated, fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
 	}
-	o.close()
-	return nil
+	if err != nil {
+		return generated, err
+	}
+	if len(e.buf) > MaxMessageBytes {
+		return generated, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
+	}
+	return generated, nil
 }
 
-type namedMap struct {
-	key, field string
-	m          map[string]any
+// newID writes a new random (version 4, RFC 9562) UUID into e.id.
+func (e *encoder) newID() {
+	u, _ := uuid.NewRandomFromReader(&e.random) // randomBytes never fails
+	// As u.String() writes it, without allocating a string per id.
+	hex.Encode(e.id[0:8], u[0:4])
+	e.id[8] = '-'
+	hex.Encode(e.id[9:13], u[4:6])
+	e.id[13] = '-'
+	hex.Encode(e.id[14:18], u[6:8])
+	e.id[18] = '-'
+	hex.Encode(e.id[19:23], u[8:10])
+	e.id[23] = '-'
+	hex.Encode(e.id[24:36], u[10:16])
 }
 
-func fieldError(typ, field string, err error) error {
-	if err == errStop {
-		return err // too large, not invalid
+// randomBytes is an io.Reader of crypto/rand bytes, read from the system
+// idsPerRead messageIds at a time. It is what bufio.Reader would be over
+// crypto/rand.Reader, for less per id, and it clears the bytes it hands
+// out: an id's randomness is used once and not kept.
+type randomBytes struct {
+	buf    [idsPerRead * len(uuid.UUID{})]byte
+	unread int // the last unread bytes of buf
+}
+
+// idsPerRead is how many messageIds one read of crypto/rand serves.
+const idsPerRead = 16
+
+// Read fills p from the buffer, and the buffer from crypto/rand when it is
+// empty.
+func (r *randomBytes) Read(p []byte) (int, error) {
+	if r.unread == 0 {
+		_, _ = rand.Read(r.buf[:]) // crypto/rand.Read never fails: it crashes the program instead
+		r.unread = len(r.buf)
 	}
-	name := field
-	if ve, ok := err.(*valueError); ok {
-		name, err = field+ve.path, ve.err
-	}
-	return &FieldError{Type: typ, Name: name, Reason: strings.TrimPrefix(err.Error(), "json: ")}
+	from := len(r.buf) - r.unread
+	n := copy(p, r.buf[from:])
+	clear(r.buf[from : from+n])
+	r.unread -= n
+	return n, nil
 }
 
 func (m Track) encode(e *encoder, id []byte, ts time.Time) error {
@@ -95,6 +133,162 @@ func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
 	return o.tail("analytics.Alias", m.Context,
 		namedMap{"integrations", "Integrations", m.Integrations})
 }
+
+// head writes the members every message starts with: the message's own
+// MessageId, or else genID.
+func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
+	o.str("type", typ)
+	if id != "" {
+		o.str("messageId", id)
+	} else {
+		o.name("messageId")
+		o.e.buf = append(o.e.buf, '"')
+		o.e.buf = append(o.e.buf, genID...)
+		o.e.buf = append(o.e.buf, '"')
+	}
+	o.time("timestamp", ts)
+	o.str("anonymousId", anonymousID)
+	o.str("userId", userID)
+}
+
+// tail writes the members after the head (context, then the free-form
+// maps) and closes the object. A value JSON cannot hold becomes a
+// *FieldError naming typ, the field and the path inside it;
+// errStop (the message is too large) passes through as it is. With v3Wire,
+// a message without a Context has no context member, as in v3.
+func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
+	if ctx != nil || !o.e.v3Wire {
+		o.name("context")
+		if err := o.e.encodeContext(ctx); err != nil {
+			return fieldError(typ, "Context", err)
+		}
+	}
+	for _, m := range maps {
+		if err := o.fields(m.key, m.m); err != nil {
+			return fieldError(typ, m.field, err)
+		}
+	}
+	o.close()
+	return nil
+}
+
+type namedMap struct {
+	key, field string
+	m          map[string]any
+}
+
+func fieldError(typ, field string, err error) error {
+	if err == errStop {
+		return err // too large, not invalid
+	}
+	name := field
+	if ve, ok := err.(*valueError); ok {
+		name, err = field+ve.path, ve.err
+	}
+	return &FieldError{Type: typ, Name: name, Reason: strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// encodeContext writes the message's context: the SDK's library, then the
+// caller's members, if any. With v3Wire the library is the batch's
+// alone (the envelope's context), and a library the caller set is written as
+// it is, as v3 did.
+func (e *encoder) encodeContext(c *Context) error {
+	o := e.openObject()
+	if !e.v3Wire {
+		o.name("library")
+		e.buf = append(e.buf, libraryJSON...)
+	}
+	if c == nil {
+		o.close()
+		return nil
+	}
+	written := make([]string, 0, len(contextFields))
+	if !e.v3Wire {
+		written = append(written, "library")
+	}
+	for _, s := range [...]struct {
+		name string
+		v    any
+		zero bool
+	}{
+		{"app", c.App, c.App == AppInfo{}},
+		{"campaign", c.Campaign, c.Campaign == CampaignInfo{}},
+		{"device", c.Device, c.Device == DeviceInfo{}},
+		{"library", c.Library, !e.v3Wire || c.Library == LibraryInfo{}},
+		{"location", c.Location, c.Location == LocationInfo{}},
+		{"network", c.Network, c.Network == NetworkInfo{}},
+		{"os", c.OS, c.OS == OSInfo{}},
+		{"page", c.Page, c.Page == PageInfo{}},
+		{"referrer", c.Referrer, c.Referrer == ReferrerInfo{}},
+		{"screen", c.Screen, c.Screen == ScreenInfo{}},
+	} {
+		if s.zero {
+			continue
+		}
+		written = append(written, s.name)
+		o.name(s.name)
+		if err := e.marshal(s.v); err != nil {
+			return within("."+s.name, err)
+		}
+	}
+	if len(c.IP) > 0 {
+		written = append(written, "ip")
+		o.name("ip")
+		e.string(c.IP.String())
+	}
+	if c.Direct {
+		written = append(written, "direct")
+		o.name("direct")
+		e.buf = append(e.buf, "true"...)
+	}
+	for _, s := range [...]struct{ name, v string }{
+		{"locale", c.Locale}, {"groupId", c.GroupID}, {"timezone", c.Timezone}, {"userAgent", c.UserAgent},
+	} {
+		if s.v != "" {
+			written = append(written, s.name)
+		}
+		o.str(s.name, s.v)
+	}
+	if len(c.Traits) > 0 {
+		written = append(written, "traits")
+		o.name("traits")
+		if err := e.object(c.Traits); err != nil {
+			return within(".Traits", err)
+		}
+	}
+	if len(c.Extra) > 0 {
+		// Members other than those written take at least `,"":0` each:
+		// refuse before sorting their keys.
+		if !e.fits(5 * (len(c.Extra) - len(written))) {
+			return errStop
+		}
+		keys := make([]string, 0, len(c.Extra))
+		for k, v := range c.Extra {
+			if !slices.Contains(written, k) {
+				keys = append(keys, k)
+			} else if e.countKept {
+				e.kept += valueKept(v, 0) // kept, though a field wins on the wire
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			o.key(k)
+			if err := e.value(c.Extra[k]); err != nil {
+				return within(".Extra["+strconv.Quote(k)+"]", err)
+			}
+		}
+	}
+	o.close()
+	return nil
+}
+
+// libraryJSON is context.library as every message carries it.
+const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
+
+// v3LibraryJSON is context.library as segmentio/analytics-go v3 sent it on
+// each batch, whatever its release (v3.3.0 still said 3.0.0): the batch's
+// library on the v3 wire (WithV3Wire).
+const v3LibraryJSON = `{"name":"analytics-go","version":"3.0.0"}`
 
 func or(v, def string) string {
 	if v == "" {

@@ -3,7 +3,7 @@ package analytics
 import "time"
 
 // Properties are the free-form properties of a Track, Page or Screen, with
-// chainable setters for the common ones (SPEC §2):
+// chainable setters for the common ones:
 //
 //	analytics.NewProperties().SetRevenue(10).SetCurrency("USD").Set("plan", "pro")
 //
@@ -57,8 +57,7 @@ func (p Properties) SetPrice(price float64) Properties { return p.Set("price", p
 // SetProductId sets "id" (the product's).
 func (p Properties) SetProductId(id string) Properties { return p.Set("id", id) }
 
-// SetOrderId sets "orderId", the key segmentio/analytics-go v3 writes
-// (SPEC §2).
+// SetOrderId sets "orderId", the key segmentio/analytics-go v3 writes.
 func (p Properties) SetOrderId(id string) Properties { return p.Set("orderId", id) }
 
 // SetTotal sets "total".
@@ -163,8 +162,8 @@ type Integrations map[string]any
 // NewIntegrations returns empty Integrations.
 func NewIntegrations() Integrations { return make(Integrations, 8) }
 
-// EnableAll sets "All" to true: the spec's key, where v3 wrote "all"
-// (SPEC §2).
+// EnableAll sets "All" to true: the Segment spec's key, where v3 wrote
+// "all".
 func (i Integrations) EnableAll() Integrations { return i.Enable("All") }
 
 // DisableAll sets "All" to false.

@@ -34,8 +34,8 @@
 //   - 401 without an Authorization header of Basic credentials whose user
 //     name, the write key, is not empty; any password is accepted;
 //   - 413 if its body is over 500,000 bytes after gzip decoding: the limit
-//     is the SDK's own, measured as the SDK measures it (docs/SPEC.md §3),
-//     so a body the SDK sends is never refused for its size;
+//     is the SDK's own (analytics.MaxBatchBytes), measured as the SDK
+//     measures it, so a body the SDK sends is never refused for its size;
 //   - 400 if its gzip does not decode (Content-Encoding gzip, in any
 //     case; identity or none means a plain body; any other coding is
 //     refused), if the body is not a JSON object with a "batch" array, or
@@ -79,5 +79,8 @@
 // it with the status it answered, so a test can check that each messageId
 // was delivered exactly once. Numbers in the recorded events are kept as
 // json.Number, in Go and in GET /_requests, so an integer above 2^53 or a
-// decimal arrives exactly as sent. It imports nothing of the SDK.
+// decimal arrives exactly as sent. Of the SDK it shares only the two
+// limits above, 500,000 bytes a body and 2,500 events a batch, read from
+// the constants the SDK reads (analytics.MaxBatchBytes, MaxBatchEvents);
+// what it checks, it checks with code of its own.
 package analyticstest

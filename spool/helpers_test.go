@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 // event returns the i-th test record: a JSON object of a size that varies
@@ -148,22 +149,7 @@ func snapshot(t testing.TB, dir string) string {
 }
 
 // logs collects what the spool logs.
-type logs struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logs struct{ testsupport.Buffer }
 
 func (l *logs) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))

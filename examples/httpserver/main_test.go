@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dualpath/analytics-go/analyticstest"
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 func TestMain(m *testing.M) {
@@ -58,7 +58,7 @@ func delivered(t *testing.T, mock *analyticstest.Server) []map[string]any {
 
 func TestRequestsMode(t *testing.T) {
 	mock, ln := startMock(t)
-	var out syncBuffer
+	var out testsupport.Buffer
 	args := []string{"-requests", "25", "-endpoint", ln.URL, "-write-key", "test-key"}
 	require.NoError(t, run(context.Background(), args, &out), "run(%q); output:\n%s", args, &out)
 
@@ -97,7 +97,7 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 		t.Skip("sending os.Interrupt to a process is not implemented on Windows")
 	}
 	mock, ln := startMock(t)
-	var out syncBuffer
+	var out testsupport.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(context.Background(), []string{"-endpoint", ln.URL}, &out) }()
 
@@ -165,7 +165,7 @@ func TestBadFlag(t *testing.T) {
 }
 
 // waitFor waits until the output matches expr and returns the submatches.
-func waitFor(t *testing.T, out *syncBuffer, expr string) []string {
+func waitFor(t *testing.T, out *testsupport.Buffer, expr string) []string {
 	t.Helper()
 	re := regexp.MustCompile(expr)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -175,23 +175,4 @@ func waitFor(t *testing.T, out *syncBuffer, expr string) []string {
 	}
 	require.Fail(t, "no output matching "+expr+" within 5s", "output:\n%s", out)
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer that run's goroutines may write while the
-// test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -4,18 +4,18 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/internal/testsupport"
 )
 
 // hangAfter bounds each wait on the child process: far beyond what a
@@ -38,7 +38,7 @@ func TestStopsBySignal(t *testing.T) {
 			cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
 			stdout, err := cmd.StdoutPipe()
 			require.NoError(t, err)
-			var stderr lockedBuffer
+			var stderr testsupport.Buffer
 			cmd.Stderr = &stderr
 			require.NoError(t, cmd.Start())
 
@@ -91,23 +91,4 @@ func TestStopsBySignal(t *testing.T) {
 			assert.Error(t, err, "the port is closed")
 		})
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that the child's stderr may write to
-// while the test reads it for a failure message.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
