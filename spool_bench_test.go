@@ -17,7 +17,7 @@ import (
 // of their uploads would, so that the spool's files stay small.
 func BenchmarkEnqueueSpool(b *testing.B) {
 	c, err := New("wk", WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
-		WithMaxQueueSize(quietQueue), WithFlushAt(quietQueue), WithFlushInterval(time.Hour),
+		WithMaxQueueSize(quietQueue), WithFlushAt(MaxBatchEvents), WithFlushInterval(time.Hour),
 		WithSpool(b.TempDir()))
 	require.NoError(b, err, "New")
 	defer c.Close()
@@ -25,7 +25,7 @@ func BenchmarkEnqueueSpool(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		// As in BenchmarkEnqueue: drained well before FlushAt.
-		if i%(quietQueue/2) == 0 {
+		if i%quietDrain == 0 {
 			b.StopTimer()
 			drainSpool(b, c)
 			b.StartTimer()
