@@ -15,7 +15,7 @@ import (
 
 // OptionsFromEnv reads settings from the environment, with the names and
 // units shared by the Segment SDKs, so a deployment tunes the SDK without a
-// rebuild (SPEC §7):
+// rebuild:
 //
 //	ANALYTICS_WRITE_KEY                   read by NewFromEnv only, never shown
 //	ANALYTICS_ENDPOINT                    URL
@@ -74,7 +74,7 @@ func optionsFromEnviron(environ []string) ([]Option, error) {
 
 // NewFromEnv returns a client configured by the environment alone: the
 // write key from ANALYTICS_WRITE_KEY, every other setting as OptionsFromEnv
-// reads it (SPEC §7). The environment's options are applied after opts, so a
+// reads it. The environment's options are applied after opts, so a
 // variable that is set overrides the program's own setting: the code gives
 // the defaults, the deployment tunes them. (For a setting the environment
 // must not change, call New with OptionsFromEnv's options before your
@@ -136,7 +136,7 @@ type envReading struct {
 }
 
 // readEnv reads environ, in the form of os.Environ. When a name appears
-// twice the first value wins, as with os.Getenv (SPEC §7).
+// twice the first value wins, as with os.Getenv.
 func readEnv(environ []string) envReading {
 	values := map[string]string{}
 	var unknown []string
@@ -198,8 +198,7 @@ func envCount(v, unit, example string) (int, error) {
 }
 
 // envSeconds reads a number of seconds exactly: 0.1 is 100ms, not the
-// float64 nearest to it. A leading "+" is allowed, as for counts
-// (SPEC §7).
+// float64 nearest to it. A leading "+" is allowed, as for counts.
 func envSeconds(v string) (time.Duration, error) {
 	text := v
 	if rest, ok := strings.CutPrefix(v, "+"); ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' {

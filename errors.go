@@ -10,7 +10,7 @@ import (
 )
 
 // Errors that Enqueue, Flush and Shutdown return, and that a failed event's
-// error wraps. Match them with errors.Is (SPEC §8).
+// error wraps. Match them with errors.Is.
 var (
 	// ErrClosed is returned by Enqueue and Flush once Close or Shutdown has
 	// begun.
@@ -18,39 +18,39 @@ var (
 	// ErrQueueFull is returned by Enqueue when the queue holds MaxQueueSize
 	// events or MaxQueueBytes bytes, and wrapped, with the context's error,
 	// by the error of an EnqueueContext whose context ended while it
-	// waited for room. Nothing already queued is touched (SPEC §3).
+	// waited for room. Nothing already queued is touched.
 	ErrQueueFull = errors.New("analytics: queue is full")
 	// ErrInvalidMessage is wrapped by every validation or encoding error of
-	// Enqueue (a *FieldError names the field; SPEC §2).
+	// Enqueue (a *FieldError names the field).
 	ErrInvalidMessage = errors.New("analytics: invalid message")
 	// ErrMessageTooLarge is returned by Enqueue for a message whose JSON is
-	// larger than MaxMessageBytes (SPEC §2).
+	// larger than MaxMessageBytes.
 	ErrMessageTooLarge = errors.New("analytics: message too large")
 
 	// ErrRedirect: the tracking API answered a 3xx, or a user-supplied
 	// http.Client followed a redirect that turned the POST into another
-	// method. The *HTTPError has the Location (SPEC §4).
+	// method. The *HTTPError has the Location.
 	ErrRedirect = retry.ErrRedirect
 	// ErrRetriesExhausted: the batch failed RetryCount+1 times on the
-	// backoff path; the error also wraps the last attempt's error (SPEC §5).
+	// backoff path; the error also wraps the last attempt's error.
 	ErrRetriesExhausted = retry.ErrRetriesExhausted
 	// ErrBackoffBudgetExceeded: the next backoff wait did not fit in what
-	// was left of MaxTotalBackoffDuration (SPEC §5).
+	// was left of MaxTotalBackoffDuration.
 	ErrBackoffBudgetExceeded = retry.ErrBackoffBudgetExceeded
 	// ErrRateLimitBudgetExceeded: the next Retry-After wait did not fit in
-	// what was left of MaxRateLimitDuration (SPEC §5).
+	// what was left of MaxRateLimitDuration.
 	ErrRateLimitBudgetExceeded = retry.ErrRateLimitBudgetExceeded
 	// ErrFatalStatus: the tracking API answered a status that no resend can
 	// fix (4xx other than 408, 410, 413, 429, 460; 501, 505, 511), or 413
-	// for a single event (SPEC §5).
+	// for a single event.
 	ErrFatalStatus = retry.ErrFatalStatus
 	// ErrRetriesStopped: Close or Shutdown began with WithCloseRetries
 	// off, and the batch was waiting to retry or its attempt failed then;
-	// the error also wraps the last attempt's error (SPEC §8).
+	// the error also wraps the last attempt's error.
 	ErrRetriesStopped = retry.ErrRetriesStopped
 )
 
-// HTTPError is a non-2xx response to an upload attempt (SPEC §4, §8): a
+// HTTPError is a non-2xx response to an upload attempt: a
 // failed event's error wraps the last one its batch got. Find it with
 // errors.As. It is [consumer.HTTPError]; its Error method describes the
 // response, e.g. `HTTP 503 Service Unavailable: "busy"`, and on a 401, 403
@@ -59,7 +59,7 @@ var (
 // Its fields:
 //   - StatusCode: the response status.
 //   - Body: the start of the response body (at most 4 KiB), with the
-//     write key removed (SPEC §7).
+//     write key removed.
 //   - RetryAfter: the response's valid Retry-After, 0 when it had none or
 //     it was invalid or ignored.
 //   - Location: the redirect target of a 3xx, or the URL a user-supplied
@@ -75,7 +75,7 @@ var (
 type HTTPError = consumer.HTTPError
 
 // Phase is how far an attempt got before its transport error, from
-// net/http/httptrace (SPEC §5, transport errors). It tells "sent 0 times"
+// net/http/httptrace. It tells "sent 0 times"
 // from "maybe delivered". It is [consumer.Phase]; its methods are Written,
 // which reports whether the request had been completely written (so the
 // server may have received it), and String, which names the phase.
@@ -97,8 +97,8 @@ const (
 	PhaseResponding = consumer.PhaseResponding
 )
 
-// TransportError is an upload attempt that got no HTTP response (SPEC §5,
-// transport errors): a failed event's error wraps it when its batch's last
+// TransportError is an upload attempt that got no HTTP response: a
+// failed event's error wraps it when its batch's last
 // attempt ended so. Find it with errors.As. It is [consumer.TransportError];
 // it unwraps to Err, its Written method reports whether the request had been
 // completely written, and its Error reads like "transport error (request
@@ -107,11 +107,11 @@ const (
 //
 // Its fields:
 //   - Phase: how far the request got.
-//   - Err: the HTTP client's error, with the write key removed (SPEC §7).
+//   - Err: the HTTP client's error, with the write key removed.
 type TransportError = consumer.TransportError
 
 // TokenError is an OAuth 2.0 token request that got no access token
-// (WithOAuth, SPEC §4), so the upload it was for was not sent: a failed
+// (WithOAuth), so the upload it was for was not sent: a failed
 // event's error wraps it when its batch's last attempt ended so. Find it
 // with errors.As. It is [consumer.TokenError]; it unwraps to Err, and its
 // Error reads like "OAuth token request to https://oauth2.segment.io/token:
@@ -125,7 +125,7 @@ type TransportError = consumer.TransportError
 //     error when it gave none, or what a 2xx answer lacked.
 type TokenError = consumer.TokenError
 
-// BatchError is the error a failed event is reported with (SPEC §8): why its
+// BatchError is the error a failed event is reported with: why its
 // batch stopped (Reason), how many attempts the batch made, and the last
 // attempt's error. It is [consumer.BatchError]; its Error reads like
 // "analytics: retries exhausted after 11 attempts: HTTP 503 Service
@@ -144,7 +144,7 @@ type TokenError = consumer.TokenError
 type BatchError = consumer.BatchError
 
 // OptionError is New's error for an invalid configuration: it names the
-// option at fault and says why (SPEC §7). Find it with errors.As.
+// option at fault and says why. Find it with errors.As.
 type OptionError struct {
 	// Option is the option's name without its With prefix, such as
 	// "FlushAt", or "WriteKey" for an empty write key.
@@ -162,7 +162,7 @@ func (e *OptionError) Error() string {
 }
 
 // FieldError is a message that failed validation or encoding at Enqueue. It
-// names the message type and the field (SPEC §2). errors.Is(err,
+// names the message type and the field. errors.Is(err,
 // ErrInvalidMessage) is true.
 type FieldError struct {
 	// Type is the message type, e.g. "analytics.Track".
@@ -185,7 +185,7 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalidMessage 
 
 // ErrShutdown is wrapped by the error of every event that a Shutdown cut
 // short when its context ended; that error also wraps the context's error
-// (context.DeadlineExceeded or context.Canceled; SPEC §8).
+// (context.DeadlineExceeded or context.Canceled).
 var ErrShutdown = errors.New("analytics: shutdown ended before delivery")
 
 func shutdownCause(ctxErr error) error {
@@ -207,11 +207,11 @@ func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr}
 // not write the event: the error wraps the file system's cause too (no
 // space, an I/O error, a read-only file system), which errors.Is finds
 // (syscall.ENOSPC, say). The event is not accepted; what was accepted
-// before is kept, and Enqueue works again once the disk does (SPEC §11.9).
+// before is kept, and Enqueue works again once the disk does.
 var ErrSpool = errors.New("analytics: the spool could not keep the event")
 
 // queueFullError is EnqueueContext's error when its context ended before
-// the queue had room: it matches ErrQueueFull and ctxErr (SPEC §3).
+// the queue had room: it matches ErrQueueFull and ctxErr.
 func queueFullError(ctxErr error) error {
 	if ctxErr == nil {
 		return ErrQueueFull

@@ -213,7 +213,7 @@ func WithHTTPClient(client *http.Client) Option {
 	return func(c *config) { c.httpClient, c.httpClientSet = client, true }
 }
 
-// CheckRedirect is the SDK's redirect rule (SPEC §4), that of its own
+// CheckRedirect is the SDK's redirect rule, that of its own
 // client, for the CheckRedirect field of an http.Client given to
 // WithHTTPClient: a 307 or 308 is followed (same method and body), up to 10
 // hops; a 301, 302 or 303 is not, since it would turn the POST into a

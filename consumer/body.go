@@ -27,7 +27,7 @@ const (
 	batchIDLen    = len("00000000-0000-0000-0000-000000000000")
 )
 
-// envelope is what a body holds around its events (SPEC §4): the context
+// envelope is what a body holds around its events: the context
 // member, and how sentAt and the batch's messageId are written (Config's
 // Context, JSONTimes and BatchMessageID).
 type envelope struct {
@@ -52,7 +52,7 @@ func (env envelope) size() int {
 // every attempt and never copied, between an opening and this attempt's
 // tail (the batch's messageId, sentAt and the envelope context). Only the
 // tail differs between attempts, so the events are byte-identical on
-// each (SPEC §4).
+// each.
 type batchBody struct {
 	events [][]byte
 	tail   []byte

@@ -9,14 +9,14 @@ import (
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// HTTPError is a non-2xx response to an upload attempt (SPEC §4, §8). A
+// HTTPError is a non-2xx response to an upload attempt. A
 // failed event's error wraps the last one its batch got: find it with
 // errors.As. The analytics package names it analytics.HTTPError.
 type HTTPError struct {
 	// StatusCode is the response status.
 	StatusCode int
 	// Body is the start of the response body (at most 4 KiB), with the
-	// write key removed (SPEC §7).
+	// write key removed.
 	Body string
 	// RetryAfter is the response's valid Retry-After, 0 when it had none or
 	// it was invalid or ignored (on a non-retryable status).
@@ -73,8 +73,8 @@ func (e *HTTPError) Error() string {
 	return b.String()
 }
 
-// TokenError is an OAuth 2.0 token request that got no access token
-// (SPEC §4), so the upload it was for was not sent: a failed event's error
+// TokenError is an OAuth 2.0 token request that got no access token,
+// so the upload it was for was not sent: a failed event's error
 // wraps it when its batch's last attempt ended so. Find it with
 // errors.As. The analytics package names it analytics.TokenError.
 type TokenError struct {
@@ -100,8 +100,7 @@ func (e *TokenError) Error() string {
 func (e *TokenError) Unwrap() error { return e.Err }
 
 // Phase is how far an attempt got before its transport error, from
-// net/http/httptrace. It tells "sent 0 times" from "maybe delivered"
-// (SPEC §5, transport errors).
+// net/http/httptrace. It tells "sent 0 times" from "maybe delivered".
 type Phase int
 
 // How far a request got before a transport error.
@@ -139,15 +138,15 @@ func (p Phase) String() string {
 	return "unknown phase"
 }
 
-// TransportError is an upload attempt that got no HTTP response (SPEC §5,
-// transport errors): a failed event's error wraps it when its batch's last
+// TransportError is an upload attempt that got no HTTP response: a
+// failed event's error wraps it when its batch's last
 // attempt ended so. Find it with errors.As. Err's text differs across Go
 // versions and platforms, so nothing in the SDK decides on it. The
 // analytics package names it analytics.TransportError.
 type TransportError struct {
 	// Phase is how far the request got.
 	Phase Phase
-	// Err is the HTTP client's error, with the write key removed (SPEC §7).
+	// Err is the HTTP client's error, with the write key removed.
 	Err error
 }
 
@@ -164,7 +163,7 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // server may have received it.
 func (e *TransportError) Written() bool { return e.Phase.Written() }
 
-// BatchError is the error a failed event is reported with (SPEC §8): why
+// BatchError is the error a failed event is reported with: why
 // its batch stopped (Reason), how many attempts the batch made, and the
 // last attempt's error. The analytics package names it
 // analytics.BatchError.

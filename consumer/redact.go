@@ -15,7 +15,7 @@ const redacted = "[REDACTED]"
 // scrubber removes the write key from every text an attempt's error can
 // carry that a server, a proxy or a redirect target chose: response bodies,
 // Location headers, malformed header lines quoted by net/http, and URLs in
-// transport errors (SPEC §7); with OAuth, the access token an upload
+// transport errors; with OAuth, the access token an upload
 // carried and the JWT a token request did too. Every error an attempt
 // returns passes through error, once, before anything logs it or hands it
 // to a caller.
@@ -69,7 +69,7 @@ func (s *scrubber) text(t string) string { return s.replacer.Replace(t) }
 
 // excerpt scrubs the start of a body that was cut at a length limit. A key
 // the cut went through survives it only as a prefix at the very end; that
-// prefix is removed too (SPEC §7: an excerpt cut through the key).
+// prefix is removed too (an excerpt cut through the key).
 func (s *scrubber) excerpt(t string, cut bool) string {
 	t = s.text(t)
 	if !cut {

@@ -14,7 +14,7 @@ import (
 
 // newRequest builds the POST of one attempt: the body (id is the batch's
 // messageId when it carries one, sentAt is now, gzipped when on), the headers (auth is the Authorization), and a trace that records in phase how far
-// the send gets (SPEC §4).
+// the send gets.
 func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, retryCount int, auth string, phase *progress) (*http.Request, error) {
 	body := newBatchBody(events, u.env, id, time.Now())
 	var reader func() io.Reader

@@ -26,7 +26,7 @@ import (
 // tokens, under its URL.
 const TokenPath = "/token"
 
-// OAuth is an Uploader's OAuth 2.0 client (SPEC §4): it gets access tokens
+// OAuth is an Uploader's OAuth 2.0 client: it gets access tokens
 // from AuthServer with a JWT that Key signs (RFC 7523), and every upload
 // carries one instead of the write key's Basic credentials.
 type OAuth struct {
@@ -86,7 +86,7 @@ type tokenFetch struct {
 // get returns the token an upload carries. When there is none to use, it
 // gets one: the first caller asks the token endpoint, and those that come
 // while it does wait for its end or for their ctx; a request that fails
-// fails them all alike, with the Result their budgets take (SPEC §5). A
+// fails them all alike, with the Result their budgets take. A
 // token past half its life is refreshed by one caller while the others use
 // it; a refresh that fails leaves it in use until it expires, and is tried
 // again halfway to then.

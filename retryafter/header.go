@@ -7,7 +7,7 @@ import (
 )
 
 // FromHeader reads the Retry-After field of a response's header and returns
-// the delay it asks for, in nanoseconds as a time.Duration (> 0; SPEC §6).
+// the delay it asks for, in nanoseconds as a time.Duration (> 0).
 //
 // It returns ok=false when the field is absent, appears on more than one
 // field line (the value is then ambiguous), or is invalid as Parse defines

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// An httpDateForm is one of the three HTTP-date forms of RFC 9110 §5.6.7
-// (SPEC §6). time.Parse reads it with its layout and checks the calendar
+// An httpDateForm is one of the three HTTP-date forms of RFC 9110 §5.6.7.
+// time.Parse reads it with its layout and checks the calendar
 // and the ranges. What time.Parse does not check is done on top: the mask
 // fixes every width and literal after the day name ('9' is an ASCII digit,
 // '?' a byte checked on its own), since time.Parse takes a one-digit hour

@@ -31,7 +31,7 @@ const (
 	reasonNotFuture     = "date is not in the future"
 )
 
-// Parse parses one Retry-After field value (SPEC §6) and returns the delay
+// Parse parses one Retry-After field value and returns the delay
 // it asks for, in nanoseconds as a time.Duration, always > 0.
 //
 // value must already be trimmed of surrounding whitespace (the HTTP parser
