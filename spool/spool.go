@@ -42,6 +42,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/dualpath/analytics-go/internal/waitline"
 )
 
 // Version is the format version this package writes and reads. Open
@@ -200,7 +202,7 @@ type Spool struct {
 	acks ackFiles // the open acknowledgement files, and Ack's buffers
 
 	commitState
-	first, last *waiter // AppendWait calls waiting for room, oldest first
+	line waitline.Line[int64] // AppendWait calls waiting for room, oldest first
 }
 
 // Open locks dir (creating it, mode 0700, if needed), reads what it holds,
