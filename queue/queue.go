@@ -305,21 +305,13 @@ func (q *Queue[T]) Release(items, bytes int) {
 	}
 }
 
-// Sizes returns, read together, the items queued, the length of their
+// Sizes returns, read together, the items queued and the length of their
 // Data, and the items that count against the bounds (queued, or taken and
-// not released).
-func (q *Queue[T]) Sizes() (queued, queuedBytes, held int) {
+// not released) and their total Size: what the bounds limit.
+func (q *Queue[T]) Sizes() (queued, queuedBytes, held, heldBytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.n, q.bytes, q.held
-}
-
-// HeldBytes returns the total Size of the items that count against the
-// bounds (queued, or taken and not released): what the byte bound limits.
-func (q *Queue[T]) HeldBytes() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.heldB
+	return q.n, q.bytes, q.held, q.heldB
 }
 
 // Close makes every later Push and PushWait return Closed, and wakes every
@@ -335,13 +327,6 @@ func (q *Queue[T]) Close() {
 		w.Value.res, w.Value.n = Closed, q.n
 		w.Wake()
 	}
-}
-
-// IsClosed reports whether Close was called.
-func (q *Queue[T]) IsClosed() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.closed
 }
 
 // copyData copies data into the current chunk, starting a new one when it
@@ -376,14 +361,10 @@ func (q *Queue[T]) unref(c *chunk) {
 	}
 }
 
-// Recycle says that the caller is done with b, a batch as Take or Drain
-// returned it: its budget released, nothing reading its items or their
-// Data any more. The memory its items' Data were copied into, and its
-// slice of items, then take later items and batches. Recycle clears the
-// items. It is optional: memory not recycled is left to the garbage
-// collector. A batch is recycled at most once: recycling one whose items
-// or Data are still read elsewhere, or recycling it again, would let a
-// later Push or Take write over them.
+// Recycle gives b's memory (its items and their Data), which nothing
+// reads any more, to later items and batches, and clears the items. It is
+// optional: what is not recycled is left to the garbage collector. A batch
+// is recycled at most once.
 func (q *Queue[T]) Recycle(b Batch[T]) {
 	if len(b.Items) == 0 {
 		return

@@ -279,7 +279,7 @@ func BenchmarkPushWait(b *testing.B) {
 		for {
 			batch := q.Take(4, 1<<20)
 			if len(batch.Items) == 0 {
-				if q.IsClosed() {
+				if q.Admission() == Closed {
 					return
 				}
 				runtime.Gosched()

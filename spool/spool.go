@@ -130,6 +130,11 @@ type Stats struct {
 	Backlog   int64 // of them, records not handed to the caller yet
 	Recovered int64 // records found at Open that were not done
 	Corrupt   int64 // damaged records (or unreadable stretches) skipped since Open
+	// Handed is the records handed to the caller (by Append's direct or
+	// by Load) since Open, plus the Backlog: the records the caller has
+	// taken or will take, in order. A record that a later Load finds
+	// damaged counts only until then.
+	Handed uint64
 }
 
 // Spool is an open spool directory. It is safe for concurrent use.
@@ -274,23 +279,6 @@ func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 	return s.load(fn, damaged)
 }
 
-// Backlog returns the number of records not handed to the caller yet.
-func (s *Spool) Backlog() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return int(s.backlog)
-}
-
-// Handed returns the number of records handed to the caller (by Append's
-// direct or by Load) since Open, plus the backlog: the records the caller
-// has taken or will take, in order. It counts a record that a later Load
-// finds damaged only until then.
-func (s *Spool) Handed() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.handed + uint64(s.backlog)
-}
-
 // Ack records that the records ids are done. They are not handed again,
 // after a restart either, and a segment whose records are all done is
 // removed, unless it is the one being written (SPEC §11.6). ids may be in
@@ -318,6 +306,7 @@ func (s *Spool) Stats() Stats {
 		Backlog:   s.backlog,
 		Recovered: s.stats.Recovered,
 		Corrupt:   s.stats.Corrupt,
+		Handed:    s.handed + uint64(s.backlog),
 	}
 }
 
