@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit modules e2e demo bench bench-packages fleet fleet-quiet fuzz
+.PHONY: test vet staticcheck unit modules stress e2e demo bench bench-packages fleet fleet-quiet fuzz
 
 test: vet staticcheck unit modules
 
@@ -15,9 +15,12 @@ vet:
 staticcheck:
 	$(STATICCHECK) ./...
 
-# Every package's tests, the e2e conformance suite (./e2e) included.
+# Every package's tests, the e2e conformance suite (./e2e) included; then
+# queue/ again without the race detector, for its allocation counts, which
+# the race detector's sync.Pool makes vary.
 unit:
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 ./queue
 
 # The modules of their own, which ./... at the root leaves out: the
 # benchmarks (benchmarks/) and the OpenTelemetry metrics bridge
@@ -27,6 +30,13 @@ modules:
 	for m in $(MODULES); do \
 		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...) || exit 1; \
 	done
+
+# The whole suite, shuffled, STRESS_COUNT runs in a row (5 by default)
+# beside a busy loop on every core, for the tests whose outcome depends on
+# scheduling: it prints how many runs passed and the tests that failed.
+# .ci/stress lists the knobs (STRESS_TESTS, STRESS_LOGS, STRESS_MODULES, ...).
+stress:
+	GO=$(GO) bash .ci/stress
 
 # The e2e conformance suite alone: the CLI against the mock tracking API.
 e2e:

@@ -290,7 +290,8 @@ func (c *Client) Close() error {
 // ErrShutdown and ctx.Err(); none is dropped silently. Shutdown then
 // returns ctx.Err() once the client's goroutines have ended, and nil
 // otherwise, however many times it is called. Any caller's context ending
-// cuts the shutdown short for all. With WithSpool, the events not yet
+// cuts the shutdown short for all; a ctx that has ended already does it
+// before anything more is sent. With WithSpool, the events not yet
 // delivered stay in the spool instead, as with Close.
 func (c *Client) Shutdown(ctx context.Context) error {
 	_, err := c.shutdown(ctx)
@@ -306,12 +307,18 @@ func (c *Client) shutdown(ctx context.Context) (first bool, err error) {
 		if !c.cfg.closeRetries {
 			c.up.StopRetries()
 		}
+		if err = ctx.Err(); err != nil {
+			// Ended already: cut short before the loop may send, so that
+			// what is sent does not depend on how soon it runs.
+			c.loop.Cancel(shutdownCause(err))
+		}
 		c.loop.Close()
 	})
 	done := c.loop.Done()
 	select {
 	case <-done:
-		// Finished already: a ctx that has ended too does not matter.
+		// Finished already: a ctx that ended after the shutdown began
+		// does not matter.
 	default:
 		select {
 		case <-done:

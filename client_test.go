@@ -504,6 +504,46 @@ func TestShutdownFailuresWrapErrShutdown(t *testing.T) {
 	})
 }
 
+// A Shutdown whose context has ended already sends nothing more, however
+// soon the loop runs: the events queued fail, none reaches the API (SPEC
+// §8). Its context lets the loop run first, as a scheduler may.
+func TestShutdownWithAnEndedContextSendsNothing(t *testing.T) {
+	for _, spooled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "spool"}[spooled], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := []Option{WithFlushAt(100)}
+				if spooled {
+					opts = append(opts, WithSpool(t.TempDir()))
+				}
+				api := newAPI()
+				e := newEnv(t, api, opts...)
+				e.enqueue(tracks("m", 5)...) // under FlushAt: all five stay queued
+				synctest.Wait()
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				assert.ErrorIs(t, e.client.Shutdown(loopFirst{ctx}), context.Canceled, "Shutdown")
+				assert.Zero(t, len(api.Requests()), "requests sent")
+				st := e.client.Stats()
+				if spooled {
+					assert.Equal(t, int64(5), st.Spool.Left, "Spool.Left: the queued events stay in the spool")
+				} else {
+					assert.Equal(t, int64(5), st.Failed.Shutdown, "Failed.Shutdown: the queued events fail")
+				}
+			})
+		})
+	}
+}
+
+// loopFirst is a context whose Done, before it answers, lets every other
+// goroutine of the synctest bubble run until they all wait: a Shutdown
+// that looked at Done first would find the loop had sent what it could.
+type loopFirst struct{ context.Context }
+
+func (c loopFirst) Done() <-chan struct{} {
+	synctest.Wait()
+	return c.Context.Done()
+}
+
 func TestBatchInBackoffDoesNotHoldARequestSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := newAPI().Script(analyticstest.Status(503))

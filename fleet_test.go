@@ -282,7 +282,7 @@ func TestFleetQuietLongOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a fleet")
 	}
-	r := fleetRun{clients: min(fleetSize(), 20), rate: 20, warmup: 30 * time.Second, outage: 5 * time.Minute, after: 90 * time.Second,
+	r := fleetRun{clients: 20, rate: 20, warmup: 30 * time.Second, outage: 5 * time.Minute, after: 90 * time.Second,
 		answerDown: func() (int, string) { return 503, "" }, opts: []Option{WithFlushAt(250)}, spread: 5 * time.Second}
 	res := r.run(t)
 	t.Logf("%d clients: healthy %.1f/s, during the outage %.2f/s (%.2f×), busiest second after %d (%.2f×), last event enqueued before the recovery delivered %v after it",

@@ -427,7 +427,10 @@ func TestSpoolBacklogDoesNotWaitForTheTimer(t *testing.T) {
 		}
 		e.enqueue(msgs...)
 		synctest.Wait()
-		assert.Zero(t, time.Since(start), "fake time passed")
+		assert.Equal(t, int64(len(msgs)-1), e.client.Stats().InFlight, "events sent at once, before any fake time passed")
+		time.Sleep(time.Second) // the API's answer
+		synctest.Wait()
+		assert.Equal(t, time.Second, time.Since(start), "fake time passed")
 		st := e.client.Stats()
 		assert.Zero(t, st.Spool.OnDisk, "events still on disk")
 		// The last few stay in memory below FlushAt, as without a spool:
@@ -628,11 +631,15 @@ func TestSpoolDamageFoundWhenReadBack(t *testing.T) {
 // With WithSpool, the first event that the memory queue has no room for
 // (its byte bound holds fewer than FlushAt) waits on disk and wakes the
 // loop: the queued events go out at once, not at FlushInterval, and the
-// one on disk after them (SPEC §11.5).
+// one on disk after them (SPEC §11.5). The API answers after a second of
+// fake time, which passes only once the test waits: until then the batch
+// stays in flight, its events hold the queue's room, and the event on
+// disk stays there, however soon the loop runs.
 func TestSpoolFirstEventOnDiskWakesTheLoop(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, newAPI(), WithSpool(dir), WithMaxQueueBytes(40_000), WithFlushInterval(time.Hour))
+		api := newAPI().Default(analyticstest.Answer{Delay: time.Second})
+		e := newEnv(t, api, WithSpool(dir), WithMaxQueueBytes(40_000), WithFlushInterval(time.Hour))
 		synctest.Wait() // the loop waits to be woken
 		start := time.Now()
 		pad := strings.Repeat("p", 2000)
@@ -644,7 +651,10 @@ func TestSpoolFirstEventOnDiskWakesTheLoop(t *testing.T) {
 			msgs = append(msgs, m)
 		}
 		synctest.Wait()
-		assert.Zero(t, time.Since(start), "fake time passed")
+		assert.Equal(t, int64(len(msgs)-1), e.client.Stats().InFlight, "events sent at once, before any fake time passed")
+		time.Sleep(time.Second) // the API's answer
+		synctest.Wait()
+		assert.Equal(t, time.Second, time.Since(start), "fake time passed")
 		st := e.client.Stats()
 		assert.Zero(t, st.Spool.OnDisk, "events still on disk")
 		// The one read back from disk stays in memory below FlushAt, as

@@ -7,6 +7,7 @@ require (
 	github.com/posthog/posthog-go v1.5.2
 	github.com/rudderlabs/analytics-go/v4 v4.2.1
 	github.com/segmentio/analytics-go/v3 v3.3.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.15.0
 )
 

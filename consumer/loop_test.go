@@ -189,6 +189,38 @@ func TestLoopPanicInCalledReportsTheRestOnce(t *testing.T) {
 	})
 }
 
+// A Cancel before Close cuts nothing more, even when the loop is running
+// and a batch is due as they come: its next select may take any of its
+// ready cases, a batch token and then a request slot among them. Each
+// round gives the old random choices another chance.
+func TestLoopCancelledWhileRunningCutsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for round := range 50 {
+			r := newRig(t)
+			rec := newRecorder(t)
+			q := queue.New[int](1000, 1<<20)
+			for i, ev := range events(3) {
+				res, _ := q.Push(ev, i, 0)
+				require.Equal(t, queue.Admitted, res, "push %d", i)
+			}
+			cause := fmt.Errorf("cut short")
+			var l *Loop[int]
+			l = NewLoop(LoopConfig[int]{
+				Queue: q, Uploader: r.up, Outcomes: rec,
+				FlushAt: 3, FlushInterval: time.Hour,
+				// The loop is between two selects when the shutdown
+				// comes: Cancel, then Close, as a cut-short Shutdown does.
+				Refill: func() bool { l.Cancel(cause); l.Close(); return false },
+			})
+			l.Start()
+			<-l.Done()
+			require.Zero(t, l.Batches(), "round %d: batches cut after Cancel", round)
+			l.Drain(cause)
+			require.Len(t, rec.ended, 3, "round %d: events ended", round)
+		}
+	})
+}
+
 // Cancel ends the Loop without cutting what is queued; Drain then reports
 // it, with the error given.
 func TestLoopCancelLeavesTheQueueToDrain(t *testing.T) {

@@ -226,8 +226,13 @@ func TestPushDoesNotWaitInLine(t *testing.T) {
 
 // A PushWait that waits allocates nothing more than one that finds room:
 // waiters and their channels are kept for the next wait. Under many
-// producers nearly every PushWait waits.
+// producers nearly every PushWait waits. Without the race detector only,
+// which makes sync.Pool drop what is put back at random (make test runs
+// this package without it too).
 func TestPushWaitReusesWaiters(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops waiters at random: allocations count only without it")
+	}
 	synctest.Test(t, func(t *testing.T) {
 		q := New[int](1, 100)
 		start, done := make(chan struct{}), make(chan Admission)

@@ -99,12 +99,25 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 	mock, ln := startMock(t)
 	var out testsupport.Buffer
 	done := make(chan error, 1)
-	go func() { done <- run(context.Background(), []string{"-endpoint", ln.URL}, &out) }()
+	// Should the test stop before its SIGINT, cancelling ctx ends run all
+	// the same, and the cleanup waits for it, so that nothing is left.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- run(ctx, []string{"-endpoint", ln.URL}, &out) }()
+	ended := false
+	t.Cleanup(func() {
+		cancel()
+		if !ended {
+			select {
+			case <-done:
+			case <-time.After(hang):
+			}
+		}
+	})
 
 	// run logs its URL once signal.NotifyContext is in place, so the
 	// SIGINT below is its, not the test binary's.
 	url := "http://" + waitFor(t, &out, `serving until SIGINT.*(127\.0\.0\.1:\d+)/pricing`)[1]
-	hc := &http.Client{Transport: &http.Transport{}}
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: hang}
 	defer hc.CloseIdleConnections()
 	for _, path := range []string{"/a", "/b"} {
 		resp, err := hc.Get(url + path)
@@ -120,6 +133,9 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()
+	// Not a bound on the test's time: it ends a hang, should the server
+	// never answer.
+	require.NoError(t, conn.SetDeadline(time.Now().Add(hang)))
 	_, err = io.WriteString(conn, "POST /in-flight HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
 	require.NoError(t, err)
 	continued := make([]byte, len("HTTP/1.1 100 Continue\r\n\r\n"))
@@ -132,13 +148,13 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 	require.NoError(t, self.Signal(os.Interrupt))
 	// srv.Shutdown closes the listener first: once new connections are
 	// refused, the shutdown is under way with our request in flight.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hang); ; time.Sleep(5 * time.Millisecond) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			break
 		}
 		c.Close()
-		require.False(t, time.Now().After(deadline), "the server still accepts connections 5s after SIGINT; output:\n%s", &out)
+		require.False(t, time.Now().After(deadline), "the server still accepts connections %v after SIGINT; output:\n%s", hang, &out)
 	}
 	_, err = io.WriteString(conn, "helloworld")
 	require.NoError(t, err)
@@ -148,8 +164,9 @@ func TestSignalDrainsInFlightRequests(t *testing.T) {
 
 	select {
 	case err := <-done:
+		ended = true
 		require.NoError(t, err, "run; output:\n%s", &out)
-	case <-time.After(10 * time.Second):
+	case <-time.After(hang):
 		require.Fail(t, "run did not return after SIGINT", "output:\n%s", &out)
 	}
 	var paths []string
@@ -164,15 +181,19 @@ func TestBadFlag(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"-requests", "many"}, io.Discard), "run with -requests many")
 }
 
+// hang ends a wait that would otherwise never end: it bounds no step's
+// time, so it is long enough for a loaded machine.
+const hang = time.Minute
+
 // waitFor waits until the output matches expr and returns the submatches.
 func waitFor(t *testing.T, out *testsupport.Buffer, expr string) []string {
 	t.Helper()
 	re := regexp.MustCompile(expr)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hang); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			return m
 		}
 	}
-	require.Fail(t, "no output matching "+expr+" within 5s", "output:\n%s", out)
+	require.Fail(t, "no output matching "+expr+" within "+hang.String(), "output:\n%s", out)
 	return nil
 }
