@@ -206,7 +206,7 @@ func (c *counters) failed(err error, n int64) {
 func (c *Client) Stats() Stats {
 	u := c.up.Counters()
 	// In flight is what the queue's bounds still hold but no longer queue.
-	queued, queuedBytes, holding, heldBytes := c.in.sizes()
+	queued, queuedBytes, holding := c.q.Sizes()
 	return Stats{
 		Enqueued: c.stats.enqueued.Load(),
 		Rejected: RejectedStats{
@@ -243,7 +243,7 @@ func (c *Client) Stats() Stats {
 		InFlight:         int64(holding - queued),
 		QueueMaxSize:     c.cfg.maxQueueSize,
 		QueueMaxBytes:    c.cfg.maxQueueBytes,
-		QueueHeldBytes:   heldBytes,
+		QueueHeldBytes:   c.q.HeldBytes(),
 		Latency:          c.stats.latency.snapshot(),
 		Spool:            c.in.spoolStats(),
 	}

@@ -21,15 +21,15 @@ const batchesInFlight = 4
 
 // LoopConfig is what a Loop needs. Every field is required unless marked
 // optional.
-type LoopConfig[T any] struct {
+type LoopConfig struct {
 	// Queue is where the events wait; the Loop cuts its batches from it
 	// and releases their room once they end. The Loop does not see
 	// pushes: whoever pushes calls Wake when the queue reaches FlushAt.
-	Queue *queue.Queue[T]
+	Queue *queue.Queue[Event]
 	// Uploader sends the batches.
 	Uploader *Uploader
 	// Outcomes receives every event's outcome.
-	Outcomes Outcomes[T]
+	Outcomes Outcomes
 	// FlushAt is the number of queued events that makes a batch due, and
 	// the most a batch cut holds. The analytics package bounds it at
 	// 2,500, the most events the API takes in a request; the Uploader
@@ -72,11 +72,11 @@ type LoopConfig[T any] struct {
 // cut; and reports each event's outcome, exactly once, to its Outcomes.
 // Create one with NewLoop and Start it; Close and wait for Done to end it.
 // Its methods are safe for concurrent use.
-type Loop[T any] struct {
-	cfg LoopConfig[T]
-	q   *queue.Queue[T]
+type Loop struct {
+	cfg LoopConfig
+	q   *queue.Queue[Event]
 	up  *Uploader
-	out Outcomes[T]
+	out Outcomes
 	log *slog.Logger
 
 	wake      chan struct{} // Wake: the queue or the backlog changed
@@ -100,8 +100,8 @@ type Loop[T any] struct {
 }
 
 // NewLoop returns a Loop for cfg, not started. It does not validate cfg.
-func NewLoop[T any](cfg LoopConfig[T]) *Loop[T] {
-	l := &Loop[T]{
+func NewLoop(cfg LoopConfig) *Loop {
+	l := &Loop{
 		cfg:      cfg,
 		q:        cfg.Queue,
 		up:       cfg.Uploader,
@@ -124,12 +124,12 @@ func NewLoop[T any](cfg LoopConfig[T]) *Loop[T] {
 }
 
 // Start starts the Loop's goroutine. Call it once.
-func (l *Loop[T]) Start() { go l.run() }
+func (l *Loop) Start() { go l.run() }
 
 // Wake makes the Loop look at its queue again: call it when the queue
 // reaches FlushAt, or when events join the backlog (LoopConfig.Refill). It
 // never blocks.
-func (l *Loop[T]) Wake() {
+func (l *Loop) Wake() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -140,36 +140,36 @@ func (l *Loop[T]) Wake() {
 // holds, without waiting for FlushAt; it ends, closing Done, once nothing
 // is left to cut and every upload has ended. It is safe to call more than
 // once.
-func (l *Loop[T]) Close() { l.closeOnce.Do(func() { close(l.closing) }) }
+func (l *Loop) Close() { l.closeOnce.Do(func() { close(l.closing) }) }
 
 // Cancel cancels every upload, with cause as the reason of the events'
 // *BatchError, and ends the Loop without cutting what is left (see Drain).
-func (l *Loop[T]) Cancel(cause error) { l.cancel(cause) }
+func (l *Loop) Cancel(cause error) { l.cancel(cause) }
 
 // Cause returns why the uploads were cancelled: the cause given to Cancel,
 // or the internal error that stopped the Loop; nil while they may run.
-func (l *Loop[T]) Cause() error { return context.Cause(l.ctx) }
+func (l *Loop) Cause() error { return context.Cause(l.ctx) }
 
 // Done returns a channel closed once the Loop's goroutine and every upload
 // it started have ended.
-func (l *Loop[T]) Done() <-chan struct{} { return l.done }
+func (l *Loop) Done() <-chan struct{} { return l.done }
 
 // Batches returns the number of batches cut so far.
-func (l *Loop[T]) Batches() int64 { return l.cut.Load() }
+func (l *Loop) Batches() int64 { return l.cut.Load() }
 
 // Drain reports every event still queued as ended with err, oldest first,
 // as an upload reports them. Call it once Done is closed, after a Cancel
 // left events queued.
-func (l *Loop[T]) Drain(err error) {
+func (l *Loop) Drain(err error) {
 	if left := l.q.Drain(); len(left.Items) > 0 {
-		l.settle(&report[T]{items: left.Items}, err)
+		l.settle(&report{items: left.Items}, err)
 	}
 }
 
 // run is the goroutine that cuts batches. It ends, closing done, once the
 // Loop is closed and everything queued has been cut (or the uploads were
 // cancelled), and every upload has returned.
-func (l *Loop[T]) run() {
+func (l *Loop) run() {
 	defer close(l.done)
 	defer l.uploads.Wait()
 	defer func() {
@@ -187,7 +187,7 @@ func (l *Loop[T]) run() {
 	l.loop()
 }
 
-func (l *Loop[T]) loop() {
+func (l *Loop) loop() {
 	timer := time.NewTimer(l.cfg.FlushInterval)
 	defer timer.Stop()
 	var flushTo uint64 // events numbered below this are sent without waiting for FlushAt
@@ -228,7 +228,7 @@ func (l *Loop[T]) loop() {
 // wantCut reports whether a batch is due (SPEC §3): FlushAt events are
 // queued, or events are queued that a flush asked for, or the queue is as
 // full as it gets while more wait in the backlog.
-func (l *Loop[T]) wantCut(flushTo uint64, backlog bool) bool {
+func (l *Loop) wantCut(flushTo uint64, backlog bool) bool {
 	n := l.q.Len()
 	if n >= l.cfg.FlushAt || backlog && n > 0 {
 		return true
@@ -240,7 +240,7 @@ func (l *Loop[T]) wantCut(flushTo uint64, backlog bool) bool {
 // cutOne splices the next batch off the queue and starts its upload. The
 // caller holds a batch token and s, the request slot of the batch's first
 // attempt, which the upload gives back.
-func (l *Loop[T]) cutOne(s *slot) {
+func (l *Loop) cutOne(s *slot) {
 	l.mu.Lock()
 	b := l.q.Take(l.cfg.FlushAt, l.up.EventBytes())
 	if len(b.Items) > 0 {
