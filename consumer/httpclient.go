@@ -40,7 +40,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 // redirect from https to plain http, since net/http would send the write
 // key along in cleartext. A redirect that is not followed reaches the SDK
 // as a 3xx response and fails the batch with retry.ErrRedirect. The
-// analytics package names it analytics.CheckRedirect.
+// analytics package's CheckRedirect calls it.
 func CheckRedirect(req *http.Request, via []*http.Request) error {
 	if tooManyHops(via) || req.Response == nil || downgrade(req, via) {
 		return http.ErrUseLastResponse

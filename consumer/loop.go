@@ -242,7 +242,7 @@ func (l *Loop) wantCut(flushTo uint64, backlog bool) bool {
 // attempt, which the upload gives back.
 func (l *Loop) cutOne(s *slot) {
 	l.mu.Lock()
-	b := l.q.Take(l.cfg.FlushAt, l.up.EventBytes())
+	b := l.q.Take(l.cfg.FlushAt, l.up.eventBytes())
 	if len(b.Items) > 0 {
 		l.inflight = append(l.inflight, b.Seq)
 	}
