@@ -209,7 +209,7 @@ func (c *counters) failed(err error, n int64) {
 // any time, from any goroutine.
 func (c *Client) Stats() Stats {
 	// In flight is what the queue's bounds still hold but no longer queue.
-	queued, queuedBytes, holding := c.q.Sizes()
+	queued, queuedBytes, holding, heldBytes := c.q.Sizes()
 	return Stats{
 		Enqueued: c.stats.enqueued.Load(),
 		Rejected: RejectedStats{
@@ -238,7 +238,7 @@ func (c *Client) Stats() Stats {
 		InFlight:       int64(holding - queued),
 		QueueMaxSize:   c.cfg.maxQueueSize,
 		QueueMaxBytes:  c.cfg.maxQueueBytes,
-		QueueHeldBytes: c.q.HeldBytes(),
+		QueueHeldBytes: heldBytes,
 		Latency:        c.stats.latency.snapshot(),
 		Spool:          c.in.spoolStats(),
 	}
