@@ -15,7 +15,7 @@ type flushWaiter struct {
 // Flush makes the Loop send every event numbered below target (as the
 // queue numbers them, from 0) without waiting for FlushAt or
 // FlushInterval, and returns once each of them has left the queue and its
-// batch has ended (SPEC §8), or when ctx ends, returning ctx.Err(). Events
+// batch has ended, or when ctx ends, returning ctx.Err(). Events
 // still in flight when ctx ends go on as usual. A Flush still waiting when
 // EndFlushes runs returns what EndFlushes says.
 func (l *Loop) Flush(ctx context.Context, target uint64) error {

@@ -33,7 +33,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 	return &http.Client{Transport: t, CheckRedirect: CheckRedirect}
 }
 
-// CheckRedirect is the SDK's redirect rule (SPEC §4), for
+// CheckRedirect is the SDK's redirect rule, for
 // http.Client.CheckRedirect: a 307 or 308 is followed (the client resends
 // the same method and body), up to 10 hops; a 301, 302 or 303 is not,
 // since net/http would turn the POST into a bodiless GET; nor is any
@@ -60,8 +60,9 @@ func downgrade(req *http.Request, via []*http.Request) bool {
 
 // GuardRedirects returns a shallow copy of client (sharing its transport
 // and connections) whose redirect policy first refuses a downgrade from
-// https to http (SPEC §4: whatever the client's policy), then applies client's own policy, or, when it has none,
-// follows up to 10 redirects as the SDK's own client does.
+// https to http, whatever the client's policy, then applies client's own
+// policy, or, when it has none, follows up to 10 redirects as the SDK's
+// own client does.
 func GuardRedirects(client *http.Client) *http.Client {
 	guarded := *client
 	policy := client.CheckRedirect

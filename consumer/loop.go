@@ -38,33 +38,33 @@ type LoopConfig struct {
 	// FlushInterval is how long after the last cut the events taken by
 	// then (Accepted) are sent without waiting for FlushAt.
 	FlushInterval time.Duration
-	// CallsMayBlock is optional: Outcomes.Called may block (on the
-	// caller's own Enqueue, say), so what the Loop needs to cut the next
-	// batch is given back before the calls of a run instead of after the
+	// CallsMayBlock is optional: Outcomes.Called may block (a callback
+	// that enqueues and waits, say), so the Loop gives back what it needs
+	// to cut the next batch before a run's calls instead of after the
 	// batch.
 	CallsMayBlock bool
-	// Refill is optional: events that did not fit the queue wait
-	// elsewhere (a backlog), and Refill, called on the Loop's goroutine
-	// before it looks at the queue, moves what fits into it and reports
-	// whether some still wait. While they do, the Loop cuts whatever is
-	// queued without waiting for FlushAt, since the queue is as full as
-	// it gets. Call Wake when events join the backlog.
-	Refill func() (backlog bool)
-	// Accepted is optional: the number of events taken so far, numbered as
-	// the queue numbers them (a backlog's included), read when
-	// FlushInterval passes: the events numbered below it are sent. Nil:
+	// Refill and Accepted are optional, for an owner that keeps the
+	// events the queue has no room for elsewhere (a backlog; the analytics
+	// package's spool). Refill, called on the Loop's goroutine before it
+	// looks at the queue, moves what fits into it and reports whether some
+	// still wait; while they do, the Loop cuts whatever is queued without
+	// waiting for FlushAt. Call Wake when events join the backlog.
+	// Accepted is the number of events taken so far, the backlog's
+	// included, numbered as the queue numbers them: FlushInterval sends
+	// those numbered below it. Nil: none wait elsewhere, and Accepted is
 	// the events pushed into the queue.
+	Refill   func() (backlog bool)
 	Accepted func() uint64
 	// Halted is optional: it is called, on the Loop's goroutine, if the
 	// Loop stops on an internal error (a panic of a bug), so that the
-	// caller stops taking events; what is queued then fails with Drain.
+	// owner stops taking events; what is queued then fails with Drain.
 	Halted func()
 	// Logger is optional; it receives the internal errors the Loop
 	// recovers from. Nil discards.
 	Logger *slog.Logger
 }
 
-// Loop is the consumer of a queue (SPEC §3, §4): it cuts batches from the
+// Loop is the consumer of a queue: it cuts batches from the
 // queue when FlushAt events are queued, FlushInterval after the last cut,
 // or on Flush; uploads each with its Uploader, up to
 // MaxConcurrentRequests at a time and 4 × MaxConcurrentRequests cut and

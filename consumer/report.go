@@ -42,12 +42,13 @@ type Event struct {
 // goes on with the next step: no step is made twice, none is skipped, and
 // every event of the batch is still reported, the rest of the run under
 // way with its own outcome and the events after it with a *BatchError
-// naming the panic. So every event reaches exactly one outcome (SPEC §8).
+// naming the panic. So every event reaches exactly one outcome.
 type Outcomes interface {
 	// Unsent moves to the front of items those that must not be sent,
 	// keeping the order of the others, and returns how many they are and
 	// the error they end with; they end before the others are uploaded.
-	// Most implementations return 0, nil.
+	// Most implementations return 0, nil; the analytics package moves the
+	// events whose spool record is Damaged.
 	Unsent(items []queue.Item[Event]) (n int, err error)
 	// Ended is called when the events of run have their outcome: err is
 	// nil when the tracking API took them, else why they failed (a
@@ -57,7 +58,9 @@ type Outcomes interface {
 	// Called is called for each event of the run after Ended, in order,
 	// with the run's err: where a caller calls back per event.
 	Called(it *queue.Item[Event], err error)
-	// Done is called after Called for every event of the run.
+	// Done is called after Called for every event of the run: where
+	// the events are marked done elsewhere (the analytics package: in its
+	// spool).
 	Done(run []queue.Item[Event], err error)
 }
 
