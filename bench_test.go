@@ -50,7 +50,7 @@ const (
 
 // drain empties the queue of a quietClient, as uploads would.
 func drain(c *Client) {
-	q := c.in.(*memoryIntake).q
+	q := c.q
 	batch := q.Drain()
 	size := 0
 	for _, it := range batch.Items {

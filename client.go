@@ -20,11 +20,12 @@ import (
 type Client struct {
 	cfg      config
 	up       *consumer.Uploader
-	in       intake       // memory-only or spooled: chosen once, in New
-	loop     batchLoop    // in.loop(): cuts, uploads and reports
-	ownHTTP  *http.Client // the SDK's own client, whose idle connections Close closes
-	log      *slog.Logger // recovered panics
-	failLog  *slog.Logger // events that failed for good, throttled
+	q        *queue.Queue[consumer.Event] // where events wait to be cut into batches
+	in       intake                       // memory-only or spooled: chosen once, in New
+	loop     *consumer.Loop               // cuts, uploads and reports
+	ownHTTP  *http.Client                 // the SDK's own client, whose idle connections Close closes
+	log      *slog.Logger                 // recovered panics
+	failLog  *slog.Logger                 // events that failed for good, throttled
 	callback Callback
 	stats    counters
 
@@ -88,6 +89,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		AdaptiveSendRate:      cfg.adaptiveSendRate,
 		Logger:                throttled(c.log), // a warning per failed attempt
 	})
+	c.q = queue.New[consumer.Event](cfg.maxQueueSize, cfg.maxQueueBytes)
 	// The one place that knows whether there is a spool (SPEC §11).
 	if cfg.spoolDir != "" {
 		sp, err := newSpoolIntake(c)
@@ -96,9 +98,20 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		}
 		c.in = sp
 	} else {
-		c.in = newMemoryIntake(c)
+		c.in = memoryIntake{c}
 	}
-	c.loop = c.in.loop()
+	c.loop = consumer.NewLoop(consumer.LoopConfig{
+		Queue:         c.q,
+		Uploader:      c.up,
+		Outcomes:      c.in,
+		FlushAt:       cfg.flushAt,
+		FlushInterval: cfg.flushInterval,
+		CallsMayBlock: cfg.blockingCallbacks,
+		Refill:        c.in.refill,
+		Accepted:      c.in.accepted,
+		Halted:        c.stopIntake,
+		Logger:        c.log,
+	})
 	c.loop.Start()
 	return c, nil
 }
@@ -173,7 +186,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		}
 		return err
 	}
-	var value Message
+	ev := consumer.Event{At: c.stats.latency.since(now)}
 	kept := 0
 	if c.callback != nil {
 		// Only a callback needs the message back; without one the queue
@@ -182,11 +195,12 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		if generated {
 			id = string(e.id[:])
 		}
-		value = msg.withDefaults(id, now)
+		value := msg.withDefaults(id, now)
+		ev.Message = value
 		kept = keptBytes(value, e.buf, e.kept)
 	}
 
-	n, err := c.accept(ctx, wait, e.buf, held{msg: value, at: c.stats.latency.since(now)}, kept)
+	n, err := c.accept(ctx, wait, e.buf, ev, kept)
 	if err != nil {
 		return err
 	}
@@ -204,10 +218,10 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 // shutdown's stop: an event is either accepted before it, or refused. The
 // accepting lock makes shutdown wait until every event accepted is counted
 // too, so that Stats adds up the moment Close or Shutdown returns.
-func (c *Client) accept(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
+func (c *Client) accept(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error) {
 	c.accepting.RLock()
 	defer c.accepting.RUnlock()
-	n, err := c.in.push(ctx, wait, data, h, kept)
+	n, err := c.in.push(ctx, wait, data, ev, kept)
 	if err != nil {
 		return 0, err
 	}

@@ -31,6 +31,7 @@ var aliases = map[string]reflect.Type{
 	"RetryStats":          reflect.TypeFor[RetryStats](),
 	"TransportErrorStats": reflect.TypeFor[TransportErrorStats](),
 	"SendRateStats":       reflect.TypeFor[SendRateStats](),
+	"UploadStats":         reflect.TypeFor[UploadStats](),
 }
 
 // TestAliasDocsListTheFields holds the "Its fields:" list of each alias's

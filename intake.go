@@ -16,18 +16,22 @@ import (
 // intake is the one seam between the client and where its events wait:
 // the memory queue alone (memoryIntake), or the durable spool in front of
 // it (spoolIntake, WithSpool, SPEC §11). New chooses one, once; the rest
-// of the client does not know which. Each owns its queue and the
-// consumer.Loop that empties it, typed by what it keeps with an event.
+// of the client does not know which. It is the consumer.Outcomes of the
+// client's loop, and its Refill and Accepted.
 type intake interface {
+	consumer.Outcomes
 	// precheck returns Enqueue's refusal when the event would be refused
 	// whatever it is, so that Enqueue spares its encoding; nil otherwise.
 	precheck() error
-	// push takes an accepted event's encoded data, with h and the kept
+	// push takes an accepted event's encoded data, with ev and the kept
 	// estimate, and returns the queue's length after it (0 when the
 	// event waits elsewhere), or Enqueue's error. The intake's own lock
 	// (the queue's, or the spool's) orders it against stop: an event is
 	// either taken before, or refused.
-	push(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error)
+	push(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error)
+	// refill moves events waiting elsewhere (the spool's backlog) into
+	// the queue while it has room, and reports whether some still wait.
+	refill() (backlog bool)
 	// accepted is the number of events taken so far, as the queue
 	// numbers them (those waiting in the spool included).
 	accepted() uint64
@@ -39,97 +43,18 @@ type intake interface {
 	// shutdownError is what Close returns when the shutdown was cut short
 	// by err.
 	shutdownError(err error) error
-	// sizes are the queue's: events queued and their bytes, events held
-	// (queued or in flight) and their Size.
-	sizes() (queued, queuedBytes, held, heldBytes int)
 	// spoolStats is Stats.Spool.
 	spoolStats() SpoolStats
-	// loop is the consumer that empties the queue.
-	loop() batchLoop
 }
 
-// batchLoop is what the client asks of its consumer.Loop, whatever the
-// type it keeps with an event.
-type batchLoop interface {
-	Start()
-	Wake()
-	Close()
-	Cancel(cause error)
-	Cause() error
-	Done() <-chan struct{}
-	Batches() int64
-	Flush(ctx context.Context, target uint64) error
-	EndFlushes(err error)
-	Drain(err error)
-}
-
-// held is what the queue keeps with an event besides its bytes.
-type held struct {
-	// msg is the message for the callback: nil without a callback, and
-	// for an event read back from the spool (its callback gets a Spooled
-	// made from its bytes then).
-	msg Message
-	// at is when Enqueue took it, since New (latencies.since); unstamped
-	// for an event read back from the spool.
-	at time.Duration
-}
-
-// unstamped is held.at of an event whose time of Enqueue is not known.
+// unstamped is consumer.Event.At of an event whose time of Enqueue is not
+// known: one read back from the spool.
 const unstamped time.Duration = -1
 
-// event is what an intake's queue keeps with an event: held, or what the
-// spool intake keeps (spooled).
-type event interface {
-	base() held
-	// message is the message the callback gets for the event of data.
-	message(data []byte) Message
-}
-
-func (h held) base() held             { return h }
-func (h held) message([]byte) Message { return h.msg }
-
-// lane is an intake's queue and the loop that empties it.
-type lane[T event] struct {
-	q *queue.Queue[T]
-	l *consumer.Loop[T]
-}
-
-// newLane returns the queue and loop of an intake whose outcomes are out;
-// refill and accepted are the loop's (nil: none, the queue's count).
-func newLane[T event](c *Client, out consumer.Outcomes[T], refill func() bool, accepted func() uint64) lane[T] {
-	q := queue.New[T](c.cfg.maxQueueSize, c.cfg.maxQueueBytes)
-	return lane[T]{q: q, l: consumer.NewLoop(consumer.LoopConfig[T]{
-		Queue:         q,
-		Uploader:      c.up,
-		Outcomes:      out,
-		FlushAt:       c.cfg.flushAt,
-		FlushInterval: c.cfg.flushInterval,
-		CallsMayBlock: c.cfg.blockingCallbacks,
-		Refill:        refill,
-		Accepted:      accepted,
-		Halted:        c.stopIntake,
-		Logger:        c.log,
-	})}
-}
-
-func (n lane[T]) loop() batchLoop { return n.l }
-
-func (n lane[T]) sizes() (queued, queuedBytes, held, heldBytes int) { return n.q.Sizes() }
-
-// reporter is what the client does with events that end (SPEC §8): it
-// counts them into Stats, logs the failures, and calls the Callback back.
-// It is the consumer.Outcomes of a memory-only client; the spool intake
-// adds its own steps around it.
-type reporter[T event] struct{ c *Client }
-
-// Unsent sends every event.
-func (reporter[T]) Unsent([]queue.Item[T]) (int, error) { return 0, nil }
-
-// Ended counts the events of run, delivered or failed, and logs a
+// ended counts the events of run, delivered or failed, and logs a
 // failure, with what to check for a status that says the configuration is
-// wrong (retry.Check).
-func (o reporter[T]) Ended(run []queue.Item[T], err error) {
-	c := o.c
+// wrong (retry.Check): the Ended step of every intake (SPEC §8).
+func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 	n := int64(len(run))
 	if err == nil {
 		c.stats.delivered.Add(n)
@@ -156,15 +81,19 @@ func (o reporter[T]) Ended(run []queue.Item[T], err error) {
 		slog.Int("events", len(run)), slog.String("error", err.Error()))
 }
 
-// Called calls the callback, if any, for the event of it.
-func (o reporter[T]) Called(it *queue.Item[T], err error) {
-	if o.c.callback != nil {
-		o.c.callOne(it.Value.message(it.Data), err)
+// called calls the callback, if any, for the event of it, with the message
+// Enqueue took, or, for an event read back from the spool, a Spooled made
+// from its bytes: the Called step of every intake.
+func (c *Client) called(it *queue.Item[consumer.Event], err error) {
+	if c.callback == nil {
+		return
 	}
+	msg, ok := it.Value.Message.(Message)
+	if !ok {
+		msg = spooledMessage(it.Data, it.Value.Recovered)
+	}
+	c.callOne(msg, err)
 }
-
-// Done has nothing more to do.
-func (reporter[T]) Done([]queue.Item[T], error) {}
 
 // callOne calls the user's callback, recovering a panic so that it neither
 // crashes the program nor stops the other events' callbacks.
@@ -183,31 +112,22 @@ func (c *Client) callOne(msg Message, err error) {
 
 // memoryIntake is the intake without a spool: events go straight into the
 // memory queue (SPEC §3), and a shutdown cut short fails what is left.
-type memoryIntake struct {
-	reporter[held]
-	lane[held]
-}
-
-func newMemoryIntake(c *Client) *memoryIntake {
-	m := &memoryIntake{reporter: reporter[held]{c}}
-	m.lane = newLane[held](m.c, m, nil, nil)
-	return m
-}
+type memoryIntake struct{ c *Client }
 
 // precheck refuses before encoding what the queue would refuse anyway. A
 // waiting call is refused only when closed, which PushWait sees: it saves
 // the lock this look takes.
-func (m *memoryIntake) precheck() error {
-	return m.c.refusal(context.Background(), m.q.Admission(), false)
+func (m memoryIntake) precheck() error {
+	return m.c.refusal(context.Background(), m.c.q.Admission(), false)
 }
 
-func (m *memoryIntake) push(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
+func (m memoryIntake) push(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error) {
 	var res queue.Admission
 	var n int
 	if !wait {
-		res, n = m.q.Push(data, h, kept)
+		res, n = m.c.q.Push(data, ev, kept)
 	} else {
-		res, n = m.q.PushWait(ctx, data, h, kept)
+		res, n = m.c.q.PushWait(ctx, data, ev, kept)
 	}
 	if err := m.c.refusal(ctx, res, wait); err != nil {
 		return 0, err
@@ -215,23 +135,38 @@ func (m *memoryIntake) push(ctx context.Context, wait bool, data []byte, h held,
 	return n, nil
 }
 
-func (m *memoryIntake) accepted() uint64 {
-	pushed, _ := m.q.Counts()
+// refill has nothing to move: every event is in the queue.
+func (memoryIntake) refill() bool { return false }
+
+func (m memoryIntake) accepted() uint64 {
+	pushed, _ := m.c.q.Counts()
 	return pushed
 }
 
-func (m *memoryIntake) stop() { m.q.Close() }
+func (m memoryIntake) stop() { m.c.q.Close() }
 
 // finish fails whatever a cancelled shutdown (or an internal error) left
 // queued, with its cause (SPEC §8).
-func (m *memoryIntake) finish() {
-	cause := m.l.Cause()
+func (m memoryIntake) finish() {
+	cause := m.c.loop.Cause()
 	if cause == nil {
 		cause = shutdownCause(nil)
 	}
-	m.l.Drain(&BatchError{Reason: cause})
+	m.c.loop.Drain(&BatchError{Reason: cause})
 }
 
-func (m *memoryIntake) shutdownError(err error) error { return shutdownCause(err) }
+func (memoryIntake) shutdownError(err error) error { return shutdownCause(err) }
 
-func (m *memoryIntake) spoolStats() SpoolStats { return SpoolStats{} }
+func (memoryIntake) spoolStats() SpoolStats { return SpoolStats{} }
+
+// Unsent sends every event.
+func (memoryIntake) Unsent([]queue.Item[consumer.Event]) (int, error) { return 0, nil }
+
+// Ended counts the events of run, and logs a failure.
+func (m memoryIntake) Ended(run []queue.Item[consumer.Event], err error) { m.c.ended(run, err) }
+
+// Called calls the callback back.
+func (m memoryIntake) Called(it *queue.Item[consumer.Event], err error) { m.c.called(it, err) }
+
+// Done has nothing more to do.
+func (memoryIntake) Done([]queue.Item[consumer.Event], error) {}

@@ -241,7 +241,7 @@ func BenchmarkEnqueueCallback(b *testing.B) {
 // drainKept empties the queue of a client with a callback, as uploads
 // would, without calling back.
 func drainKept(c *Client) {
-	q := c.in.(*memoryIntake).q
+	q := c.q
 	batch := q.Drain()
 	size := 0
 	for _, it := range batch.Items {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
 )
 
@@ -44,7 +45,7 @@ var latencyBounds = [...]time.Duration{
 }
 
 // latencies are the counts behind LatencyStats. Enqueue only stamps each
-// event with its time since start (held.at), from the clock reading it
+// event with its time since start (consumer.Event.At), from the clock reading it
 // takes anyway; the buckets are counted when a run of events ends, on the
 // upload's goroutine, a few atomic adds per run (SPEC §8).
 type latencies struct {
@@ -58,7 +59,7 @@ func (l *latencies) since(now time.Time) time.Duration { return now.Sub(l.start)
 // endedRun counts into l the latencies of a run of events that has just
 // had its final outcome, delivered or failed; those read back from the
 // spool are not stamped (unstamped) and not counted.
-func endedRun[T event](l *latencies, run []queue.Item[T], delivered bool) {
+func endedRun(l *latencies, run []queue.Item[consumer.Event], delivered bool) {
 	h := &l.failed
 	if delivered {
 		h = &l.delivered
@@ -67,7 +68,7 @@ func endedRun[T event](l *latencies, run []queue.Item[T], delivered bool) {
 	var counts [len(latencyBounds) + 1]int64
 	var sum time.Duration
 	for i := range run {
-		at := run[i].Value.base().at
+		at := run[i].Value.At
 		if at == unstamped {
 			continue
 		}

@@ -219,7 +219,9 @@ func WithHTTPClient(client *http.Client) Option {
 // hops; a 301, 302 or 303 is not, since it would turn the POST into a
 // bodiless GET, nor is a redirect from https to plain http; the batch then
 // fails with ErrRedirect. It is [consumer.CheckRedirect].
-var CheckRedirect = consumer.CheckRedirect
+func CheckRedirect(req *http.Request, via []*http.Request) error {
+	return consumer.CheckRedirect(req, via)
+}
 
 // WithLogger sends the SDK's logs to logger: an error for events that
 // failed for good (with a hint to check the write key on a 401 or 403, the

@@ -122,18 +122,20 @@ func TestStatsAddUp(t *testing.T) {
 			}
 		}
 		want := Stats{
-			Enqueued:         10,
-			Rejected:         RejectedStats{Invalid: 2, Closed: 1},
-			Delivered:        5,
-			Failed:           FailedStats{FatalStatus: 5},
-			Batches:          2,
-			BatchesDelivered: 1,
-			BatchesFailed:    1,
-			Attempts:         5,
-			Retries:          RetryStats{Backoff: 2, RateLimit: 1},
-			RateLimitedWaits: 1,
-			BytesSent:        st.BytesSent,
-			TransportErrors:  TransportErrorStats{Written: 1},
+			Enqueued:  10,
+			Rejected:  RejectedStats{Invalid: 2, Closed: 1},
+			Delivered: 5,
+			Failed:    FailedStats{FatalStatus: 5},
+			Batches:   2,
+			UploadStats: UploadStats{
+				BatchesDelivered: 1,
+				BatchesFailed:    1,
+				Attempts:         5,
+				Retries:          RetryStats{Backoff: 2, RateLimit: 1},
+				RateLimitedWaits: 1,
+				BytesSent:        st.BytesSent,
+				TransportErrors:  TransportErrorStats{Written: 1},
+			},
 			// The first attempt failed, so no healthy rate was measured:
 			// after the recovery no ceiling limits (Limit 0), and b's 400
 			// says nothing about the load.

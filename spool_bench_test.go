@@ -40,14 +40,14 @@ func BenchmarkEnqueueSpool(b *testing.B) {
 // the drained events done in it.
 func drainSpool(b *testing.B, c *Client) {
 	in := c.in.(*spoolIntake)
-	batch := in.q.Drain()
+	batch := c.q.Drain()
 	size := 0
 	ids := make([]spool.ID, 0, len(batch.Items))
 	for _, it := range batch.Items {
 		size += it.Size()
-		ids = append(ids, it.Value.rec)
+		ids = append(ids, it.Value.Spool)
 	}
-	in.q.Release(len(batch.Items), size)
+	c.q.Release(len(batch.Items), size)
 	if err := in.sp.Ack(ids); err != nil {
 		b.Fatal(err)
 	}

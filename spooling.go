@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
 	"github.com/dualpath/analytics-go/spool"
 )
@@ -23,31 +24,9 @@ import (
 // marked done (acked) after its callback; a shutdown cut short leaves
 // what has no outcome in the spool for the next start.
 type spoolIntake struct {
-	reporter[spooled]
-	lane[spooled]
+	c     *Client
 	sp    *spool.Spool
 	final atomic.Pointer[spool.Stats] // the spool's counts once closed
-}
-
-// spooled is what the spool intake's queue keeps with an event: what a
-// memory-only client keeps, and the event's record in the spool.
-type spooled struct {
-	held
-	rec spool.ID
-	// recovered: an earlier client spooled it, and New found it.
-	recovered bool
-	// damaged marks a record the spool found damaged when reading it
-	// back: no bytes to send; its batch reports it failed (errDamaged).
-	damaged bool
-}
-
-// message is the message for the callback, or, for an event read back
-// from the spool, a Spooled made from its bytes.
-func (s spooled) message(data []byte) Message {
-	if s.msg != nil {
-		return s.msg
-	}
-	return spooledMessage(data, s.recovered)
 }
 
 // newSpoolIntake opens the spool directory, which recovers what an earlier
@@ -63,8 +42,7 @@ func newSpoolIntake(c *Client) (*spoolIntake, error) {
 	if err != nil {
 		return nil, fmt.Errorf("analytics: %w", err)
 	}
-	s := &spoolIntake{reporter: reporter[spooled]{c}, sp: sp}
-	s.lane = newLane[spooled](c, s, s.refill, s.accepted)
+	s := &spoolIntake{c: c, sp: sp}
 	if n := sp.Stats().Recovered; n > 0 {
 		c.log.LogAttrs(context.Background(), slog.LevelInfo,
 			"analytics: events an earlier client left in the spool will be sent first",
@@ -83,10 +61,11 @@ func (s *spoolIntake) precheck() error { return nil }
 // the queue's length after the push (0 when the event stayed on disk), or
 // Enqueue's error: ErrClosed, ErrQueueFull (the spool is at its bound), or
 // one wrapping ErrSpool and the file system's error.
-func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, h held, kept int) (int, error) {
+func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error) {
 	n := 0
 	direct := func(id spool.ID) bool {
-		res, k := s.q.Push(data, spooled{held: h, rec: id}, kept)
+		ev.Spool = id
+		res, k := s.c.q.Push(data, ev, kept)
 		if res != queue.Admitted {
 			return false // on disk: n stays 0, and the loop is woken
 		}
@@ -104,7 +83,7 @@ func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, h held, 
 	case err == nil && n == 0:
 		// The event waits on disk: the queue is as full as it gets, and
 		// the loop cuts it whatever FlushAt says, once woken.
-		s.l.Wake()
+		c.loop.Wake()
 		return 0, nil
 	case err == nil:
 		return n, nil
@@ -162,7 +141,7 @@ func (s *spoolIntake) refill() (backlog bool) {
 // the queue took it.
 func (s *spoolIntake) take(damaged bool) func(spool.ID, []byte, bool) bool {
 	return func(id spool.ID, data []byte, recovered bool) bool {
-		res, _ := s.q.Push(data, spooled{held: held{at: unstamped}, rec: id, recovered: recovered, damaged: damaged}, 0)
+		res, _ := s.c.q.Push(data, consumer.Event{At: unstamped, Spool: id, Recovered: recovered, Damaged: damaged}, 0)
 		return res == queue.Admitted
 	}
 }
@@ -174,25 +153,25 @@ var errDamaged = &spoolError{errors.New("spool: the event's record is damaged on
 // Unsent moves the damaged events of items to their front, the others
 // keeping their order: they fail with errDamaged, and the batch's upload
 // sends the events after them.
-func (s *spoolIntake) Unsent(items []queue.Item[spooled]) (int, error) {
+func (s *spoolIntake) Unsent(items []queue.Item[consumer.Event]) (int, error) {
 	k := 0
 	for _, it := range items {
-		if it.Value.damaged {
+		if it.Value.Damaged {
 			k++
 		}
 	}
 	if k == 0 {
 		return 0, nil
 	}
-	slices.SortStableFunc(items, func(a, b queue.Item[spooled]) int {
+	slices.SortStableFunc(items, func(a, b queue.Item[consumer.Event]) int {
 		return cmp.Compare(goodFirst(a), goodFirst(b))
 	})
 	return k, &BatchError{Reason: errDamaged}
 }
 
 // goodFirst is 1 for an event to send, 0 for a damaged one.
-func goodFirst(it queue.Item[spooled]) int {
-	if it.Value.damaged {
+func goodFirst(it queue.Item[consumer.Event]) int {
+	if it.Value.Damaged {
 		return 0
 	}
 	return 1
@@ -207,32 +186,32 @@ func leaves(err error) bool {
 
 // Ended wakes the loop, whose queue has room now, while events wait on
 // disk, and counts run unless it leaves.
-func (s *spoolIntake) Ended(run []queue.Item[spooled], err error) {
+func (s *spoolIntake) Ended(run []queue.Item[consumer.Event], err error) {
 	if s.sp.Stats().Backlog > 0 {
-		s.l.Wake()
+		s.c.loop.Wake()
 	}
 	if !leaves(err) {
-		s.reporter.Ended(run, err)
+		s.c.ended(run, err)
 	}
 }
 
 // Called calls the callback back, unless the event leaves.
-func (s *spoolIntake) Called(it *queue.Item[spooled], err error) {
+func (s *spoolIntake) Called(it *queue.Item[consumer.Event], err error) {
 	if !leaves(err) {
-		s.reporter.Called(it, err)
+		s.c.called(it, err)
 	}
 }
 
 // Done marks done in the spool the records of run, whose callbacks have
 // been called, unless a shutdown left them there.
-func (s *spoolIntake) Done(run []queue.Item[spooled], err error) {
+func (s *spoolIntake) Done(run []queue.Item[consumer.Event], err error) {
 	if leaves(err) {
 		return
 	}
 	p := idSlices.Get().(*[]spool.ID)
 	ids := (*p)[:0]
 	for _, it := range run {
-		ids = append(ids, it.Value.rec)
+		ids = append(ids, it.Value.Spool)
 	}
 	err = s.sp.Ack(ids)
 	*p = ids
@@ -254,7 +233,7 @@ var idSlices = sync.Pool{New: func() any { return new([]spool.ID) }}
 func (s *spoolIntake) finish() {
 	// Drained as a shutdown cut short (whatever stopped the loop): the
 	// queue gives their room back, and they leave (leaves), unreported.
-	s.l.Drain(shutdownCause(nil))
+	s.c.loop.Drain(shutdownCause(nil))
 	log := s.c.log
 	if err := s.sp.Close(); err != nil {
 		log.LogAttrs(context.Background(), slog.LevelWarn, "analytics: closing the spool",

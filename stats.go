@@ -24,32 +24,11 @@ type Stats struct {
 
 	// Batches counts batches cut from the queue.
 	Batches int64 `json:"batches"`
-	// BatchesDelivered and BatchesFailed count batches by final outcome;
-	// each half of a split batch counts as a batch.
-	BatchesDelivered int64 `json:"batches_delivered"`
-	BatchesFailed    int64 `json:"batches_failed"`
-	// Splits counts batches split in two after a 413.
-	Splits int64 `json:"splits"`
-	// Attempts counts attempts sent, first attempts and retries: the HTTP
-	// requests sent, but for Resends.
-	Attempts int64 `json:"attempts"`
-	// Retries counts retries by path.
-	Retries RetryStats `json:"retries"`
-	// Resends counts attempts sent a second time at once, as part of the
-	// same attempt (same bytes, same X-Retry-Count), because a reused
-	// keep-alive connection closed under them without a byte of answer:
-	// the race of a server or proxy closing an idle connection. Each
-	// attempt is resent at most once; a resend spends no retry and no
-	// budget, and is in neither Attempts nor Retries (SPEC §5).
-	Resends int64 `json:"resends"`
-	// RateLimitedWaits counts attempts held back by the client-wide pause
-	// that a Retry-After starts, the rate-limited batch's own included.
-	RateLimitedWaits int64 `json:"rate_limited_waits"`
-	// BytesSent counts request body bytes written, after compression.
-	BytesSent int64 `json:"bytes_sent"`
-	// TransportErrors counts attempts that got no response, by whether the
-	// request had been written.
-	TransportErrors TransportErrorStats `json:"transport_errors"`
+	// UploadStats are the uploader's counters: batches by outcome, splits,
+	// attempts, retries by path, resends, waits at the rate-limit pause,
+	// bytes sent and transport errors. Its fields read as Stats' own
+	// (Stats.Attempts), and its JSON members are Stats' own.
+	UploadStats
 	// SendRate is the adaptive client-wide send rate now
 	// (WithAdaptiveSendRate); all zero when it is off.
 	SendRate SendRateStats `json:"send_rate"`
@@ -132,6 +111,31 @@ func (f FailedStats) Total() int64 {
 		f.Redirect + f.Shutdown + f.Spool + f.Other
 }
 
+// UploadStats counts what the uploader did since New. It is
+// [consumer.Counters]; Stats embeds it, so that its fields read as Stats'
+// own (Stats.Attempts) and its JSON members, its fields in snake_case, are
+// Stats' own.
+//
+// Its fields:
+//   - BatchesDelivered: batches delivered; each half of a split batch
+//     counts as a batch.
+//   - BatchesFailed: batches failed, counted the same way.
+//   - Splits: batches split in two after a 413, or before they were sent,
+//     over MaxBatchBytes or of more than MaxBatchEvents events.
+//   - Attempts: attempts sent, first attempts and retries: the HTTP
+//     requests sent, but for Resends.
+//   - Retries: retries by path.
+//   - Resends: attempts sent a second time at once, as part of the same
+//     attempt, because a reused keep-alive connection closed under them
+//     without a byte of answer; they spend no retry and no budget, and are
+//     in neither Attempts nor Retries.
+//   - RateLimitedWaits: attempts held back by the client-wide pause that a
+//     Retry-After starts, the rate-limited batch's own included.
+//   - BytesSent: request body bytes written, after compression.
+//   - TransportErrors: attempts that got no response, by whether the
+//     request had been written.
+type UploadStats = consumer.Counters
+
 // RetryStats counts retries by path (SPEC §5). It is [consumer.RetryStats];
 // its JSON names are its fields' in snake_case.
 //
@@ -204,9 +208,8 @@ func (c *counters) failed(err error, n int64) {
 // Stats returns a snapshot of the client's counters. It is safe to call at
 // any time, from any goroutine.
 func (c *Client) Stats() Stats {
-	u := c.up.Counters()
 	// In flight is what the queue's bounds still hold but no longer queue.
-	queued, queuedBytes, holding, heldBytes := c.in.sizes()
+	queued, queuedBytes, holding, heldBytes := c.q.Sizes()
 	return Stats{
 		Enqueued: c.stats.enqueued.Load(),
 		Rejected: RejectedStats{
@@ -227,24 +230,16 @@ func (c *Client) Stats() Stats {
 			Spool:                   c.stats.failSpool.Load(),
 			Other:                   c.stats.other.Load(),
 		},
-		Batches:          c.loop.Batches(),
-		BatchesDelivered: u.BatchesDelivered,
-		BatchesFailed:    u.BatchesFailed,
-		Splits:           u.Splits,
-		Attempts:         u.Attempts,
-		Retries:          u.Retries,
-		Resends:          u.Resends,
-		RateLimitedWaits: u.RateLimitedWaits,
-		BytesSent:        u.BytesSent,
-		TransportErrors:  u.TransportErrors,
-		SendRate:         c.up.SendRate(),
-		QueueDepth:       queued,
-		QueueBytes:       queuedBytes,
-		InFlight:         int64(holding - queued),
-		QueueMaxSize:     c.cfg.maxQueueSize,
-		QueueMaxBytes:    c.cfg.maxQueueBytes,
-		QueueHeldBytes:   heldBytes,
-		Latency:          c.stats.latency.snapshot(),
-		Spool:            c.in.spoolStats(),
+		Batches:        c.loop.Batches(),
+		UploadStats:    c.up.Counters(),
+		SendRate:       c.up.SendRate(),
+		QueueDepth:     queued,
+		QueueBytes:     queuedBytes,
+		InFlight:       int64(holding - queued),
+		QueueMaxSize:   c.cfg.maxQueueSize,
+		QueueMaxBytes:  c.cfg.maxQueueBytes,
+		QueueHeldBytes: heldBytes,
+		Latency:        c.stats.latency.snapshot(),
+		Spool:          c.in.spoolStats(),
 	}
 }

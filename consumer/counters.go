@@ -7,9 +7,9 @@ import (
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// Counters is a snapshot of what an Uploader has done since it was made
-// (SPEC §8). Each field is the analytics package's Stats field of the same
-// name and JSON name.
+// Counters is a snapshot of what an Uploader has done since it was made.
+// The analytics package's Stats embeds it (as analytics.UploadStats), so
+// its fields and JSON members are Stats' own.
 type Counters struct {
 	// BatchesDelivered and BatchesFailed count batches by final outcome;
 	// each half of a split batch counts as a batch.
@@ -26,10 +26,10 @@ type Counters struct {
 	// Resends counts attempts sent a second time at once, as part of the
 	// same attempt (same bytes, same X-Retry-Count), because a reused
 	// keep-alive connection closed under them without a byte of answer:
-	// the race of a server or proxy closing an idle connection (SPEC §5,
-	// resend on a new connection; see Uploader.Deliver). Each attempt is
-	// resent at most once; a resend spends no retry and no budget, and is
-	// in neither Attempts nor Retries.
+	// the race of a server or proxy closing an idle connection (see
+	// Uploader.Deliver). Each attempt is resent at most once; a resend
+	// spends no retry and no budget, and is in neither Attempts nor
+	// Retries.
 	Resends int64 `json:"resends"`
 	// RateLimitedWaits counts attempts held back by the client-wide pause
 	// that a Retry-After starts, the rate-limited batch's own included.
@@ -41,7 +41,7 @@ type Counters struct {
 	TransportErrors TransportErrorStats `json:"transport_errors"`
 }
 
-// RetryStats counts retries by path (SPEC §5).
+// RetryStats counts retries by path.
 type RetryStats struct {
 	Backoff   int64 `json:"backoff"`    // counted retries after a failure without Retry-After
 	RateLimit int64 `json:"rate_limit"` // uncounted retries after a valid Retry-After
@@ -49,7 +49,7 @@ type RetryStats struct {
 }
 
 // TransportErrorStats counts attempts that got no HTTP response, by their
-// last send's Phase (SPEC §5, transport errors).
+// last send's Phase.
 type TransportErrorStats struct {
 	NotWritten int64 `json:"not_written"` // the request never left: nothing was sent
 	Written    int64 `json:"written"`     // the request was written: the server may have it
@@ -77,7 +77,7 @@ func (c *counters) snapshot() Counters {
 }
 
 // SendRateStats is the state of the Uploader's client-wide send rate
-// (Config.AdaptiveSendRate; SPEC §5, §8): all zero when it is off. The
+// (Config.AdaptiveSendRate): all zero when it is off. The
 // analytics package names it analytics.SendRateStats, in Stats.SendRate.
 type SendRateStats struct {
 	// Limit is the attempts per second the client allows itself now: the

@@ -18,9 +18,9 @@ type count struct {
 	delivered int
 }
 
-func (*count) Unsent([]queue.Item[string]) (int, error) { return 0, nil }
+func (*count) Unsent([]queue.Item[consumer.Event]) (int, error) { return 0, nil }
 
-func (c *count) Ended(run []queue.Item[string], err error) {
+func (c *count) Ended(run []queue.Item[consumer.Event], err error) {
 	if err == nil {
 		c.mu.Lock()
 		c.delivered += len(run)
@@ -28,8 +28,8 @@ func (c *count) Ended(run []queue.Item[string], err error) {
 	}
 }
 
-func (*count) Called(*queue.Item[string], error) {}
-func (*count) Done([]queue.Item[string], error)  {}
+func (*count) Called(*queue.Item[consumer.Event], error) {}
+func (*count) Done([]queue.Item[consumer.Event], error)  {}
 
 // A Loop empties a queue into a tracking API: here, three events, sent
 // as one batch when the Loop is closed.
@@ -39,9 +39,9 @@ func ExampleLoop() {
 	client := consumer.NewHTTPClient(2)
 	defer client.CloseIdleConnections()
 
-	q := queue.New[string](100, 1<<20)
+	q := queue.New[consumer.Event](100, 1<<20)
 	for i := range 3 {
-		q.Push(fmt.Appendf(nil, `{"type":"track","event":"E","userId":"u","messageId":"m%d"}`, i), "a value kept with the event", 0)
+		q.Push(fmt.Appendf(nil, `{"type":"track","event":"E","userId":"u","messageId":"m%d"}`, i), consumer.Event{}, 0)
 	}
 	up := consumer.New(consumer.Config{
 		Endpoint:              api.URL,
@@ -55,7 +55,7 @@ func ExampleLoop() {
 		Policy:                retry.DefaultPolicy(),
 	})
 	out := &count{}
-	loop := consumer.NewLoop(consumer.LoopConfig[string]{
+	loop := consumer.NewLoop(consumer.LoopConfig{
 		Queue:         q,
 		Uploader:      up,
 		Outcomes:      out,

@@ -15,10 +15,10 @@ type flushWaiter struct {
 // Flush makes the Loop send every event numbered below target (as the
 // queue numbers them, from 0) without waiting for FlushAt or
 // FlushInterval, and returns once each of them has left the queue and its
-// batch has ended (SPEC §8), or when ctx ends, returning ctx.Err(). Events
+// batch has ended, or when ctx ends, returning ctx.Err(). Events
 // still in flight when ctx ends go on as usual. A Flush still waiting when
 // EndFlushes runs returns what EndFlushes says.
-func (l *Loop[T]) Flush(ctx context.Context, target uint64) error {
+func (l *Loop) Flush(ctx context.Context, target uint64) error {
 	w := l.addWaiter(target)
 	if w == nil {
 		return nil
@@ -43,7 +43,7 @@ func (l *Loop[T]) Flush(ctx context.Context, target uint64) error {
 // was left queued is drained: those whose events have all ended return
 // nil, the others err (their events are not in the queue, and will not
 // end in this Loop).
-func (l *Loop[T]) EndFlushes(err error) {
+func (l *Loop) EndFlushes(err error) {
 	l.notifyWaiters()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -56,7 +56,7 @@ func (l *Loop[T]) EndFlushes(err error) {
 
 // addWaiter registers a Flush, or returns nil if everything below target
 // already has its outcome.
-func (l *Loop[T]) addWaiter(target uint64) *flushWaiter {
+func (l *Loop) addWaiter(target uint64) *flushWaiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.flushedTo(target) {
@@ -67,7 +67,7 @@ func (l *Loop[T]) addWaiter(target uint64) *flushWaiter {
 	return w
 }
 
-func (l *Loop[T]) dropWaiter(w *flushWaiter) {
+func (l *Loop) dropWaiter(w *flushWaiter) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.waiters = slices.DeleteFunc(l.waiters, func(x *flushWaiter) bool { return x == w })
@@ -75,7 +75,7 @@ func (l *Loop[T]) dropWaiter(w *flushWaiter) {
 
 // flushedTo reports whether every event numbered below target has left the
 // queue and its batch has ended. l.mu is held.
-func (l *Loop[T]) flushedTo(target uint64) bool {
+func (l *Loop) flushedTo(target uint64) bool {
 	if _, taken := l.q.Counts(); taken < target {
 		return false
 	}
@@ -89,7 +89,7 @@ func (l *Loop[T]) flushedTo(target uint64) bool {
 
 // batchDone records the end of the batch starting at seq and releases the
 // Flush calls that were waiting for it.
-func (l *Loop[T]) batchDone(seq uint64) {
+func (l *Loop) batchDone(seq uint64) {
 	l.mu.Lock()
 	if i := slices.Index(l.inflight, seq); i >= 0 {
 		l.inflight = slices.Delete(l.inflight, i, i+1)
@@ -98,7 +98,7 @@ func (l *Loop[T]) batchDone(seq uint64) {
 	l.notifyWaiters()
 }
 
-func (l *Loop[T]) notifyWaiters() {
+func (l *Loop) notifyWaiters() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.waiters = slices.DeleteFunc(l.waiters, func(w *flushWaiter) bool {

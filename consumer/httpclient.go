@@ -33,14 +33,14 @@ func NewHTTPClient(maxConns int) *http.Client {
 	return &http.Client{Transport: t, CheckRedirect: CheckRedirect}
 }
 
-// CheckRedirect is the SDK's redirect rule (SPEC §4), for
+// CheckRedirect is the SDK's redirect rule, for
 // http.Client.CheckRedirect: a 307 or 308 is followed (the client resends
 // the same method and body), up to 10 hops; a 301, 302 or 303 is not,
 // since net/http would turn the POST into a bodiless GET; nor is any
 // redirect from https to plain http, since net/http would send the write
 // key along in cleartext. A redirect that is not followed reaches the SDK
 // as a 3xx response and fails the batch with retry.ErrRedirect. The
-// analytics package names it analytics.CheckRedirect.
+// analytics package's CheckRedirect calls it.
 func CheckRedirect(req *http.Request, via []*http.Request) error {
 	if tooManyHops(via) || req.Response == nil || downgrade(req, via) {
 		return http.ErrUseLastResponse
@@ -60,8 +60,9 @@ func downgrade(req *http.Request, via []*http.Request) bool {
 
 // GuardRedirects returns a shallow copy of client (sharing its transport
 // and connections) whose redirect policy first refuses a downgrade from
-// https to http (SPEC §4: whatever the client's policy), then applies client's own policy, or, when it has none,
-// follows up to 10 redirects as the SDK's own client does.
+// https to http, whatever the client's policy, then applies client's own
+// policy, or, when it has none, follows up to 10 redirects as the SDK's
+// own client does.
 func GuardRedirects(client *http.Client) *http.Client {
 	guarded := *client
 	policy := client.CheckRedirect

@@ -21,15 +21,15 @@ const batchesInFlight = 4
 
 // LoopConfig is what a Loop needs. Every field is required unless marked
 // optional.
-type LoopConfig[T any] struct {
+type LoopConfig struct {
 	// Queue is where the events wait; the Loop cuts its batches from it
 	// and releases their room once they end. The Loop does not see
 	// pushes: whoever pushes calls Wake when the queue reaches FlushAt.
-	Queue *queue.Queue[T]
+	Queue *queue.Queue[Event]
 	// Uploader sends the batches.
 	Uploader *Uploader
 	// Outcomes receives every event's outcome.
-	Outcomes Outcomes[T]
+	Outcomes Outcomes
 	// FlushAt is the number of queued events that makes a batch due, and
 	// the most a batch cut holds. The analytics package bounds it at
 	// 2,500, the most events the API takes in a request; the Uploader
@@ -38,33 +38,33 @@ type LoopConfig[T any] struct {
 	// FlushInterval is how long after the last cut the events taken by
 	// then (Accepted) are sent without waiting for FlushAt.
 	FlushInterval time.Duration
-	// CallsMayBlock is optional: Outcomes.Called may block (on the
-	// caller's own Enqueue, say), so what the Loop needs to cut the next
-	// batch is given back before the calls of a run instead of after the
+	// CallsMayBlock is optional: Outcomes.Called may block (a callback
+	// that enqueues and waits, say), so the Loop gives back what it needs
+	// to cut the next batch before a run's calls instead of after the
 	// batch.
 	CallsMayBlock bool
-	// Refill is optional: events that did not fit the queue wait
-	// elsewhere (a backlog), and Refill, called on the Loop's goroutine
-	// before it looks at the queue, moves what fits into it and reports
-	// whether some still wait. While they do, the Loop cuts whatever is
-	// queued without waiting for FlushAt, since the queue is as full as
-	// it gets. Call Wake when events join the backlog.
-	Refill func() (backlog bool)
-	// Accepted is optional: the number of events taken so far, numbered as
-	// the queue numbers them (a backlog's included), read when
-	// FlushInterval passes: the events numbered below it are sent. Nil:
+	// Refill and Accepted are optional, for an owner that keeps the
+	// events the queue has no room for elsewhere (a backlog; the analytics
+	// package's spool). Refill, called on the Loop's goroutine before it
+	// looks at the queue, moves what fits into it and reports whether some
+	// still wait; while they do, the Loop cuts whatever is queued without
+	// waiting for FlushAt. Call Wake when events join the backlog.
+	// Accepted is the number of events taken so far, the backlog's
+	// included, numbered as the queue numbers them: FlushInterval sends
+	// those numbered below it. Nil: none wait elsewhere, and Accepted is
 	// the events pushed into the queue.
+	Refill   func() (backlog bool)
 	Accepted func() uint64
 	// Halted is optional: it is called, on the Loop's goroutine, if the
 	// Loop stops on an internal error (a panic of a bug), so that the
-	// caller stops taking events; what is queued then fails with Drain.
+	// owner stops taking events; what is queued then fails with Drain.
 	Halted func()
 	// Logger is optional; it receives the internal errors the Loop
 	// recovers from. Nil discards.
 	Logger *slog.Logger
 }
 
-// Loop is the consumer of a queue (SPEC §3, §4): it cuts batches from the
+// Loop is the consumer of a queue: it cuts batches from the
 // queue when FlushAt events are queued, FlushInterval after the last cut,
 // or on Flush; uploads each with its Uploader, up to
 // MaxConcurrentRequests at a time and 4 × MaxConcurrentRequests cut and
@@ -72,11 +72,11 @@ type LoopConfig[T any] struct {
 // cut; and reports each event's outcome, exactly once, to its Outcomes.
 // Create one with NewLoop and Start it; Close and wait for Done to end it.
 // Its methods are safe for concurrent use.
-type Loop[T any] struct {
-	cfg LoopConfig[T]
-	q   *queue.Queue[T]
+type Loop struct {
+	cfg LoopConfig
+	q   *queue.Queue[Event]
 	up  *Uploader
-	out Outcomes[T]
+	out Outcomes
 	log *slog.Logger
 
 	wake      chan struct{} // Wake: the queue or the backlog changed
@@ -100,8 +100,8 @@ type Loop[T any] struct {
 }
 
 // NewLoop returns a Loop for cfg, not started. It does not validate cfg.
-func NewLoop[T any](cfg LoopConfig[T]) *Loop[T] {
-	l := &Loop[T]{
+func NewLoop(cfg LoopConfig) *Loop {
+	l := &Loop{
 		cfg:      cfg,
 		q:        cfg.Queue,
 		up:       cfg.Uploader,
@@ -124,12 +124,12 @@ func NewLoop[T any](cfg LoopConfig[T]) *Loop[T] {
 }
 
 // Start starts the Loop's goroutine. Call it once.
-func (l *Loop[T]) Start() { go l.run() }
+func (l *Loop) Start() { go l.run() }
 
 // Wake makes the Loop look at its queue again: call it when the queue
 // reaches FlushAt, or when events join the backlog (LoopConfig.Refill). It
 // never blocks.
-func (l *Loop[T]) Wake() {
+func (l *Loop) Wake() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -140,36 +140,36 @@ func (l *Loop[T]) Wake() {
 // holds, without waiting for FlushAt; it ends, closing Done, once nothing
 // is left to cut and every upload has ended. It is safe to call more than
 // once.
-func (l *Loop[T]) Close() { l.closeOnce.Do(func() { close(l.closing) }) }
+func (l *Loop) Close() { l.closeOnce.Do(func() { close(l.closing) }) }
 
 // Cancel cancels every upload, with cause as the reason of the events'
 // *BatchError, and ends the Loop without cutting what is left (see Drain).
-func (l *Loop[T]) Cancel(cause error) { l.cancel(cause) }
+func (l *Loop) Cancel(cause error) { l.cancel(cause) }
 
 // Cause returns why the uploads were cancelled: the cause given to Cancel,
 // or the internal error that stopped the Loop; nil while they may run.
-func (l *Loop[T]) Cause() error { return context.Cause(l.ctx) }
+func (l *Loop) Cause() error { return context.Cause(l.ctx) }
 
 // Done returns a channel closed once the Loop's goroutine and every upload
 // it started have ended.
-func (l *Loop[T]) Done() <-chan struct{} { return l.done }
+func (l *Loop) Done() <-chan struct{} { return l.done }
 
 // Batches returns the number of batches cut so far.
-func (l *Loop[T]) Batches() int64 { return l.cut.Load() }
+func (l *Loop) Batches() int64 { return l.cut.Load() }
 
 // Drain reports every event still queued as ended with err, oldest first,
 // as an upload reports them. Call it once Done is closed, after a Cancel
 // left events queued.
-func (l *Loop[T]) Drain(err error) {
+func (l *Loop) Drain(err error) {
 	if left := l.q.Drain(); len(left.Items) > 0 {
-		l.settle(&report[T]{items: left.Items}, err)
+		l.settle(&report{items: left.Items}, err)
 	}
 }
 
 // run is the goroutine that cuts batches. It ends, closing done, once the
 // Loop is closed and everything queued has been cut (or the uploads were
 // cancelled), and every upload has returned.
-func (l *Loop[T]) run() {
+func (l *Loop) run() {
 	defer close(l.done)
 	defer l.uploads.Wait()
 	defer func() {
@@ -187,7 +187,7 @@ func (l *Loop[T]) run() {
 	l.loop()
 }
 
-func (l *Loop[T]) loop() {
+func (l *Loop) loop() {
 	timer := time.NewTimer(l.cfg.FlushInterval)
 	defer timer.Stop()
 	var flushTo uint64 // events numbered below this are sent without waiting for FlushAt
@@ -234,7 +234,7 @@ func (l *Loop[T]) loop() {
 // wantCut reports whether a batch is due (SPEC §3): FlushAt events are
 // queued, or events are queued that a flush asked for, or the queue is as
 // full as it gets while more wait in the backlog.
-func (l *Loop[T]) wantCut(flushTo uint64, backlog bool) bool {
+func (l *Loop) wantCut(flushTo uint64, backlog bool) bool {
 	n := l.q.Len()
 	if n >= l.cfg.FlushAt || backlog && n > 0 {
 		return true
@@ -246,9 +246,9 @@ func (l *Loop[T]) wantCut(flushTo uint64, backlog bool) bool {
 // cutOne splices the next batch off the queue and starts its upload. The
 // caller holds a batch token and s, the request slot of the batch's first
 // attempt, which the upload gives back.
-func (l *Loop[T]) cutOne(s *slot) {
+func (l *Loop) cutOne(s *slot) {
 	l.mu.Lock()
-	b := l.q.Take(l.cfg.FlushAt, l.up.EventBytes())
+	b := l.q.Take(l.cfg.FlushAt, l.up.eventBytes())
 	if len(b.Items) > 0 {
 		l.inflight = append(l.inflight, b.Seq)
 	}

@@ -26,47 +26,51 @@ type recorder struct {
 	panicAt int
 }
 
+// index is an event's index in push order, which the tests keep as its
+// Message.
+func index(it queue.Item[Event]) int { return it.Value.Message.(int) }
+
 func newRecorder(t *testing.T) *recorder { return &recorder{t: t, ended: map[int]error{}, panicAt: -1} }
 
-func (r *recorder) Unsent([]queue.Item[int]) (int, error) { return 0, nil }
+func (r *recorder) Unsent([]queue.Item[Event]) (int, error) { return 0, nil }
 
-func (r *recorder) Ended(run []queue.Item[int], err error) {
+func (r *recorder) Ended(run []queue.Item[Event], err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range run {
-		_, again := r.ended[it.Value]
-		assert.False(r.t, again, "event %d ended twice", it.Value)
-		r.ended[it.Value] = err
+		_, again := r.ended[index(it)]
+		assert.False(r.t, again, "event %d ended twice", index(it))
+		r.ended[index(it)] = err
 	}
 }
 
-func (r *recorder) Called(it *queue.Item[int], err error) {
+func (r *recorder) Called(it *queue.Item[Event], err error) {
 	r.mu.Lock()
-	r.called = append(r.called, it.Value)
+	r.called = append(r.called, index(*it))
 	r.mu.Unlock()
-	if it.Value == r.panicAt {
+	if index(*it) == r.panicAt {
 		panic("a callback of the test")
 	}
 }
 
-func (r *recorder) Done(run []queue.Item[int], err error) {
+func (r *recorder) Done(run []queue.Item[Event], err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range run {
-		r.done = append(r.done, it.Value)
+		r.done = append(r.done, index(it))
 	}
 }
 
 // newTestLoop returns a started Loop over a queue of n events, valued 0
 // to n-1, uploading with r's Uploader.
-func newTestLoop(r *rig, out Outcomes[int], flushAt, n int) (*Loop[int], *queue.Queue[int]) {
-	q := queue.New[int](1000, 1<<20)
+func newTestLoop(r *rig, out Outcomes, flushAt, n int) (*Loop, *queue.Queue[Event]) {
+	q := queue.New[Event](1000, 1<<20)
 	evs := events(n)
 	for i := range n {
-		res, _ := q.Push(evs[i], i, 0)
+		res, _ := q.Push(evs[i], Event{Message: i}, 0)
 		require.Equal(r.t, queue.Admitted, res, "push %d", i)
 	}
-	l := NewLoop(LoopConfig[int]{
+	l := NewLoop(LoopConfig{
 		Queue: q, Uploader: r.up, Outcomes: out,
 		FlushAt: flushAt, FlushInterval: time.Hour,
 	})
@@ -150,12 +154,12 @@ func TestLoopCutsAtFlushInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		rec := newRecorder(t)
-		q := queue.New[int](1000, 1<<20)
+		q := queue.New[Event](1000, 1<<20)
 		for i, ev := range events(3) {
-			res, _ := q.Push(ev, i, 0)
+			res, _ := q.Push(ev, Event{Message: i}, 0)
 			require.Equal(t, queue.Admitted, res, "push %d", i)
 		}
-		l := NewLoop(LoopConfig[int]{Queue: q, Uploader: r.up, Outcomes: rec, FlushAt: 100, FlushInterval: time.Minute})
+		l := NewLoop(LoopConfig{Queue: q, Uploader: r.up, Outcomes: rec, FlushAt: 100, FlushInterval: time.Minute})
 		l.Start()
 		time.Sleep(time.Minute - time.Nanosecond)
 		synctest.Wait()

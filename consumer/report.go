@@ -4,9 +4,33 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/dualpath/analytics-go/queue"
+	"github.com/dualpath/analytics-go/spool"
 )
+
+// Event is what a Loop's queue keeps with each event besides its bytes,
+// for the Outcomes once the event ends; the Loop itself reads none of it.
+// The fields after At say where the event is in a spool (package spool)
+// that keeps every event on disk until its outcome, as the analytics
+// package's WithSpool does; they are zero without one.
+type Event struct {
+	// Message is the message the event was encoded from, kept for a
+	// callback; nil when nothing needs it.
+	Message any
+	// At is when the event was accepted, on the owner's clock (the
+	// analytics package: the time since New); negative when not known.
+	At time.Duration
+	// Spool is the event's record in the spool.
+	Spool spool.ID
+	// Recovered: the record was written by an earlier process and read
+	// back by this one.
+	Recovered bool
+	// Damaged: the spool found the record damaged as it read it back; the
+	// event's bytes are what it read, not to be sent (see Outcomes.Unsent).
+	Damaged bool
+}
 
 // Outcomes receives what became of the events a Loop takes from its queue.
 // A Loop calls it from the goroutine uploading a batch, several batches at
@@ -18,29 +42,32 @@ import (
 // goes on with the next step: no step is made twice, none is skipped, and
 // every event of the batch is still reported, the rest of the run under
 // way with its own outcome and the events after it with a *BatchError
-// naming the panic. So every event reaches exactly one outcome (SPEC §8).
-type Outcomes[T any] interface {
+// naming the panic. So every event reaches exactly one outcome.
+type Outcomes interface {
 	// Unsent moves to the front of items those that must not be sent,
 	// keeping the order of the others, and returns how many they are and
 	// the error they end with; they end before the others are uploaded.
-	// Most implementations return 0, nil.
-	Unsent(items []queue.Item[T]) (n int, err error)
+	// Most implementations return 0, nil; the analytics package moves the
+	// events whose spool record is Damaged.
+	Unsent(items []queue.Item[Event]) (n int, err error)
 	// Ended is called when the events of run have their outcome: err is
 	// nil when the tracking API took them, else why they failed (a
 	// *BatchError from the upload). Their room in the queue has been
 	// released already.
-	Ended(run []queue.Item[T], err error)
+	Ended(run []queue.Item[Event], err error)
 	// Called is called for each event of the run after Ended, in order,
 	// with the run's err: where a caller calls back per event.
-	Called(it *queue.Item[T], err error)
-	// Done is called after Called for every event of the run.
-	Done(run []queue.Item[T], err error)
+	Called(it *queue.Item[Event], err error)
+	// Done is called after Called for every event of the run: where
+	// the events are marked done elsewhere (the analytics package: in its
+	// spool).
+	Done(run []queue.Item[Event], err error)
 }
 
 // send uploads one batch, its first attempt on s, and reports every event
 // of it exactly once (SPEC §8).
-func (l *Loop[T]) send(b queue.Batch[T], s *slot) {
-	r := &report[T]{items: b.Items, token: true}
+func (l *Loop) send(b queue.Batch[Event], s *slot) {
+	r := &report{items: b.Items, token: true}
 	defer s.release() // deliver releases it; this covers a panic before deliver runs
 	defer func() {
 		l.batchDone(b.Seq)
@@ -104,8 +131,8 @@ func eventsFor(n int) [][]byte {
 // ours, a log handler, a callback) can neither repeat a step nor skip one:
 // settle goes on from the marks. Only the goroutine reporting the batch
 // uses it.
-type report[T any] struct {
-	items  []queue.Item[T]
+type report struct {
+	items  []queue.Item[Event]
 	ended  int   // events [0, ended) have their outcome: released, Ended called
 	err    error // the outcome of events [called, ended)
 	called int   // events [0, called) have had Called
@@ -117,7 +144,7 @@ type report[T any] struct {
 
 // giveBackToken gives the batch's token back, if r still holds it, so
 // that the loop may cut another batch.
-func (l *Loop[T]) giveBackToken(r *report[T]) {
+func (l *Loop) giveBackToken(r *report) {
 	if r.token {
 		r.token = false
 		<-l.batches
@@ -126,7 +153,7 @@ func (l *Loop[T]) giveBackToken(r *report[T]) {
 
 // end records that the events up to hi ended with err (nil: delivered):
 // it gives back their room in the queue and reports them.
-func (l *Loop[T]) end(r *report[T], hi int, err error) {
+func (l *Loop) end(r *report, hi int, err error) {
 	l.callBack(r) // the rest of the run before, if a panic cut it short
 	run := r.items[r.ended:hi]
 	r.ended, r.err = hi, err
@@ -146,7 +173,7 @@ func (l *Loop[T]) end(r *report[T], hi int, err error) {
 
 // callBack makes the Called step for each event that has its outcome and
 // has not had it, then the Done step for them.
-func (l *Loop[T]) callBack(r *report[T]) {
+func (l *Loop) callBack(r *report) {
 	for r.called < r.ended {
 		it := &r.items[r.called]
 		r.called++
@@ -162,7 +189,7 @@ func (l *Loop[T]) callBack(r *report[T]) {
 // settle reports every event of r not reported yet: the rest of the run
 // under way with its own outcome, the events after it with err. It goes
 // on after a panic, from the marks, so that it always finishes.
-func (l *Loop[T]) settle(r *report[T], err error) {
+func (l *Loop) settle(r *report, err error) {
 	var again any
 	for r.done < len(r.items) {
 		func() {

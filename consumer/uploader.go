@@ -161,9 +161,9 @@ func New(cfg Config) *Uploader {
 	return u
 }
 
-// EventBytes is how many bytes the events of one batch may take, joined by
+// eventBytes is how many bytes the events of one batch may take, joined by
 // commas, so that the whole body stays within Config.MaxBodyBytes.
-func (u *Uploader) EventBytes() int {
+func (u *Uploader) eventBytes() int {
 	return u.maxBody - u.env.size()
 }
 

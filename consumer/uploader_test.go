@@ -398,7 +398,7 @@ func TestEventBytesLeavesRoomForTheEnvelope(t *testing.T) {
 	r := newRig(t)
 	evs := events(1)
 	body := newBatchBody(evs, r.up.env, "", time.Now())
-	assert.Equal(t, maxBodyBytes-r.up.EventBytes(), body.Len()-len(evs[0]), "the envelope's size, as EventBytes assumes it")
+	assert.Equal(t, maxBodyBytes-r.up.eventBytes(), body.Len()-len(evs[0]), "the envelope's size, as eventBytes assumes it")
 }
 
 // With JSONTimes and BatchMessageID, the envelope's size is the length of

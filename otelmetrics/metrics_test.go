@@ -217,8 +217,10 @@ func TestEveryFieldToItsInstrument(t *testing.T) {
 		Delivered: 7,
 		Failed: analytics.FailedStats{RetriesExhausted: 8, BackoffBudgetExceeded: 9, RateLimitBudgetExceeded: 10,
 			FatalStatus: 11, Redirect: 12, Shutdown: 13, Spool: 14, Other: 15},
-		Attempts:       16,
-		Retries:        analytics.RetryStats{Backoff: 17, RateLimit: 18, Token: 33},
+		UploadStats: analytics.UploadStats{
+			Attempts: 16,
+			Retries:  analytics.RetryStats{Backoff: 17, RateLimit: 18, Token: 33},
+		},
 		QueueDepth:     19,
 		InFlight:       20,
 		QueueMaxSize:   21,

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/internal/jitter"
 )
 
 // noJitter makes Backoff return exactly d/2; fullJitter makes it d/2 + (d/2 - 1).
@@ -15,7 +17,7 @@ func fullJitter(n time.Duration) time.Duration { return n - 1 }
 
 func testPolicy() Policy {
 	p := DefaultPolicy()
-	p.jitterFunc = noJitter
+	jitter.Set(&p, noJitter)
 	return p
 }
 
@@ -43,9 +45,9 @@ func TestBackoffFormula(t *testing.T) {
 	}
 	for i, d := range wantD {
 		n := i + 1
-		p.jitterFunc = noJitter
+		jitter.Set(&p, noJitter)
 		assert.Equal(t, d/2, p.backoff(n), "backoff(%d) without jitter", n)
-		p.jitterFunc = fullJitter
+		jitter.Set(&p, fullJitter)
 		assert.Equal(t, d-1, p.backoff(n), "backoff(%d) with top jitter", n)
 	}
 }

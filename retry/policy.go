@@ -2,7 +2,6 @@ package retry
 
 import (
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/dualpath/analytics-go/internal/jitter"
@@ -65,14 +64,13 @@ type Policy struct {
 	// for concurrent use.
 	Backoff func(retry int) time.Duration
 
-	// jitterFunc, when set, draws the jitter in place of math/rand/v2. Only
-	// tests set it, through internal/jitter.
-	jitterFunc jitter.Func
+	// draw is where the jitter comes from: math/rand/v2, unless a test
+	// set it through internal/jitter.
+	draw
 }
 
-func init() {
-	jitter.Set = func(policy any, fn jitter.Func) { policy.(*Policy).jitterFunc = fn }
-}
+// draw names jitter.Draw for an unexported embedded field.
+type draw = jitter.Draw
 
 // DefaultPolicy returns the SDK's defaults: 10 retries, backoff 500 ms
 // doubling up to 60 s, 12 h budgets on both paths, Retry-After capped at
@@ -120,12 +118,7 @@ func (p *Policy) backoffCeiling(n int) time.Duration {
 }
 
 // jitter returns a uniformly random duration in [0, n) for n > 0.
-func (p *Policy) jitter(n time.Duration) time.Duration {
-	if p.jitterFunc != nil {
-		return p.jitterFunc(n)
-	}
-	return rand.N(n)
-}
+func (p *Policy) jitter(n time.Duration) time.Duration { return jitter.N(&p.draw, n) }
 
 // rateLimitWait returns how long the rate-limit path waits for a server's
 // Retry-After: min(retryAfter, RateLimitRetryAfterCap) (SPEC §5).

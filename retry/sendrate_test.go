@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/internal/jitter"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -217,7 +219,7 @@ func TestSendRateProbeSpacing(t *testing.T) {
 	// With a jitter, up to half more: clients whose outage began in the
 	// same instant probe apart.
 	r = newRateRig(t)
-	r.policy.jitterFunc = fullJitter
+	jitter.Set(&r.policy, fullJitter)
 	for range 24 {
 		r.attempt(OutcomeSuccess, "healthy")
 		r.now = r.now.Add(5 * time.Second)
@@ -249,7 +251,7 @@ func TestSendRateProbeSpacing(t *testing.T) {
 	// own shortest wait: clients whose outage began in the same instant
 	// drift apart.
 	r = newRateRig(t)
-	r.policy.jitterFunc = fullJitter
+	jitter.Set(&r.policy, fullJitter)
 	assert.Equal(t, 3*time.Second+1, r.failures(6, "failures"), "s(6) = 4s, with the most jitter")
 }
 
@@ -261,7 +263,7 @@ func TestProbeSpacingNeverExceedsTheBatchsOwnWait(t *testing.T) {
 		for _, probeCap := range []time.Duration{0, time.Second, 4 * time.Second, time.Hour} {
 			p := DefaultPolicy()
 			p.BackoffBase, p.ProbeInterval = base, probeCap
-			p.jitterFunc = noJitter
+			jitter.Set(&p, noJitter)
 			for k := 1; k <= 40; k++ {
 				require.LessOrEqual(t, p.probeSpacing(k), p.backoff(k), "base %v, ProbeInterval %v, retry %d", base, probeCap, k)
 			}
@@ -451,7 +453,7 @@ func TestResumeJitter(t *testing.T) {
 			}
 		}
 	}
-	p.jitterFunc = fullJitter
+	jitter.Set(&p, fullJitter)
 	assert.Equal(t, 500*time.Millisecond-1, p.ResumeJitter(5*time.Second), "the most after 5s")
 }
 
