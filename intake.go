@@ -114,10 +114,7 @@ func newLane[T event](c *Client, out consumer.Outcomes[T], refill func() bool, a
 
 func (n lane[T]) loop() batchLoop { return n.l }
 
-func (n lane[T]) sizes() (queued, queuedBytes, held, heldBytes int) {
-	queued, queuedBytes, held = n.q.Sizes()
-	return queued, queuedBytes, held, n.q.HeldBytes()
-}
+func (n lane[T]) sizes() (queued, queuedBytes, held, heldBytes int) { return n.q.Sizes() }
 
 // reporter is what the client does with events that end (SPEC §8): it
 // counts them into Stats, logs the failures, and calls the Callback back.

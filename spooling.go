@@ -64,7 +64,7 @@ func newSpoolIntake(c *Client) (*spoolIntake, error) {
 		return nil, fmt.Errorf("analytics: %w", err)
 	}
 	s := &spoolIntake{reporter: reporter[spooled]{c}, sp: sp}
-	s.lane = newLane[spooled](c, s, s.refill, sp.Handed)
+	s.lane = newLane[spooled](c, s, s.refill, s.accepted)
 	if n := sp.Stats().Recovered; n > 0 {
 		c.log.LogAttrs(context.Background(), slog.LevelInfo,
 			"analytics: events an earlier client left in the spool will be sent first",
@@ -117,7 +117,7 @@ func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, h held, 
 	return 0, &spoolError{err}
 }
 
-func (s *spoolIntake) accepted() uint64 { return s.sp.Handed() }
+func (s *spoolIntake) accepted() uint64 { return s.sp.Stats().Handed }
 
 // stop seals the spool; the queue stays open: the backlog on disk still
 // comes into it to be sent.
@@ -140,7 +140,7 @@ func (e *spoolError) Unwrap() []error { return []error{ErrSpool, e.cause} }
 // refill takes events waiting in the spool into the queue while it has
 // room, oldest first, and reports whether some still wait on disk.
 func (s *spoolIntake) refill() (backlog bool) {
-	if s.sp.Backlog() == 0 {
+	if s.sp.Stats().Backlog == 0 {
 		return false
 	}
 	// A damaged record still takes its place in the queue, so that it is
@@ -154,7 +154,7 @@ func (s *spoolIntake) refill() (backlog bool) {
 			"analytics: could not read events back from the spool; will try again",
 			slog.String("error", err.Error()))
 	}
-	return s.sp.Backlog() > 0
+	return s.sp.Stats().Backlog > 0
 }
 
 // take returns what refill hands spool.Load: it pushes an event read back
@@ -208,7 +208,7 @@ func leaves(err error) bool {
 // Ended wakes the loop, whose queue has room now, while events wait on
 // disk, and counts run unless it leaves.
 func (s *spoolIntake) Ended(run []queue.Item[spooled], err error) {
-	if s.sp.Backlog() > 0 {
+	if s.sp.Stats().Backlog > 0 {
 		s.l.Wake()
 	}
 	if !leaves(err) {

@@ -97,7 +97,7 @@ func TestLoopCutsAtFlushAtAndReportsEachEventOnce(t *testing.T) {
 		}
 		assert.ElementsMatch(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, rec.called, "events called back")
 		assert.ElementsMatch(t, rec.called, rec.done, "events done")
-		_, _, held := q.Sizes()
+		_, _, held, _ := q.Sizes()
 		assert.Zero(t, held, "events the queue still counts")
 	})
 }

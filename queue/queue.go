@@ -17,6 +17,8 @@ package queue
 import (
 	"context"
 	"sync"
+
+	"github.com/dualpath/analytics-go/internal/waitline"
 )
 
 // Item is one queued event: its encoded JSON and a value the caller keeps
@@ -69,9 +71,8 @@ type Queue[T any] struct {
 	// chunk takes new items; one that is not is left to the collector.
 	chunk *chunk
 
-	// first and last are the line of PushWait calls waiting for room,
-	// oldest first.
-	first, last *waiter[T]
+	// line is the PushWait calls waiting for room, oldest first.
+	line waitline.Line[pending[T]]
 	// waiters keeps *waiter[T] that left the line, for the next wait:
 	// under many producers nearly every PushWait waits, and a waiter and
 	// its channel were two allocations each time.
@@ -88,19 +89,18 @@ type Queue[T any] struct {
 // woken PushWait returns res without taking the queue's lock again, so a
 // release that makes room for many waiters admits them all under one lock
 // hold, with no chain of hand-offs from one waiter to the next.
-type waiter[T any] struct {
+type waiter[T any] = waitline.Waiter[pending[T]]
+
+// pending is what a waiter keeps: its item, and what PushWait returns.
+type pending[T any] struct {
 	data  []byte
 	value T
 	kept  int
 	size  int // len(data) + kept
-	// res and n are what PushWait returns, set before ready gets its
-	// token (or, after ctx ended, under q.mu).
+	// res and n are what PushWait returns, set before the waiter is
+	// woken, out of line (or, after ctx ended, under q.mu).
 	res Admission
 	n   int
-	// ready gets one token when the waiter is out of line, served.
-	ready      chan struct{}
-	prev, next *waiter[T]
-	inLine     bool
 }
 
 // chunkSize is the size of the blocks Push copies data into; an item
@@ -190,7 +190,7 @@ func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int)
 		n := q.n
 		q.mu.Unlock()
 		return Closed, n
-	case q.first == nil && q.fits(len(data), size):
+	case q.line.First() == nil && q.fits(len(data), size):
 		q.add(data, value, kept)
 		n := q.n
 		q.mu.Unlock()
@@ -201,27 +201,22 @@ func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int)
 		return Full, n
 	}
 	w := q.newWaiter(data, value, kept, size)
-	q.join(w)
+	q.line.Join(w)
 	q.mu.Unlock()
-	if done := ctx.Done(); done == nil {
-		<-w.ready // a plain receive costs less than a select
-	} else {
-		select {
-		case <-w.ready:
-		case <-done:
-			q.mu.Lock()
-			if w.inLine { // not served before the lock: it gives up
-				q.leave(w)
-				w.res, w.n = Full, q.n
-				if q.closed {
-					w.res = Closed
-				}
+	if !w.Wait(ctx) {
+		q.mu.Lock()
+		if w.InLine() { // not served before the lock: it gives up
+			q.leave(w)
+			w.Value.res, w.Value.n = Full, q.n
+			if q.closed {
+				w.Value.res = Closed
 			}
-			q.mu.Unlock()
 		}
+		q.mu.Unlock()
 	}
-	res, n := w.res, w.n
-	q.recycleWaiter(w)
+	res, n := w.Value.res, w.Value.n
+	w.Value = pending[T]{}
+	q.waiters.Put(w)
 	return res, n
 }
 
@@ -230,22 +225,10 @@ func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int)
 func (q *Queue[T]) newWaiter(data []byte, value T, kept, size int) *waiter[T] {
 	w, _ := q.waiters.Get().(*waiter[T])
 	if w == nil {
-		w = &waiter[T]{ready: make(chan struct{}, 1)}
+		w = new(waiter[T])
 	}
-	w.data, w.value, w.kept, w.size = data, value, kept, size
+	w.Value = pending[T]{data: data, value: value, kept: kept, size: size}
 	return w
-}
-
-// recycleWaiter puts w, out of line, back in the pool: nothing refers to
-// it any more, so only a token sent before it left can be in its channel.
-func (q *Queue[T]) recycleWaiter(w *waiter[T]) {
-	select {
-	case <-w.ready:
-	default:
-	}
-	var zero T
-	w.data, w.value = nil, zero
-	q.waiters.Put(w)
 }
 
 // fits reports whether an item of dataLen bytes of data and size bytes of
@@ -273,62 +256,24 @@ func (q *Queue[T]) add(data []byte, value T, kept int) {
 	q.pushed++
 }
 
-// join puts w at the end of the line. q.mu is held.
-func (q *Queue[T]) join(w *waiter[T]) {
-	w.prev, w.inLine = q.last, true
-	if q.last == nil {
-		q.first = w
-	} else {
-		q.last.next = w
-	}
-	q.last = w
-}
-
 // leave takes w out of the line, wherever it is; if it was first, the
 // waiters now at the head are served if their items fit, so that room w
 // was waiting for passes on. q.mu is held.
 func (q *Queue[T]) leave(w *waiter[T]) {
-	if !w.inLine {
-		return
-	}
-	wasFirst := q.first == w
-	q.unlink(w)
-	if wasFirst {
+	if q.line.Leave(w) {
 		q.serve()
 	}
-}
-
-// unlink takes w, in line, out of it. q.mu is held.
-func (q *Queue[T]) unlink(w *waiter[T]) {
-	if w.prev == nil {
-		q.first = w.next
-	} else {
-		w.prev.next = w.next
-	}
-	if w.next == nil {
-		q.last = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next, w.inLine = nil, nil, false
 }
 
 // serve admits the items of the waiters at the head of the line, in line
 // order, as long as they fit, and wakes each of those waiters. q.mu is
 // held.
 func (q *Queue[T]) serve() {
-	for w := q.first; w != nil && q.fits(len(w.data), w.size); w = q.first {
-		q.unlink(w)
-		q.add(w.data, w.value, w.kept)
-		w.res, w.n = Admitted, q.n
-		wake(w)
-	}
-}
-
-func wake[T any](w *waiter[T]) {
-	select {
-	case w.ready <- struct{}{}:
-	default: // a wake-up is pending already
+	for w := q.line.First(); w != nil && q.fits(len(w.Value.data), w.Value.size); w = q.line.First() {
+		q.line.Leave(w)
+		q.add(w.Value.data, w.Value.value, w.Value.kept)
+		w.Value.res, w.Value.n = Admitted, q.n
+		w.Wake()
 	}
 }
 
@@ -355,26 +300,18 @@ func (q *Queue[T]) Release(items, bytes int) {
 	defer q.mu.Unlock()
 	q.held -= items
 	q.heldB -= bytes
-	if q.first != nil {
+	if q.line.First() != nil {
 		q.serve()
 	}
 }
 
-// Sizes returns, read together, the items queued, the length of their
+// Sizes returns, read together, the items queued and the length of their
 // Data, and the items that count against the bounds (queued, or taken and
-// not released).
-func (q *Queue[T]) Sizes() (queued, queuedBytes, held int) {
+// not released) and their total Size: what the bounds limit.
+func (q *Queue[T]) Sizes() (queued, queuedBytes, held, heldBytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.n, q.bytes, q.held
-}
-
-// HeldBytes returns the total Size of the items that count against the
-// bounds (queued, or taken and not released): what the byte bound limits.
-func (q *Queue[T]) HeldBytes() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.heldB
+	return q.n, q.bytes, q.held, q.heldB
 }
 
 // Close makes every later Push and PushWait return Closed, and wakes every
@@ -385,18 +322,11 @@ func (q *Queue[T]) Close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	for w := q.first; w != nil; w = q.first {
-		q.unlink(w)
-		w.res, w.n = Closed, q.n
-		wake(w)
+	for w := q.line.First(); w != nil; w = q.line.First() {
+		q.line.Leave(w)
+		w.Value.res, w.Value.n = Closed, q.n
+		w.Wake()
 	}
-}
-
-// IsClosed reports whether Close was called.
-func (q *Queue[T]) IsClosed() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.closed
 }
 
 // copyData copies data into the current chunk, starting a new one when it
@@ -431,14 +361,10 @@ func (q *Queue[T]) unref(c *chunk) {
 	}
 }
 
-// Recycle says that the caller is done with b, a batch as Take or Drain
-// returned it: its budget released, nothing reading its items or their
-// Data any more. The memory its items' Data were copied into, and its
-// slice of items, then take later items and batches. Recycle clears the
-// items. It is optional: memory not recycled is left to the garbage
-// collector. A batch is recycled at most once: recycling one whose items
-// or Data are still read elsewhere, or recycling it again, would let a
-// later Push or Take write over them.
+// Recycle gives b's memory (its items and their Data), which nothing
+// reads any more, to later items and batches, and clears the items. It is
+// optional: what is not recycled is left to the garbage collector. A batch
+// is recycled at most once.
 func (q *Queue[T]) Recycle(b Batch[T]) {
 	if len(b.Items) == 0 {
 		return

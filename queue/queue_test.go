@@ -43,16 +43,16 @@ func TestPushBoundedByBytes(t *testing.T) {
 	assert.Equal(t, Full, res, "a push beyond the byte bound")
 	res, _ = push(q, 3, 5)
 	assert.Equal(t, Admitted, res, "a push that exactly fills the byte bound")
-	n, b, _ := q.Sizes()
+	n, b, _, _ := q.Sizes()
 	assert.Equal(t, 3, n, "items queued")
 	assert.Equal(t, 25, b, "bytes queued")
 	q.Take(1, 1000)
-	_, b, _ = q.Sizes()
+	_, b, _, _ = q.Sizes()
 	assert.Equal(t, 15, b, "bytes queued after taking 10")
 	// Taken is still held until released.
 	res, _ = push(q, 4, 10)
 	assert.Equal(t, Full, res, "a push while taken items still hold the budget")
-	queued, b, held := q.Sizes()
+	queued, b, held, _ := q.Sizes()
 	assert.Equal(t, 2, queued, "items queued")
 	assert.Equal(t, 15, b, "bytes queued")
 	assert.Equal(t, 3, held, "items held")
@@ -178,7 +178,7 @@ func TestConcurrentPushAndTake(t *testing.T) {
 		total += a
 	}
 	assert.Equal(t, total, got, "items taken, want those accepted")
-	n, b, _ := q.Sizes()
+	n, b, _, _ := q.Sizes()
 	assert.Zero(t, n, "items left queued")
 	assert.Zero(t, b, "bytes left queued")
 }
@@ -199,7 +199,7 @@ func TestClosedQueueRefusesButKeepsItems(t *testing.T) {
 	q := New[int](10, 1<<20)
 	push(q, 0, 1)
 	q.Close()
-	assert.True(t, q.IsClosed(), "IsClosed after Close")
+	assert.Equal(t, Closed, q.Admission(), "Admission after Close")
 	res, n := push(q, 1, 1)
 	assert.Equal(t, Closed, res, "a push after Close")
 	assert.Equal(t, 1, n, "items queued after a push after Close")

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -264,4 +265,38 @@ func TestPushWaitReusesWaiters(t *testing.T) {
 		close(start)
 		assert.Equal(t, room, waited, "allocations of a PushWait that waits, against one that finds room")
 	})
+}
+
+// BenchmarkPushWait is many producers waiting in line for room in a small
+// queue that one consumer empties: nearly every PushWait waits, is
+// admitted by a Release and woken.
+func BenchmarkPushWait(b *testing.B) {
+	q := New[int](4, 1<<20)
+	data := make([]byte, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			batch := q.Take(4, 1<<20)
+			if len(batch.Items) == 0 {
+				if q.Admission() == Closed {
+					return
+				}
+				runtime.Gosched()
+				continue
+			}
+			q.Release(len(batch.Items), len(batch.Items)*len(data))
+			q.Recycle(batch)
+		}
+	}()
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			q.PushWait(context.Background(), data, 0, 0)
+		}
+	})
+	b.StopTimer()
+	q.Close()
+	<-done
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"math"
 	"slices"
+
+	"github.com/dualpath/analytics-go/internal/waitline"
 )
 
 // errEmpty and errTooLarge refuse records the format cannot hold.
@@ -264,16 +266,10 @@ func (s *Spool) neverFits(frame int64) bool {
 	return s.maxBytes > 0 && frame+int64(headerSize) > s.maxBytes
 }
 
-// waiter is an AppendWait waiting for room for a record of frame bytes.
-type waiter struct {
-	frame int64
-	// ready gets a token when the waiter should look again: it is first
-	// in line and its record fits, or the spool was sealed. It holds one
-	// token, so wake-ups before the waiter looks add up to one.
-	ready      chan struct{}
-	prev, next *waiter
-	inLine     bool
-}
+// waiter is an AppendWait waiting for room for a record of Value bytes,
+// framed. It is woken when it should look again: it is first in line and
+// its record fits, or the spool was sealed.
+type waiter = waitline.Waiter[int64]
 
 // appendWait is AppendWait: the same line as queue.PushWait's.
 func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
@@ -283,7 +279,7 @@ func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) boo
 	case s.sealed:
 		s.mu.Unlock()
 		return ID{}, ErrClosed
-	case s.first == nil || s.neverFits(frame) || len(data) == 0 || len(data) > maxRecord:
+	case s.line.First() == nil || s.neverFits(frame) || len(data) == 0 || len(data) > maxRecord:
 		id, err := s.appendLocked(data, direct) // refused at once if it can never fit
 		if err != ErrFull || s.neverFits(frame) {
 			s.mu.Unlock()
@@ -294,13 +290,11 @@ func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) boo
 		s.mu.Unlock()
 		return ID{}, fullError(ctx.Err())
 	}
-	w := &waiter{frame: frame, ready: make(chan struct{}, 1)}
-	s.join(w)
+	w := &waiter{Value: frame}
+	s.line.Join(w)
 	s.mu.Unlock()
 	for {
-		select {
-		case <-w.ready:
-		case <-ctx.Done():
+		if !w.Wait(ctx) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.leave(w)
@@ -315,7 +309,7 @@ func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) boo
 			s.leave(w)
 			s.mu.Unlock()
 			return ID{}, ErrClosed
-		case s.first == w && s.makeRoom(frame):
+		case s.line.First() == w && s.makeRoom(frame):
 			id, err := s.appendLocked(data, direct)
 			if err != ErrFull { // ErrFull: an Append took the room first
 				s.leave(w) // wakes the next in line if its record fits too
@@ -333,36 +327,10 @@ func fullError(ctxErr error) error {
 	return fmt.Errorf("%w: %w", ErrFull, ctxErr)
 }
 
-// join puts w at the end of the line. s.mu is held.
-func (s *Spool) join(w *waiter) {
-	w.prev, w.inLine = s.last, true
-	if s.last == nil {
-		s.first = w
-	} else {
-		s.last.next = w
-	}
-	s.last = w
-}
-
 // leave takes w out of the line, wherever it is; if it was first, the new
 // first is woken when its record fits. s.mu is held.
 func (s *Spool) leave(w *waiter) {
-	if !w.inLine {
-		return
-	}
-	wasFirst := s.first == w
-	if w.prev == nil {
-		s.first = w.next
-	} else {
-		w.prev.next = w.next
-	}
-	if w.next == nil {
-		s.last = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next, w.inLine = nil, nil, false
-	if wasFirst {
+	if s.line.Leave(w) {
 		s.wakeFirst()
 	}
 }
@@ -370,14 +338,7 @@ func (s *Spool) leave(w *waiter) {
 // wakeFirst wakes the first waiter in line if its record fits now (after
 // the room made by retiring a done active segment). s.mu is held.
 func (s *Spool) wakeFirst() {
-	if w := s.first; w != nil && s.makeRoom(w.frame) {
-		wake(w)
-	}
-}
-
-func wake(w *waiter) {
-	select {
-	case w.ready <- struct{}{}:
-	default: // a wake-up is pending already
+	if w := s.line.First(); w != nil && s.makeRoom(w.Value) {
+		w.Wake()
 	}
 }

@@ -93,7 +93,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.SetBytes(int64(len(record300)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if s.Backlog() == 0 {
+		if s.Stats().Backlog == 0 {
 			b.StopTimer()
 			if err := s.Ack(handed); err != nil {
 				b.Fatal(err)

@@ -5,8 +5,9 @@ import "errors"
 // seal is Seal. s.mu is held, and released while it waits.
 func (s *Spool) seal() {
 	s.sealed = true
-	for w := s.first; w != nil; w = w.next {
-		wake(w)
+	for w := s.line.First(); w != nil; w = s.line.First() {
+		s.line.Leave(w) // each looks again, finds the spool sealed
+		w.Wake()
 	}
 	// With Sync 0 an Append decides its record (hands it, or puts it in
 	// the backlog) only after its group commit, which releases s.mu for

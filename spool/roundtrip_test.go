@@ -21,8 +21,8 @@ func TestAppendLoadRoundTrip(t *testing.T) {
 			o.SegmentBytes = 2 << 10 // many segments
 			s := openT(t, t.TempDir(), o)
 			want := appendN(t, s, 0, 500)
-			assert.Equal(t, 500, s.Backlog())
-			assert.EqualValues(t, 500, s.Handed())
+			assert.EqualValues(t, 500, s.Stats().Backlog)
+			assert.EqualValues(t, 500, s.Stats().Handed)
 			g := loadAll(t, s)
 			assert.Equal(t, want, ids(g))
 			assert.Equal(t, events(0, 500), datas(g))
@@ -30,8 +30,8 @@ func TestAppendLoadRoundTrip(t *testing.T) {
 				assert.False(t, r.Recovered)
 			}
 			assert.Greater(t, want[len(want)-1].Seg, want[0].Seg, "rotated")
-			assert.Equal(t, 0, s.Backlog())
-			assert.EqualValues(t, 500, s.Handed())
+			assert.EqualValues(t, 0, s.Stats().Backlog)
+			assert.EqualValues(t, 500, s.Stats().Handed)
 			st := s.Stats()
 			assert.EqualValues(t, 500, st.Records)
 			assert.Zero(t, st.Backlog)
@@ -61,8 +61,8 @@ func TestDirectAndBacklog(t *testing.T) {
 	// wait, even though nothing is offered to direct once the backlog is
 	// not empty.
 	assert.Equal(t, all[:3], direct)
-	assert.Equal(t, 7, s.Backlog())
-	assert.EqualValues(t, 10, s.Handed())
+	assert.EqualValues(t, 7, s.Stats().Backlog)
+	assert.EqualValues(t, 10, s.Stats().Handed)
 
 	// A Load that takes two, then refuses: the refused one stays first.
 	n := 0
@@ -75,7 +75,7 @@ func TestDirectAndBacklog(t *testing.T) {
 	}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 2, taken)
-	assert.Equal(t, 5, s.Backlog())
+	assert.EqualValues(t, 5, s.Stats().Backlog)
 	g := loadAll(t, s)
 	assert.Equal(t, all[5:], ids(g))
 	assert.Equal(t, events(5, 10), datas(g))
@@ -85,8 +85,8 @@ func TestDirectAndBacklog(t *testing.T) {
 	id, err := s.Append(event(10), offer)
 	require.NoError(t, err)
 	assert.Equal(t, id, direct[len(direct)-1])
-	assert.Zero(t, s.Backlog())
-	assert.EqualValues(t, 11, s.Handed())
+	assert.Zero(t, s.Stats().Backlog)
+	assert.EqualValues(t, 11, s.Stats().Handed)
 }
 
 // A bounded consumer: Appends offer records directly while it has room,
@@ -127,7 +127,7 @@ func TestInterleavedAppendLoad(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	for s.Backlog() > 0 || len(held) > 0 {
+	for s.Stats().Backlog > 0 || len(held) > 0 {
 		drain(capacity)
 		_, err := s.Load(func(id ID, d []byte, _ bool) bool {
 			if len(held) == capacity {
@@ -139,7 +139,7 @@ func TestInterleavedAppendLoad(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, events(0, 2000), order)
-	assert.EqualValues(t, 2000, s.Handed())
+	assert.EqualValues(t, 2000, s.Stats().Handed)
 }
 
 // Concurrent Appends with Sync 0 share fsyncs and still decide in order:
@@ -177,7 +177,7 @@ func TestConcurrentAppendsGroupCommit(t *testing.T) {
 			assert.True(t, less(id, first), "%v handed directly after the backlog began at %v", id, first)
 		}
 	}
-	assert.EqualValues(t, 800, s.Handed())
+	assert.EqualValues(t, 800, s.Stats().Handed)
 }
 
 func less(a, b ID) bool { return a.Seg < b.Seg || a.Seg == b.Seg && a.N < b.N }
@@ -241,7 +241,7 @@ func TestRecoveredBacklogMemory(t *testing.T) {
 	defer s.Close()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	assert.EqualValues(t, n, s.Backlog())
+	assert.EqualValues(t, n, s.Stats().Backlog)
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	assert.Less(t, grew, int64(256<<10), "%d bytes kept for %d records", grew, n)
 	t.Logf("%d bytes kept for %d records", grew, n)

@@ -42,6 +42,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/dualpath/analytics-go/internal/waitline"
 )
 
 // Version is the format version this package writes and reads. Open
@@ -128,6 +130,11 @@ type Stats struct {
 	Backlog   int64 // of them, records not handed to the caller yet
 	Recovered int64 // records found at Open that were not done
 	Corrupt   int64 // damaged records (or unreadable stretches) skipped since Open
+	// Handed is the records handed to the caller (by Append's direct or
+	// by Load) since Open, plus the Backlog: the records the caller has
+	// taken or will take, in order. A record that a later Load finds
+	// damaged counts only until then.
+	Handed uint64
 }
 
 // Spool is an open spool directory. It is safe for concurrent use.
@@ -200,7 +207,7 @@ type Spool struct {
 	acks ackFiles // the open acknowledgement files, and Ack's buffers
 
 	commitState
-	first, last *waiter // AppendWait calls waiting for room, oldest first
+	line waitline.Line[int64] // AppendWait calls waiting for room, oldest first
 }
 
 // Open locks dir (creating it, mode 0700, if needed), reads what it holds,
@@ -272,23 +279,6 @@ func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 	return s.load(fn, damaged)
 }
 
-// Backlog returns the number of records not handed to the caller yet.
-func (s *Spool) Backlog() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return int(s.backlog)
-}
-
-// Handed returns the number of records handed to the caller (by Append's
-// direct or by Load) since Open, plus the backlog: the records the caller
-// has taken or will take, in order. It counts a record that a later Load
-// finds damaged only until then.
-func (s *Spool) Handed() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.handed + uint64(s.backlog)
-}
-
 // Ack records that the records ids are done. They are not handed again,
 // after a restart either, and a segment whose records are all done is
 // removed, unless it is the one being written (SPEC §11.6). ids may be in
@@ -316,6 +306,7 @@ func (s *Spool) Stats() Stats {
 		Backlog:   s.backlog,
 		Recovered: s.stats.Recovered,
 		Corrupt:   s.stats.Corrupt,
+		Handed:    s.handed + uint64(s.backlog),
 	}
 }
 

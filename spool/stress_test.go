@@ -63,7 +63,7 @@ func TestStress(t *testing.T) {
 					assert.NoError(t, s.Ack(batch))
 					select {
 					case <-done:
-						if len(batch) == 0 && s.Backlog() == 0 {
+						if len(batch) == 0 && s.Stats().Backlog == 0 {
 							mu.Lock()
 							empty := len(inMemory) == 0
 							mu.Unlock()
