@@ -55,9 +55,8 @@ type Gate struct {
 
 	mu      sync.Mutex
 	pause   pause
-	line    []waiter // the attempts waiting for the send rate, in the order they came
-	ticket  uint64   // the last ticket given
-	held    int64    // attempts that waited in line
+	line    []*Waiter // the attempts waiting for the send rate, in the order they came
+	held    int64     // attempts that waited in line
 	stopped bool
 	// changed is closed and replaced when waiting attempts should ask
 	// again; recovered, when the client sees the API recover after it
@@ -66,19 +65,14 @@ type Gate struct {
 	changed, recovered chan struct{}
 }
 
-// A waiter is an attempt waiting in line.
-type waiter struct {
-	ticket  uint64
-	retries int // the backoff-path retries its batch has spent
-}
-
 // A Waiter is one attempt's place at a Gate, kept by the caller across the
-// Admit calls of that attempt: its ticket in line while it waits there.
+// Admit calls of that attempt: its place in line while it waits there.
 // The zero Waiter has no place. After an answer of Go or an error it has
 // none again; one that gives up waiting is taken out with Leave.
 type Waiter struct {
-	ticket uint64 // 0: not in line
-	held   bool   // the send rate held it back: counted once
+	inLine  bool
+	retries int  // the backoff-path retries its batch had spent when it came
+	held    bool // the send rate held it back: counted once
 }
 
 // NewGate returns an open Gate for policy's budgets and schedule, with the
@@ -138,21 +132,20 @@ func (g *Gate) Admit(now time.Time, w *Waiter, b *Budget, slot bool) (Admission,
 		g.leave(w)
 		return Admission{Until: now.Add(d), Wake: g.changed, Paused: true}, err
 	}
-	if g.rate == nil || w.ticket == 0 && len(g.line) == 0 && !slot {
+	if g.rate == nil || !w.inLine && len(g.line) == 0 && !slot {
 		return Admission{Go: slot, Slot: !slot, Recovered: g.recovered}, nil
 	}
 	deadline, bounded := b.BackoffDeadline()
-	if w.ticket == 0 {
-		g.ticket++
-		w.ticket = g.ticket
-		g.line = append(g.line, waiter{ticket: w.ticket, retries: b.Retries()})
+	if !w.inLine {
+		w.inLine, w.retries = true, b.Retries()
+		g.line = append(g.line, w)
 	} else if bounded && !now.Before(deadline) {
 		// It waited in line until its budget ended.
 		g.leave(w)
 		return Admission{}, ErrBackoffBudgetExceeded
 	}
 	a := Admission{Wake: g.changed}
-	if g.first() == w.ticket {
+	if g.first() == w {
 		if !slot {
 			return Admission{Slot: true}, nil
 		}
@@ -180,9 +173,8 @@ func (g *Gate) Admit(now time.Time, w *Waiter, b *Budget, slot bool) (Admission,
 	return a, nil
 }
 
-// first returns the ticket of the attempt that asks for the next turn.
-// g.mu is held.
-func (g *Gate) first() uint64 {
+// first returns the attempt that asks for the next turn. g.mu is held.
+func (g *Gate) first() *Waiter {
 	head := g.line[0]
 	if g.rate.Probing() {
 		for _, w := range g.line[1:] {
@@ -191,7 +183,7 @@ func (g *Gate) first() uint64 {
 			}
 		}
 	}
-	return head.ticket
+	return head
 }
 
 // Leave takes w out of line, for an attempt that gives up waiting (its
@@ -204,8 +196,8 @@ func (g *Gate) Leave(w *Waiter) {
 
 // leave is Leave with g.mu held; the next first in line asks.
 func (g *Gate) leave(w *Waiter) {
-	if w.ticket != 0 {
-		g.line = slices.DeleteFunc(g.line, func(x waiter) bool { return x.ticket == w.ticket })
+	if w.inLine {
+		g.line = slices.DeleteFunc(g.line, func(x *Waiter) bool { return x == w })
 		if len(g.line) > 0 {
 			g.announce()
 		}

@@ -212,13 +212,13 @@ func TestHeldAttemptSpendsItsBackoffBudget(t *testing.T) {
 func TestProbeTurnGoesToTheFewestRetries(t *testing.T) {
 	policy := DefaultPolicy()
 	g := NewGate(&policy, true)
-	g.line = []waiter{{ticket: 1, retries: 3}, {ticket: 2, retries: 1}, {ticket: 3, retries: 1}}
-	assert.Equal(t, uint64(1), g.first(), "healthy: the first that came asks")
+	g.line = []*Waiter{{retries: 3}, {retries: 1}, {retries: 1}}
+	assert.Same(t, g.line[0], g.first(), "healthy: the first that came asks")
 
 	now := time.Now()
 	turn, _, ok := g.rate.Admit(now)
 	require.True(t, ok, "a healthy rate admits")
 	g.rate.End(turn, now, OutcomeRateLimited) // one rate-limited answer: the client probes
 	require.True(t, g.rate.Probing(), "probing after a rate-limited answer")
-	assert.Equal(t, uint64(2), g.first(), "probing: the first of those with the fewest retries asks")
+	assert.Same(t, g.line[1], g.first(), "probing: the first of those with the fewest retries asks")
 }
