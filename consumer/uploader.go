@@ -240,7 +240,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 			fail(err, budget.Attempts())
 			return
 		}
-		res, err := u.try(ctx, held, admitted.Turn, events, id, budget.Attempts())
+		res, err := u.attempt(ctx, held, admitted.Turn, events, id, budget.Attempts())
 		if err != nil {
 			last = err
 		}
@@ -296,23 +296,6 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 			return
 		}
 	}
-}
-
-// try makes one attempt on the turn the gate gave it, and reports the
-// attempt's end to the gate however it ends: a panic in the transport (a
-// user's http.RoundTripper) included, which the Loop recovers further up.
-// A turn never reported would stay in flight for good, and a probe's would
-// hold back every attempt after it. An attempt answered without a
-// Retry-After ends the rate-limit episode; one that got no answer (a
-// *TransportError) does not.
-func (u *Uploader) try(ctx context.Context, slot *slot, turn retry.Turn, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
-	var o retry.Outcome // 0, not sent, unless the attempt returns
-	answered := false
-	defer func() { u.gate.End(turn, time.Now(), o, answered) }()
-	res, err = u.attempt(ctx, slot, events, id, retryCount)
-	_, noAnswer := err.(*TransportError)
-	o, answered = res.Outcome, !noAnswer
-	return res, err
 }
 
 // split sends each half of events as a batch of its own. The first half's
