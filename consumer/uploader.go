@@ -11,16 +11,16 @@
 // The Uploader does the I/O (one POST per attempt, under its own deadline,
 // response bodies drained and closed so connections are reused); every
 // decision about what an attempt's end means and how long to wait is asked
-// of package retry. That includes the client-wide send rate
-// (retry.SendRate), which with the rate-limit pause makes up the gate that
-// admits each attempt (retry.Gate): this package only waits as the gate
-// tells it, then takes the attempt's request slot, and sleeps through
-// backoff waits that the gate ends when the API recovers. With Config.OAuth, an attempt
-// first gets the access token its upload carries, from the one token the
-// Uploader keeps (a request for a new one is part of the attempt, its
-// failure the attempt's). It reads time.Now and waits on
-// timers, so budgets are measured on the monotonic clock; its tests run the
-// loop in a testing/synctest bubble, where every wait is exact and instant.
+// of package retry. That includes when an attempt may go (retry.Gate: the
+// rate-limit pause and the client-wide send rate): this package only
+// waits as the gate tells it, takes the attempt's request slot, and
+// sleeps through backoff waits, which the gate ends when the API
+// recovers. With Config.OAuth, an attempt first gets the access token its
+// upload carries, from the one token the Uploader keeps (a request for a
+// new one is part of the attempt, its failure the attempt's). It reads
+// time.Now and waits on timers, so budgets are measured on the monotonic
+// clock; its tests run the loop in a testing/synctest bubble, where every
+// wait is exact and instant.
 package consumer
 
 import (
