@@ -52,8 +52,9 @@ type intake interface {
 const unstamped time.Duration = -1
 
 // ended counts the events of run, delivered or failed, and logs a
-// failure, with what to check for a status that says the configuration is
-// wrong (retry.Check): the Ended step of every intake (SPEC §8).
+// failure: for one that says the configuration is wrong, what was refused,
+// and the error, which says what to check (retry.Check), once. It is the
+// Ended step of every intake.
 func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 	n := int64(len(run))
 	if err == nil {
@@ -63,19 +64,23 @@ func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 	}
 	c.stats.failed(err, n)
 	endedRun(&c.stats.latency, run, false)
-	msg := "analytics: events not delivered"
+	var what string
 	var he *HTTPError
 	var te *TokenError
 	switch {
 	case errors.As(err, &te):
-		msg += ": no OAuth access token (the error says what to check)"
+		what = "no OAuth access token"
 	case !errors.As(err, &he):
 	case he.Check != "":
-		msg += ": the tracking API refused the OAuth access token; " + he.Check
+		what = "the tracking API refused the OAuth access token"
 	case retry.RejectsCredentials(he.StatusCode):
-		msg += ": the tracking API refused the write key; " + retry.Check(he.StatusCode)
+		what = "the tracking API refused the write key"
 	case retry.RejectsEndpoint(he.StatusCode):
-		msg += fmt.Sprintf(": the tracking API answered %d %s; %s", he.StatusCode, http.StatusText(he.StatusCode), retry.Check(he.StatusCode))
+		what = fmt.Sprintf("the tracking API answered %d %s", he.StatusCode, http.StatusText(he.StatusCode))
+	}
+	msg := "analytics: events not delivered"
+	if what != "" {
+		msg += ": " + what + " (the error says what to check)"
 	}
 	c.failLog.LogAttrs(context.Background(), slog.LevelError, msg,
 		slog.Int("events", len(run)), slog.String("error", err.Error()))

@@ -320,8 +320,8 @@ func TestNoLoggerReportsFailuresToSlogDefault(t *testing.T) {
 		status  int
 		message string
 	}{
-		{401, "analytics: events not delivered: the tracking API refused the write key; check the write key"},
-		{403, "analytics: events not delivered: the tracking API refused the write key; check the write key"},
+		{401, "analytics: events not delivered: the tracking API refused the write key (the error says what to check)"},
+		{403, "analytics: events not delivered: the tracking API refused the write key (the error says what to check)"},
 		{400, "analytics: events not delivered"},
 	} {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
@@ -339,6 +339,9 @@ func TestNoLoggerReportsFailuresToSlogDefault(t *testing.T) {
 			assert.Equal(t, tt.message, recs[0]["msg"], "the record's message")
 			assert.EqualValues(t, 3, recs[0]["events"], "the record's events")
 			assert.Contains(t, recs[0]["error"], fmt.Sprintf("HTTP %d", tt.status), "the record's error")
+			if tt.status != 400 {
+				assert.Contains(t, recs[0]["error"], "; check the write key", "the record's error says what to check")
+			}
 			assert.NotContains(t, logs.String(), testWriteKey, "the log shows the write key")
 			assert.Empty(t, e.logs.String(), "the env's own logger, replaced by the default")
 		})
@@ -424,8 +427,9 @@ func TestFailureErrorsAreThrottled(t *testing.T) {
 }
 
 // A 404 (a wrong endpoint path, or at a real gateway a write key whose
-// source is disabled) says what to check, in the log line and in the
-// failure's error, with the start of the body, as a 401 or 403 does.
+// source is disabled) says what to check in the failure's error, which
+// the log record carries, with the start of the body, as a 401 or 403
+// does; the record's message names the status.
 func TestNotFoundSaysWhatToCheck(t *testing.T) {
 	logs := &logBuffer{}
 	api := newAPI().Default(analyticstest.Answer{Status: 404, Body: "source is disabled"})
@@ -436,8 +440,8 @@ func TestNotFoundSaysWhatToCheck(t *testing.T) {
 	const check = "check the endpoint URL and path (batches go to the endpoint + /v1/batch) and that the write key's source is enabled"
 	recs := ofLevel(records(t, logs.String()), "ERROR")
 	require.Len(t, recs, 1, "error records:\n%s", logs)
-	assert.Equal(t, "analytics: events not delivered: the tracking API answered 404 Not Found; "+check, recs[0]["msg"], "the record's message")
-	assert.Contains(t, recs[0]["error"], `HTTP 404 Not Found: "source is disabled"`, "the record's error has the body")
+	assert.Equal(t, "analytics: events not delivered: the tracking API answered 404 Not Found (the error says what to check)", recs[0]["msg"], "the record's message")
+	assert.Contains(t, recs[0]["error"], `HTTP 404 Not Found: "source is disabled"; `+check, "the record's error has the body, and says what to check")
 
 	_, failed := e.out.Calls()
 	require.Equal(t, 2, failed, "Failure callbacks")

@@ -219,7 +219,14 @@ func TestOAuthSecondRefusalFailsWithWhatToCheck(t *testing.T) {
 				const hint = "check that the source is connected to the OAuth app"
 				if tt.requests == 2 {
 					assert.Contains(t, err.Error(), hint, "the error says what to check")
-					assert.Contains(t, e.logs.String(), "the tracking API refused the OAuth access token; "+hint, "the log")
+					var record string
+					for line := range strings.Lines(e.logs.String()) {
+						if strings.Contains(line, "events not delivered") {
+							record = line
+						}
+					}
+					assert.Contains(t, record, "the tracking API refused the OAuth access token (the error says what to check)", "the log")
+					assert.Equal(t, 1, strings.Count(record, hint), "the failure's record says what to check once:\n%s", record)
 				} else {
 					assert.NotContains(t, err.Error(), hint, "a payload's 400 blames no token")
 				}

@@ -164,8 +164,10 @@ type TransportErrorStats = consumer.TransportErrorStats
 //     lowered limit after failures, or one over the probe's spacing while
 //     probing); 0 while the API answers and nothing is limited.
 //   - Probing: true while the API seems down: one attempt at a time goes
-//     out, spaced by the backoff schedule, at most ProbeInterval apart
-//     (further for a quiet client: at most an eighth of its healthy rate).
+//     out, spaced by the backoff schedule, up to ProbeInterval apart, but
+//     further for a client that sends little (its probes cost at most an
+//     eighth of its healthy rate), and after a rate-limited answer by the
+//     pause.
 //   - Held: the attempts that had to wait for their turn, since New.
 //   - Waiting: the attempts waiting for their turn now.
 type SendRateStats = consumer.SendRateStats

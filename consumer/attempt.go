@@ -7,20 +7,35 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// attempt sends the batch once, holding slot until the response has been
-// read, then releasing it. id is the batch's messageId, when the body
-// carries one. retryCount is the value of X-Retry-Count, 0 on a first
-// attempt (no header). It returns the classified result and, unless
-// the result is a success, an *HTTPError, a *TransportError or, with OAuth,
-// a *TokenError, scrubbed of the write key and of the access token the
-// attempt carried: every error of an attempt leaves through here.
-func (u *Uploader) attempt(ctx context.Context, slot *slot, events [][]byte, id string, retryCount int) (retry.Result, error) {
+// attempt sends the batch once on the turn the gate gave it, holding slot
+// until the response has been read, then releasing it. id is the batch's
+// messageId, when the body carries one. retryCount is the value of
+// X-Retry-Count, 0 on a first attempt (no header). It returns the
+// classified result and, unless the result is a success, an *HTTPError, a
+// *TransportError or, with OAuth, a *TokenError, scrubbed of the write key
+// and of the access token the attempt carried: every error of an attempt
+// leaves through here.
+//
+// It reports the attempt's end to the gate however it ends, a panic in the
+// transport (a user's http.RoundTripper) included, which the Loop recovers
+// further up: a turn never reported would stay in flight for good, and a
+// probe's would hold back every attempt after it. An attempt answered
+// without a Retry-After ends the rate-limit episode; one that got no
+// answer (a *TransportError) does not.
+func (u *Uploader) attempt(ctx context.Context, slot *slot, turn retry.Turn, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
+	var o retry.Outcome // 0, not sent, unless send returns
+	answered := false
+	defer func() { u.gate.End(turn, time.Now(), o, answered) }()
 	defer slot.release()
-	res, token, err := u.send(ctx, events, id, retryCount)
+	var token string
+	res, token, err = u.send(ctx, events, id, retryCount)
+	_, noAnswer := err.(*TransportError)
+	o, answered = res.Outcome, !noAnswer
 	return res, u.scrub.with(token).error(err)
 }
 

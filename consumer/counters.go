@@ -86,8 +86,10 @@ type SendRateStats struct {
 	// nothing is limited.
 	Limit float64 `json:"limit"`
 	// Probing is true while the API seems down: one attempt at a time goes
-	// out, spaced by the backoff schedule, at most the Policy's
-	// ProbeInterval apart (retry.Policy).
+	// out, spaced as retry.SendRate says: by the backoff schedule, up to
+	// the Policy's ProbeInterval apart, but further for a client that
+	// sends little (its probes cost at most an eighth of its healthy
+	// rate), and after a rate-limited answer by the pause.
 	Probing bool `json:"probing"`
 	// Held counts attempts that had to wait for their turn, since New.
 	Held int64 `json:"held"`
@@ -97,15 +99,11 @@ type SendRateStats struct {
 
 // SendRate returns a snapshot of the send rate.
 func (u *Uploader) SendRate() SendRateStats {
-	l := u.line
-	if l.rate == nil {
-		return SendRateStats{}
-	}
-	st := l.rate.State(time.Now())
+	st := u.gate.State(time.Now())
 	return SendRateStats{
-		Limit:   st.Limit,
-		Probing: st.Mode == retry.SendProbing,
-		Held:    l.held.Load(),
-		Waiting: l.waiting(),
+		Limit:   st.SendRate.Limit,
+		Probing: st.SendRate.Mode == retry.SendProbing,
+		Held:    st.Held,
+		Waiting: st.Waiting,
 	}
 }

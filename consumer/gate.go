@@ -2,87 +2,107 @@ package consumer
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/dualpath/analytics-go/retry"
 )
 
-// ready returns the slot of the next attempt, and its turn at the send
-// rate, once the client-wide rate-limit pause is open and the send rate
-// admits it (SPEC §5: the pause, then the turn, then the request slot): slot itself when it still holds one of u's and nothing held
-// the attempt back, else a new one, taken after waiting without a slot.
-// It also returns the channel that is closed when the API recovers, for
-// the backoff wait that may follow the attempt. It returns the context's
-// cause, ErrRateLimitBudgetExceeded from the pause, or
-// ErrBackoffBudgetExceeded from the send rate, instead.
-func (u *Uploader) ready(ctx context.Context, slot *slot, budget *retry.Budget) (*slot, retry.Turn, <-chan struct{}, error) {
+// ready waits at the Uploader's gate (retry.Gate: the rate-limit pause,
+// the send rate's turn, then the request slot, SPEC §5) until the batch's
+// next attempt may go, and returns its slot and admission: slot itself
+// when it still holds one of u's, else one taken once the gate lets the
+// attempt through. A batch waits without a slot. It counts each wait at
+// the pause in Counters.RateLimitedWaits. It returns the gate's error
+// (retry.ErrRetriesStopped, ErrRateLimitBudgetExceeded or
+// ErrBackoffBudgetExceeded) or the context's cause instead.
+func (u *Uploader) ready(ctx context.Context, slot *slot, budget *retry.Budget) (*slot, retry.Admission, error) {
+	var w retry.Waiter
+	paused := false
 	for {
-		if u.pause.Until().After(time.Now()) && !u.retriesStopped() {
-			// The client is paused by a Retry-After: wait without the slot.
+		a, err := u.gate.Admit(time.Now(), &w, budget, u.holds(slot))
+		switch {
+		case err != nil:
+		case a.Go:
+			return slot, a, nil
+		case a.Slot:
+			if slot, err = u.acquire(ctx); err == nil {
+				continue
+			}
+		default:
 			slot.release()
-			waited, err := u.wait(ctx)
-			if waited {
+			if a.Paused && !paused {
 				u.stats.gateWaits.Add(1)
 			}
-			if err != nil {
-				return nil, retry.Turn{}, nil, err
+			paused = a.Paused
+			if err = sleep(ctx, a.Until, a.Wake); err == nil {
+				continue
 			}
 		}
-		turn, recovered, err := u.line.admit(ctx, slot, budget, u.stop)
-		if err != nil {
-			return nil, retry.Turn{}, nil, err
-		}
-		if !u.holds(slot) {
-			if slot, err = u.acquire(ctx); err != nil {
-				u.line.end(turn, 0)
-				return nil, retry.Turn{}, nil, err
-			}
-		}
-		if !u.pause.Until().After(time.Now()) || u.retriesStopped() {
-			return slot, turn, recovered, nil
-		}
-		// A pause began while this attempt waited: it waits again.
-		u.line.end(turn, 0)
+		slot.release()
+		u.gate.Leave(&w)
+		return nil, retry.Admission{}, err
 	}
 }
 
-// wait returns once the client-wide rate-limit pause is over, reporting
-// whether it had to wait. It returns ErrRateLimitBudgetExceeded when the
-// pause would hold the batch past what the rate-limit episode may take
-// (see retry.Pause), or the context's cause when ctx ends first. The pause
-// may be extended while waiting.
-func (u *Uploader) wait(ctx context.Context) (waited bool, err error) {
-	for {
-		d, err := u.pause.Wait(time.Now(), &u.policy)
-		if err != nil || d <= 0 {
-			return waited, err
+// sleep waits until the time until (zero: no time), until wake is closed
+// (nil: never), or until ctx ends; then it returns context.Cause(ctx).
+// The gate passes a wake channel that is closed when waiting attempts
+// should ask again; a backoff wait, the one closed when the API recovers,
+// so that a batch sleeping through a long backoff goes at once (the send
+// rate still spaces it). StopRetries closes both.
+func sleep(ctx context.Context, until time.Time, wake <-chan struct{}) error {
+	var due <-chan time.Time
+	if !until.IsZero() {
+		d := time.Until(until)
+		if d <= 0 {
+			return context.Cause(ctx)
 		}
-		waited = true
-		if err := sleep(ctx, d, nil, u.stop); err != nil || u.retriesStopped() {
-			return waited, err
-		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		due = t.C
 	}
-}
-
-// sleep waits d, until wake or stop is closed (nil: never), or until ctx
-// ends; then it returns context.Cause(ctx). A backoff wait passes the
-// channel the send line closes when the API recovers, so that a batch
-// sleeping through a long backoff goes at once (the send rate still spaces
-// it); the pause passes nil. Both pass the Uploader's stop (StopRetries).
-func sleep(ctx context.Context, d time.Duration, wake, stop <-chan struct{}) error {
-	if d <= 0 {
-		return context.Cause(ctx)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
-		return nil
+	case <-due:
 	case <-wake:
-		return context.Cause(ctx)
-	case <-stop:
-		return context.Cause(ctx)
 	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
+	return context.Cause(ctx)
+}
+
+// A slot is the right to have one request in flight: one of the
+// MaxConcurrentRequests an Uploader allows, as a rate.Reservation carries
+// its token (SPEC §4). acquire takes one and release gives it back. release
+// acts once, however often it is called, so a slot is never given back
+// twice; deliverOn releases the slot it is handed whatever happens, so
+// none is kept. The zero slot, a nil *slot and a released one hold
+// nothing. The Loop takes the first slot of each batch in the order it
+// cuts them. release is safe to call from any goroutine.
+type slot struct {
+	tokens   chan struct{} // the Uploader's; nil for the zero slot
+	released atomic.Bool
+}
+
+// acquire takes a request slot, waiting while MaxConcurrentRequests
+// requests are in flight, or returns the context's cause.
+func (u *Uploader) acquire(ctx context.Context) (*slot, error) {
+	select {
+	case u.requests <- struct{}{}:
+		return &slot{tokens: u.requests}, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// release gives the slot back. Only the first call on a slot that holds
+// one does anything.
+func (s *slot) release() {
+	if s != nil && s.tokens != nil && s.released.CompareAndSwap(false, true) {
+		<-s.tokens
+	}
+}
+
+// holds reports whether s holds one of u's request slots.
+func (u *Uploader) holds(s *slot) bool {
+	return s != nil && s.tokens == u.requests && !s.released.Load()
 }

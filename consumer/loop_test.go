@@ -202,14 +202,14 @@ func TestLoopCancelledWhileRunningCutsNothing(t *testing.T) {
 		for round := range 50 {
 			r := newRig(t)
 			rec := newRecorder(t)
-			q := queue.New[int](1000, 1<<20)
+			q := queue.New[Event](1000, 1<<20)
 			for i, ev := range events(3) {
-				res, _ := q.Push(ev, i, 0)
+				res, _ := q.Push(ev, Event{Message: i}, 0)
 				require.Equal(t, queue.Admitted, res, "push %d", i)
 			}
 			cause := fmt.Errorf("cut short")
-			var l *Loop[int]
-			l = NewLoop(LoopConfig[int]{
+			var l *Loop
+			l = NewLoop(LoopConfig{
 				Queue: q, Uploader: r.up, Outcomes: rec,
 				FlushAt: 3, FlushInterval: time.Hour,
 				// The loop is between two selects when the shutdown

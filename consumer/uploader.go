@@ -11,15 +11,16 @@
 // The Uploader does the I/O (one POST per attempt, under its own deadline,
 // response bodies drained and closed so connections are reused); every
 // decision about what an attempt's end means and how long to wait is asked
-// of package retry. That includes the client-wide send rate
-// (retry.SendRate): this package only waits for its turns, in line
-// (sendLine), and wakes the batches sleeping through a backoff when the
-// send rate reports the API has recovered. With Config.OAuth, an attempt
-// first gets the access token its upload carries, from the one token the
-// Uploader keeps (a request for a new one is part of the attempt, its
-// failure the attempt's). It reads time.Now and waits on
-// timers, so budgets are measured on the monotonic clock; its tests run the
-// loop in a testing/synctest bubble, where every wait is exact and instant.
+// of package retry. That includes when an attempt may go (retry.Gate: the
+// rate-limit pause and the client-wide send rate): this package only
+// waits as the gate tells it, takes the attempt's request slot, and
+// sleeps through backoff waits, which the gate ends when the API
+// recovers. With Config.OAuth, an attempt first gets the access token its
+// upload carries, from the one token the Uploader keeps (a request for a
+// new one is part of the attempt, its failure the attempt's). It reads
+// time.Now and waits on timers, so budgets are measured on the monotonic
+// clock; its tests run the loop in a testing/synctest bubble, where every
+// wait is exact and instant.
 package consumer
 
 import (
@@ -29,7 +30,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -117,13 +117,9 @@ type Uploader struct {
 	policy    retry.Policy
 	log       *slog.Logger
 
-	pause    retry.Pause
-	line     *sendLine     // the send rate's line; its rate is nil when off
+	gate     *retry.Gate   // the pause and the send rate (when on)
 	requests chan struct{} // a token per request in flight: see slot
 	stats    counters
-
-	stop     chan struct{} // closed by StopRetries
-	stopOnce sync.Once
 }
 
 // New returns an Uploader for cfg. It does not validate cfg: the caller
@@ -143,8 +139,8 @@ func New(cfg Config) *Uploader {
 		policy:    cfg.Policy,
 		log:       cfg.Logger,
 		requests:  make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
-		stop:      make(chan struct{}),
 	}
+	u.gate = retry.NewGate(&u.policy, cfg.AdaptiveSendRate)
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
 	}
@@ -153,11 +149,6 @@ func New(cfg Config) *Uploader {
 		u.env.context = slices.Concat(cfg.Context, []byte(`,"writeKey":`), key)
 		u.tokens = &tokenSource{OAuth: *cfg.OAuth, url: cfg.OAuth.AuthServer + TokenPath, u: u}
 	}
-	var rate *retry.SendRate
-	if cfg.AdaptiveSendRate {
-		rate = retry.NewSendRate(&u.policy)
-	}
-	u.line = newSendLine(rate)
 	return u
 }
 
@@ -218,17 +209,7 @@ func (u *Uploader) deliverOn(ctx context.Context, s *slot, events [][]byte, repo
 // still makes its first attempt, at once: neither the pause nor the send
 // rate holds it back. It is safe to call more than once, from any
 // goroutine.
-func (u *Uploader) StopRetries() {
-	u.stopOnce.Do(func() {
-		close(u.stop)
-		u.line.mu.Lock()
-		u.line.announce() // attempts waiting in line for a turn look again
-		u.line.mu.Unlock()
-	})
-}
-
-// retriesStopped reports whether StopRetries has been called.
-func (u *Uploader) retriesStopped() bool { return closed(u.stop) }
+func (u *Uploader) StopRetries() { u.gate.Stop() }
 
 // deliver runs the loop of one batch (SPEC §5). slot, if it still holds one, is the
 // slot of the first attempt.
@@ -254,29 +235,14 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
-		if budget.Attempts() > 0 && u.retriesStopped() {
-			fail(retry.ErrRetriesStopped, budget.Attempts())
-			return
-		}
-		held, turn, recovered, err := u.ready(ctx, slot, budget)
+		held, admitted, err := u.ready(ctx, slot, budget)
 		if err != nil {
 			fail(err, budget.Attempts())
 			return
 		}
-		if budget.Attempts() > 0 && u.retriesStopped() {
-			// Stopped while this retry waited for its turn.
-			u.line.end(turn, 0)
-			held.release()
-			fail(retry.ErrRetriesStopped, budget.Attempts())
-			return
-		}
-		res, err := u.try(ctx, held, turn, events, id, budget.Attempts())
+		res, err := u.attempt(ctx, held, admitted.Turn, events, id, budget.Attempts())
 		if err != nil {
 			last = err
-		}
-		if _, noAnswer := err.(*TransportError); !noAnswer && res.Outcome != retry.OutcomeRateLimited {
-			// Answered without a Retry-After: the rate-limit episode is over.
-			u.pause.Answered()
 		}
 		if res.Outcome != retry.OutcomeSuccess && ctx.Err() != nil {
 			fail(context.Cause(ctx), budget.Attempts()+1)
@@ -302,48 +268,34 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 			slog.String("path", d.Path.String()),
 			slog.String("wait", d.Wait.String()),
 		}
-		var jitter time.Duration
-		if d.Path == retry.RateLimitPath && u.line.rate != nil {
-			// The client resumes a little after the server's time, by a
-			// jitter of its own, so that a fleet does not come back at once.
-			jitter = u.policy.ResumeJitter(d.Wait)
-			attrs = append(attrs, slog.String("jitter", jitter.String()))
+		if d.Path == retry.RateLimitPath {
+			// One server signal pauses every worker; this batch waits at
+			// the gate like the others. With the send rate on, the client
+			// resumes a jitter of its own after the server's time, so that
+			// a fleet does not come back at once.
+			if jitter, ok := u.gate.Hold(now, d.Wait); ok {
+				attrs = append(attrs, slog.String("jitter", jitter.String()))
+			}
 		}
 		attrs = append(attrs, slog.String("error", errString(last)))
 		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
-		if d.Path == retry.TokenPath {
+		switch d.Path {
+		case retry.TokenPath:
 			// At once, with a fresh token: the attempt dropped the one refused.
 			u.stats.tokenRetries.Add(1)
 			continue
-		}
-		if d.Path == retry.RateLimitPath {
+		case retry.RateLimitPath:
 			u.stats.rateLimitRetries.Add(1)
-			// One server signal pauses every worker; this batch waits at
-			// the gate like the others.
-			u.pause.Hold(now, d.Wait, jitter)
 			continue
 		}
 		u.stats.backoffRetries.Add(1)
 		// A batch sleeping through its backoff goes as soon as the client
 		// sees the API recover; the send rate spaces it from the others.
-		if err := sleep(ctx, d.Wait, recovered, u.stop); err != nil {
+		if err := sleep(ctx, now.Add(d.Wait), admitted.Recovered); err != nil {
 			fail(err, budget.Attempts())
 			return
 		}
 	}
-}
-
-// try makes one attempt on the turn the send rate gave it, and reports the
-// attempt's end to the send line however it ends: a panic in the transport
-// (a user's http.RoundTripper) included, which the Loop recovers further up.
-// A turn never reported would stay in flight for good, and a probe's would
-// hold back every attempt after it.
-func (u *Uploader) try(ctx context.Context, slot *slot, turn retry.Turn, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
-	var o retry.Outcome // 0, not sent, unless the attempt returns
-	defer func() { u.line.end(turn, o) }()
-	res, err = u.attempt(ctx, slot, events, id, retryCount)
-	o = res.Outcome
-	return res, err
 }
 
 // split sends each half of events as a batch of its own. The first half's

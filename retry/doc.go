@@ -5,9 +5,9 @@
 //
 // It holds the SDK's retry policy in one place: the table of retryable
 // statuses ([Classify]), the jittered exponential backoff, and the
-// per-batch retry count and duration budgets ([Policy], [Budget]), the
-// client-wide rate-limit pause ([Pause]), and the client-wide adaptive send
-// rate ([SendRate]). It does no I/O and never reads the clock: the caller
+// per-batch retry count and duration budgets ([Policy], [Budget]), and the
+// client-wide [Gate] that admits each attempt: the rate-limit pause and the
+// adaptive send rate ([SendRate]). It does no I/O and never reads the clock: the caller
 // passes the time in, so every decision can be tested at any instant
 // without waiting.
 //
@@ -42,8 +42,9 @@
 // The package stands on its own: a client of any batch-ingesting HTTP API
 // can run its upload loop on it. Per batch: [Policy.NewBudget], then for
 // each attempt [Classify] its end and [Budget.Next] for the Decision. Per
-// client: one [Pause], held by rate-limited answers and waited on before
-// each attempt, and one [SendRate], whose [SendRate.Admit] gives each
-// attempt its [Turn] and whose [SendRate.End] takes the attempt's outcome.
-// The SDK's consumer package runs its loop so.
+// client: one [Gate], whose [Gate.Admit] answers each attempt "go, on this
+// [Turn]", "take a request slot" or "wait until then, or until woken",
+// whose [Gate.End] takes the attempt's outcome, and whose [Gate.Hold]
+// takes a rate-limited answer's wait. The SDK's consumer package runs its
+// loop so.
 package retry

@@ -43,8 +43,8 @@ type Policy struct {
 	// first backoff-path failure.
 	MaxTotalBackoffDuration time.Duration
 	// MaxRateLimitDuration bounds the rate-limit path of one batch, from its
-	// first rate-limited response, and every wait at the client-wide Pause,
-	// from the start of the rate-limit episode.
+	// first rate-limited response, and every wait at the client-wide pause
+	// (see Gate), from the start of the rate-limit episode.
 	MaxRateLimitDuration time.Duration
 	// RateLimitRetryAfterCap caps one rate-limit wait, whatever the server
 	// asked for.

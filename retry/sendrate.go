@@ -142,8 +142,8 @@ type Turn struct {
 // at 0, it is lifted. The limit never falls below one attempt per longest
 // probe spacing.
 //
-// After a rate-limited answer the wait is the client-wide Pause's: a
-// probe after it goes as soon as the pause ends, or after h.
+// After a rate-limited answer the wait is the client-wide pause's (see
+// Gate): a probe after it goes as soon as the pause ends, or after h.
 //
 // A SendRate is safe for concurrent use.
 type SendRate struct {
@@ -278,7 +278,7 @@ func (s *SendRate) fail(now time.Time, o Outcome) {
 		// Later failures of the run would measure the lull they cause.
 		s.measure(now)
 	}
-	// After a rate-limited answer the Pause spaces what follows, but
+	// After a rate-limited answer the pause spaces what follows, but
 	// for the eighth of the healthy rate.
 	spacing := s.jittered(s.leastSpacing())
 	if o == OutcomeRetryable {

@@ -143,7 +143,7 @@ func TestOutageSendsOnlyTheProbe(t *testing.T) {
 func TestOutageWithTheSendRateOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t).policy(func(p *retry.Policy) { p.RetryCount = 3 })
-		r.up.line = newSendLine(nil) // as New makes it with AdaptiveSendRate false
+		r.up.gate = retry.NewGate(&r.up.policy, false) // as New makes it with AdaptiveSendRate false
 		start := time.Now()
 		r.tr.rule = downUntil(start.Add(40*time.Second), status(503))
 		out := r.deliverMany("m", 16, 0)
@@ -222,10 +222,7 @@ func TestRecoveryWakesALongBackoff(t *testing.T) {
 		t.Run(fmt.Sprintf("adaptive=%v", adaptive), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t)
-				r.up.line = newSendLine(nil)
-				if adaptive {
-					r.up.line = newSendLine(retry.NewSendRate(&r.up.policy))
-				}
+				r.up.gate = retry.NewGate(&r.up.policy, adaptive)
 				start := time.Now()
 				r.tr.rule = downUntil(start.Add(20*time.Second), status(503))
 				var wg sync.WaitGroup
@@ -274,7 +271,7 @@ func TestRetryAfterPauseEndsWithTheClientsJitter(t *testing.T) {
 				r := newRig(t, retryAfter(429, tt.ra)).policy(func(p *retry.Policy) { jitter.Set(p, tt.jitter) })
 				r.up.log = slog.New(slog.NewTextHandler(&logs, nil))
 				if !tt.adaptive {
-					r.up.line = newSendLine(nil)
+					r.up.gate = retry.NewGate(&r.up.policy, false)
 				}
 				require.NoError(t, one(t, r.deliver(context.Background(), 1), 1))
 				assert.Equal(t, []time.Duration{tt.want}, r.waits(), "the wait before the retry")
@@ -390,23 +387,4 @@ func TestNoBackoffNoWait(t *testing.T) {
 		assert.Len(t, r.tr.requests(), 4, "attempts")
 		assert.Empty(t, r.waits(), "waits")
 	})
-}
-
-// While the send rate probes, the turn goes to the attempt whose batch has
-// spent the fewest retries, the first of those that came; otherwise to the
-// first that came. So the batches held back through an outage spend their
-// retries evenly.
-func TestProbeTurnGoesToTheFewestRetries(t *testing.T) {
-	policy := retry.DefaultPolicy()
-	rate := retry.NewSendRate(&policy)
-	l := newSendLine(rate)
-	l.line = []waiter{{ticket: 1, retries: 3}, {ticket: 2, retries: 1}, {ticket: 3, retries: 1}}
-	assert.Equal(t, uint64(1), l.first(), "healthy: the first that came asks")
-
-	now := time.Now()
-	turn, _, ok := rate.Admit(now)
-	require.True(t, ok, "a healthy rate admits")
-	rate.End(turn, now, retry.OutcomeRateLimited) // one rate-limited answer: the client probes
-	require.True(t, rate.Probing(), "probing after a rate-limited answer")
-	assert.Equal(t, uint64(2), l.first(), "probing: the first of those with the fewest retries asks")
 }
