@@ -427,10 +427,7 @@ func TestSpoolBacklogDoesNotWaitForTheTimer(t *testing.T) {
 		}
 		e.enqueue(msgs...)
 		synctest.Wait()
-		assert.Equal(t, int64(len(msgs)-1), e.client.Stats().InFlight, "events sent at once, before any fake time passed")
-		time.Sleep(time.Second) // the API's answer
-		synctest.Wait()
-		assert.Equal(t, time.Second, time.Since(start), "fake time passed")
+		assert.Zero(t, time.Since(start), "fake time passed")
 		st := e.client.Stats()
 		assert.Zero(t, st.Spool.OnDisk, "events still on disk")
 		// The last few stay in memory below FlushAt, as without a spool:
