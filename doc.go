@@ -35,7 +35,8 @@
 //	       │         retries them and reports each event's outcome back
 //	       ├─ queue       holds events in memory and splices batches
 //	       └─ retry       every retry decision: classify, wait, budgets,
-//	            │         the rate-limit pause, the send rate
+//	            │         and the gate each attempt passes (the
+//	            │         rate-limit pause, the send rate)
 //	            └─ retryafter   parses the Retry-After header
 //
 // Package v3compat is a drop-in for segmentio/analytics-go v3; package
