@@ -61,15 +61,20 @@ func (r *recorder) Done(run []queue.Item[Event], err error) {
 	}
 }
 
+// queueOf returns a queue holding n events, valued 0 to n-1.
+func queueOf(t *testing.T, n int) *queue.Queue[Event] {
+	q := queue.New[Event](1000, 1<<20)
+	for i, ev := range events(n) {
+		res, _ := q.Push(ev, Event{Message: i}, 0)
+		require.Equal(t, queue.Admitted, res, "push %d", i)
+	}
+	return q
+}
+
 // newTestLoop returns a started Loop over a queue of n events, valued 0
 // to n-1, uploading with r's Uploader.
 func newTestLoop(r *rig, out Outcomes, flushAt, n int) (*Loop, *queue.Queue[Event]) {
-	q := queue.New[Event](1000, 1<<20)
-	evs := events(n)
-	for i := range n {
-		res, _ := q.Push(evs[i], Event{Message: i}, 0)
-		require.Equal(r.t, queue.Admitted, res, "push %d", i)
-	}
+	q := queueOf(r.t, n)
 	l := NewLoop(LoopConfig{
 		Queue: q, Uploader: r.up, Outcomes: out,
 		FlushAt: flushAt, FlushInterval: time.Hour,
@@ -154,11 +159,7 @@ func TestLoopCutsAtFlushInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		rec := newRecorder(t)
-		q := queue.New[Event](1000, 1<<20)
-		for i, ev := range events(3) {
-			res, _ := q.Push(ev, Event{Message: i}, 0)
-			require.Equal(t, queue.Admitted, res, "push %d", i)
-		}
+		q := queueOf(t, 3)
 		l := NewLoop(LoopConfig{Queue: q, Uploader: r.up, Outcomes: rec, FlushAt: 100, FlushInterval: time.Minute})
 		l.Start()
 		time.Sleep(time.Minute - time.Nanosecond)
@@ -202,11 +203,7 @@ func TestLoopCancelledWhileRunningCutsNothing(t *testing.T) {
 		for round := range 50 {
 			r := newRig(t)
 			rec := newRecorder(t)
-			q := queue.New[Event](1000, 1<<20)
-			for i, ev := range events(3) {
-				res, _ := q.Push(ev, Event{Message: i}, 0)
-				require.Equal(t, queue.Admitted, res, "push %d", i)
-			}
+			q := queueOf(t, 3)
 			cause := fmt.Errorf("cut short")
 			var l *Loop
 			l = NewLoop(LoopConfig{

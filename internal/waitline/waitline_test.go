@@ -77,33 +77,14 @@ func TestWaitWoken(t *testing.T) {
 		var l Line[int]
 		w := &Waiter[int]{}
 		l.Join(w)
-		returned := make(chan bool, 1)
-		go func() { returned <- w.Wait(context.Background()) }()
-		synctest.Wait()
-		select {
-		case <-returned:
-			t.Fatal("Wait returned before any wake-up")
-		default:
-		}
-		w.Wake()
-		if !<-returned {
-			t.Fatal("Wait reported not woken")
-		}
+		waitsForWake(t, w, "Wait returned before any wake-up")
 
 		w.Wake()
 		w.Wake() // never blocks; the two count as one
 		if !w.Wait(context.Background()) {
 			t.Fatal("Wait reported not woken")
 		}
-		go func() { returned <- w.Wait(context.Background()) }()
-		synctest.Wait()
-		select {
-		case <-returned:
-			t.Fatal("two wake-ups woke two Waits")
-		default:
-		}
-		w.Wake()
-		<-returned
+		waitsForWake(t, w, "two wake-ups woke two Waits")
 	})
 }
 
@@ -134,16 +115,7 @@ func TestJoinDropsOldWakeUp(t *testing.T) {
 		l.Leave(w)
 		w.Wake() // served as its context ended: the token is left over
 		l.Join(w)
-		returned := make(chan bool, 1)
-		go func() { returned <- w.Wait(context.Background()) }()
-		synctest.Wait()
-		select {
-		case <-returned:
-			t.Fatal("Wait returned on a wake-up from before Join")
-		default:
-		}
-		w.Wake()
-		<-returned
+		waitsForWake(t, w, "Wait returned on a wake-up from before Join")
 	})
 }
 
@@ -179,4 +151,23 @@ func TestServeInOrder(t *testing.T) {
 			t.Fatalf("served %v, want 0..3", served)
 		}
 	})
+}
+
+// waitsForWake checks, in a synctest bubble, that a Wait on w blocks until
+// a Wake (failing with why if it returns before), then wakes it and checks
+// that it returns woken.
+func waitsForWake(t *testing.T, w *Waiter[int], why string) {
+	t.Helper()
+	returned := make(chan bool, 1)
+	go func() { returned <- w.Wait(context.Background()) }()
+	synctest.Wait()
+	select {
+	case <-returned:
+		t.Fatal(why)
+	default:
+	}
+	w.Wake()
+	if !<-returned {
+		t.Fatal("Wait reported not woken")
+	}
 }
