@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,8 +79,25 @@ func (e *env) enqueue(msgs ...analytics.Track) {
 
 func (e *env) close() {
 	e.t.Helper()
-	require.NoError(e.t, e.client.Close(), "Close()")
+	done := make(chan error, 1)
+	go func() { done <- e.client.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(e.t, err, "Close()")
+	case <-time.After(stuckClose):
+		// These tests' batches end in milliseconds: a Close still waiting
+		// now is stuck on something, and the stacks say what, before it
+		// gives up at its own timeout.
+		buf := make([]byte, 4<<20)
+		e.t.Logf("Close still waiting after %v; every goroutine:\n%s", stuckClose, buf[:runtime.Stack(buf, true)])
+		require.NoError(e.t, <-done, "Close()")
+	}
 }
+
+// stuckClose is how long env.close waits before it logs every goroutine's
+// stack: well past any Close these tests make on a loaded machine, short
+// of the 30 s close timeout.
+const stuckClose = 20 * time.Second
 
 func (e *env) flush() {
 	e.t.Helper()
