@@ -139,7 +139,12 @@ func (u *Uploader) attempt(ctx context.Context, slot *slot, turn retry.Turn, eve
 	res, token, err = u.send(ctx, events, id, retryCount)
 	_, noAnswer := err.(*TransportError)
 	o, answered = res.Outcome, !noAnswer
-	return res, u.scrub.with(token).error(err)
+	if err != nil {
+		// Only an error carries what a server sent back: a success
+		// builds no scrubber (with OAuth, one of the token's forms).
+		err = u.scrub.with(token).error(err)
+	}
+	return res, err
 }
 
 // send is attempt before scrubbing: with OAuth, it gets the access token

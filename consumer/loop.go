@@ -92,10 +92,16 @@ type Loop struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// mu guards inflight and waiters: what Flush waits for.
+	// mu guards inflight, batchEnded and flushesEnded: what Flush
+	// waits for.
 	mu       sync.Mutex
 	inflight []uint64 // Seq of every batch being uploaded
-	waiters  []*flushWaiter
+	// batchEnded is closed (and set to nil) when a batch ends or
+	// EndFlushes runs, so that the Flush calls waiting look again; nil
+	// while no Flush waits.
+	batchEnded   chan struct{}
+	flushesEnded bool
+	flushErr     error // with flushesEnded: what a Flush still waiting returns
 
 	uploads sync.WaitGroup
 }
@@ -264,13 +270,6 @@ func (l *Loop) cutOne(s *slot) {
 	go l.send(b, s)
 }
 
-// flushWaiter is a Flush waiting for every event numbered below target.
-type flushWaiter struct {
-	target uint64
-	done   chan struct{}
-	err    error // what Flush returns once done is closed
-}
-
 // Flush makes the Loop send every event numbered below target (as the
 // queue numbers them, from 0) without waiting for FlushAt or
 // FlushInterval, and returns once each of them has left the queue and its
@@ -278,24 +277,43 @@ type flushWaiter struct {
 // still in flight when ctx ends go on as usual. A Flush still waiting when
 // EndFlushes runs returns what EndFlushes says.
 func (l *Loop) Flush(ctx context.Context, target uint64) error {
-	w := l.addWaiter(target)
-	if w == nil {
-		return nil
+	ended, done, err := l.flushState(target)
+	if done {
+		return err
 	}
 	select {
 	case l.flushReq <- target:
 	case <-l.done:
 	case <-ctx.Done():
-		l.dropWaiter(w)
 		return ctx.Err()
 	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		l.dropWaiter(w)
-		return ctx.Err()
+	for {
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if ended, done, err = l.flushState(target); done {
+			return err
+		}
 	}
+}
+
+// flushState tells a Flush of target whether it is done, and with what,
+// and if not, the channel closed when it should look again.
+func (l *Loop) flushState(target uint64) (ended <-chan struct{}, done bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.flushedTo(target):
+		return nil, true, nil
+	case l.flushesEnded:
+		return nil, true, l.flushErr
+	}
+	if l.batchEnded == nil {
+		l.batchEnded = make(chan struct{})
+	}
+	return l.batchEnded, false, nil
 }
 
 // EndFlushes ends every Flush still waiting, once Done is closed and what
@@ -303,33 +321,10 @@ func (l *Loop) Flush(ctx context.Context, target uint64) error {
 // nil, the others err (their events are not in the queue, and will not
 // end in this Loop).
 func (l *Loop) EndFlushes(err error) {
-	l.notifyWaiters()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, w := range l.waiters {
-		w.err = err
-		close(w.done)
-	}
-	l.waiters = nil
-}
-
-// addWaiter registers a Flush, or returns nil if everything below target
-// already has its outcome.
-func (l *Loop) addWaiter(target uint64) *flushWaiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.flushedTo(target) {
-		return nil
-	}
-	w := &flushWaiter{target: target, done: make(chan struct{})}
-	l.waiters = append(l.waiters, w)
-	return w
-}
-
-func (l *Loop) dropWaiter(w *flushWaiter) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.waiters = slices.DeleteFunc(l.waiters, func(x *flushWaiter) bool { return x == w })
+	l.flushesEnded, l.flushErr = true, err
+	l.wakeFlushes()
 }
 
 // flushedTo reports whether every event numbered below target has left the
@@ -346,25 +341,21 @@ func (l *Loop) flushedTo(target uint64) bool {
 	return true
 }
 
-// batchDone records the end of the batch starting at seq and releases the
-// Flush calls that were waiting for it.
+// batchDone records the end of the batch starting at seq and wakes the
+// Flush calls waiting.
 func (l *Loop) batchDone(seq uint64) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if i := slices.Index(l.inflight, seq); i >= 0 {
 		l.inflight = slices.Delete(l.inflight, i, i+1)
 	}
-	l.mu.Unlock()
-	l.notifyWaiters()
+	l.wakeFlushes()
 }
 
-func (l *Loop) notifyWaiters() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.waiters = slices.DeleteFunc(l.waiters, func(w *flushWaiter) bool {
-		if l.flushedTo(w.target) {
-			close(w.done)
-			return true
-		}
-		return false
-	})
+// wakeFlushes wakes the Flush calls waiting, if any. l.mu is held.
+func (l *Loop) wakeFlushes() {
+	if l.batchEnded != nil {
+		close(l.batchEnded)
+		l.batchEnded = nil
+	}
 }
