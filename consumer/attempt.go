@@ -2,15 +2,118 @@ package consumer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/dualpath/analytics-go/retry"
 )
+
+// ready waits at the Uploader's gate (retry.Gate: the rate-limit pause,
+// the send rate's turn, then the request slot, SPEC §5) until the batch's
+// next attempt may go, and returns its slot and admission: slot itself
+// when it still holds one of u's, else one taken once the gate lets the
+// attempt through. A batch waits without a slot. It counts each wait at
+// the pause in Counters.RateLimitedWaits. It returns the gate's error
+// (retry.ErrRetriesStopped, ErrRateLimitBudgetExceeded or
+// ErrBackoffBudgetExceeded) or the context's cause instead.
+func (u *Uploader) ready(ctx context.Context, slot *slot, budget *retry.Budget) (*slot, retry.Admission, error) {
+	var w retry.Waiter
+	paused := false
+	for {
+		a, err := u.gate.Admit(time.Now(), &w, budget, u.holds(slot))
+		switch {
+		case err != nil:
+		case a.Go:
+			return slot, a, nil
+		case a.Slot:
+			if slot, err = u.acquire(ctx); err == nil {
+				continue
+			}
+		default:
+			slot.release()
+			if a.Paused && !paused {
+				u.stats.gateWaits.Add(1)
+			}
+			paused = a.Paused
+			if err = sleep(ctx, a.Until, a.Wake); err == nil {
+				continue
+			}
+		}
+		slot.release()
+		u.gate.Leave(&w)
+		return nil, retry.Admission{}, err
+	}
+}
+
+// sleep waits until the time until (zero: no time), until wake is closed
+// (nil: never), or until ctx ends; then it returns context.Cause(ctx).
+// The gate passes a wake channel that is closed when waiting attempts
+// should ask again; a backoff wait, the one closed when the API recovers,
+// so that a batch sleeping through a long backoff goes at once (the send
+// rate still spaces it). StopRetries closes both.
+func sleep(ctx context.Context, until time.Time, wake <-chan struct{}) error {
+	var due <-chan time.Time
+	if !until.IsZero() {
+		d := time.Until(until)
+		if d <= 0 {
+			return context.Cause(ctx)
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-due:
+	case <-wake:
+	case <-ctx.Done():
+	}
+	return context.Cause(ctx)
+}
+
+// A slot is the right to have one request in flight: one of the
+// MaxConcurrentRequests an Uploader allows, as a rate.Reservation carries
+// its token (SPEC §4). acquire takes one and release gives it back. release
+// acts once, however often it is called, so a slot is never given back
+// twice; deliverOn releases the slot it is handed whatever happens, so
+// none is kept. The zero slot, a nil *slot and a released one hold
+// nothing. The Loop takes the first slot of each batch in the order it
+// cuts them. release is safe to call from any goroutine.
+type slot struct {
+	tokens   chan struct{} // the Uploader's; nil for the zero slot
+	released atomic.Bool
+}
+
+// acquire takes a request slot, waiting while MaxConcurrentRequests
+// requests are in flight, or returns the context's cause.
+func (u *Uploader) acquire(ctx context.Context) (*slot, error) {
+	select {
+	case u.requests <- struct{}{}:
+		return &slot{tokens: u.requests}, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// release gives the slot back. Only the first call on a slot that holds
+// one does anything.
+func (s *slot) release() {
+	if s != nil && s.tokens != nil && s.released.CompareAndSwap(false, true) {
+		<-s.tokens
+	}
+}
+
+// holds reports whether s holds one of u's request slots.
+func (u *Uploader) holds(s *slot) bool {
+	return s != nil && s.tokens == u.requests && !s.released.Load()
+}
 
 // attempt sends the batch once on the turn the gate gave it, holding slot
 // until the response has been read, then releasing it. id is the batch's
@@ -36,7 +139,12 @@ func (u *Uploader) attempt(ctx context.Context, slot *slot, turn retry.Turn, eve
 	res, token, err = u.send(ctx, events, id, retryCount)
 	_, noAnswer := err.(*TransportError)
 	o, answered = res.Outcome, !noAnswer
-	return res, u.scrub.with(token).error(err)
+	if err != nil {
+		// Only an error carries what a server sent back: a success
+		// builds no scrubber (with OAuth, one of the token's forms).
+		err = u.scrub.with(token).error(err)
+	}
+	return res, err
 }
 
 // send is attempt before scrubbing: with OAuth, it gets the access token
@@ -124,6 +232,43 @@ func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error)
 	return u.client.Do(again)
 }
 
+// trace records in phase how far each send of a request gets (SPEC §5,
+// transport errors), and counts the length bytes of its body each time one
+// is written.
+func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		// Each send asks for a connection: the first, a followed 307/308,
+		// or net/http's own resend of a request nothing was written of.
+		// What counts is how far the last one got, so each starts over,
+		// and a redirect whose dial is refused is "not connected".
+		GetConn: func(string) {
+			phase.restart(PhaseNotConnected)
+			phase.reusedHTTP1.Store(false)
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			phase.restart(PhaseConnected)
+			phase.reusedHTTP1.Store(info.Reused && !isHTTP2(info.Conn))
+		},
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				phase.reach(PhaseWritten)
+				u.stats.bytesSent.Add(int64(length))
+			}
+		},
+		GotFirstResponseByte: func() { phase.reach(PhaseResponding) },
+	}
+}
+
+// isHTTP2 reports whether c speaks HTTP/2 (negotiated over TLS). The race
+// lostToClose answers is HTTP/1's: an HTTP/2 connection carries many
+// requests at once and says it is closing (GOAWAY), and a stream reset on
+// it is the server's answer, which is no reason to send again at once
+// (SPEC §5, "Resend on a new connection").
+func isHTTP2(c net.Conn) bool {
+	tc, ok := c.(*tls.Conn)
+	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
+}
+
 // progress is how far the last send of an attempt got: the furthest Phase,
 // and whether its connection was an HTTP/1 one that had served a request
 // before. httptrace hooks may run on the transport's goroutines, hence the
@@ -149,4 +294,77 @@ func (pr *progress) get() Phase {
 		return p
 	}
 	return PhaseNotConnected
+}
+
+const (
+	// excerptBytes is how much of an error response's body is kept.
+	excerptBytes = 4 << 10
+	// drainBytes is how much more is read and discarded so the connection
+	// can be reused; a longer body costs a new connection, not a stall.
+	drainBytes = 64 << 10
+)
+
+// readResponse classifies an attempt's response and, unless it is a success,
+// describes it in an *HTTPError (SPEC §4), its body scrubbed of the write
+// key and of token, the OAuth access token the request carried if any,
+// which a refusal may be for (retry.ClassifyBearer). It reads at most an excerpt and a
+// bounded drain of the body, then closes it, so the connection can be
+// reused. ctx is the attempt's: every read ends by its deadline and by
+// Shutdown whatever the transport does, since a 101 Switching Protocols
+// hands back the raw connection as the body, which no context reaches.
+func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token string) (retry.Result, error) {
+	defer resp.Body.Close()
+	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
+	defer stop()
+
+	// A user-supplied client may follow a 301/302/303, which turns the POST
+	// into a bodiless GET; whatever that GET answered, the batch was not
+	// delivered.
+	if resp.Request != nil && resp.Request.Method != http.MethodPost {
+		drain(resp.Body)
+		return retry.Result{Outcome: retry.OutcomeRedirect}, &HTTPError{
+			StatusCode: resp.StatusCode,
+			Method:     resp.Request.Method,
+			Location:   resp.Request.URL.Redacted(),
+		}
+	}
+
+	classify, bearer := retry.Classify, token != ""
+	if bearer {
+		classify = retry.ClassifyBearer
+	}
+	res := classify(resp.StatusCode, resp.Header, time.Now())
+	if res.Outcome == retry.OutcomeSuccess {
+		drain(resp.Body)
+		return res, nil
+	}
+	body, cut, bodyErr := excerpt(resp.Body)
+	herr := &HTTPError{
+		StatusCode: resp.StatusCode,
+		Body:       u.scrub.with(token).excerpt(body, cut),
+		RetryAfter: res.RetryAfter,
+		BodyErr:    bodyErr,
+	}
+	if bearer {
+		herr.Check = retry.CheckOAuth(resp.StatusCode, resp.Header)
+	}
+	if res.Outcome == retry.OutcomeRedirect {
+		herr.Location = resp.Header.Get("Location")
+	}
+	drain(resp.Body)
+	return res, herr
+}
+
+// excerpt reads the start of an error response's body, and reports
+// whether it was cut at excerptBytes, and the error that ended the read
+// early, if any.
+func excerpt(body io.Reader) (string, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(body, excerptBytes))
+	return strings.ToValidUTF8(string(b), "\uFFFD"), len(b) == excerptBytes, err
+}
+
+// drain reads what is left of a body, up to a bound, so that closing it
+// returns the connection to the pool.
+func drain(body io.Reader) {
+	_, _ = io.CopyN(io.Discard, body, drainBytes)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,10 +92,16 @@ type Loop struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// mu guards inflight and waiters: what Flush waits for.
+	// mu guards inflight, batchEnded and flushesEnded: what Flush
+	// waits for.
 	mu       sync.Mutex
 	inflight []uint64 // Seq of every batch being uploaded
-	waiters  []*flushWaiter
+	// batchEnded is closed (and set to nil) when a batch ends or
+	// EndFlushes runs, so that the Flush calls waiting look again; nil
+	// while no Flush waits.
+	batchEnded   chan struct{}
+	flushesEnded bool
+	flushErr     error // with flushesEnded: what a Flush still waiting returns
 
 	uploads sync.WaitGroup
 }
@@ -261,4 +268,94 @@ func (l *Loop) cutOne(s *slot) {
 	l.cut.Add(1)
 	l.uploads.Add(1)
 	go l.send(b, s)
+}
+
+// Flush makes the Loop send every event numbered below target (as the
+// queue numbers them, from 0) without waiting for FlushAt or
+// FlushInterval, and returns once each of them has left the queue and its
+// batch has ended, or when ctx ends, returning ctx.Err(). Events
+// still in flight when ctx ends go on as usual. A Flush still waiting when
+// EndFlushes runs returns what EndFlushes says.
+func (l *Loop) Flush(ctx context.Context, target uint64) error {
+	ended, done, err := l.flushState(target)
+	if done {
+		return err
+	}
+	select {
+	case l.flushReq <- target:
+	case <-l.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for {
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if ended, done, err = l.flushState(target); done {
+			return err
+		}
+	}
+}
+
+// flushState tells a Flush of target whether it is done, and with what,
+// and if not, the channel closed when it should look again.
+func (l *Loop) flushState(target uint64) (ended <-chan struct{}, done bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.flushedTo(target):
+		return nil, true, nil
+	case l.flushesEnded:
+		return nil, true, l.flushErr
+	}
+	if l.batchEnded == nil {
+		l.batchEnded = make(chan struct{})
+	}
+	return l.batchEnded, false, nil
+}
+
+// EndFlushes ends every Flush still waiting, once Done is closed and what
+// was left queued is drained: those whose events have all ended return
+// nil, the others err (their events are not in the queue, and will not
+// end in this Loop).
+func (l *Loop) EndFlushes(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flushesEnded, l.flushErr = true, err
+	l.wakeFlushes()
+}
+
+// flushedTo reports whether every event numbered below target has left the
+// queue and its batch has ended. l.mu is held.
+func (l *Loop) flushedTo(target uint64) bool {
+	if _, taken := l.q.Counts(); taken < target {
+		return false
+	}
+	for _, seq := range l.inflight {
+		if seq < target {
+			return false
+		}
+	}
+	return true
+}
+
+// batchDone records the end of the batch starting at seq and wakes the
+// Flush calls waiting.
+func (l *Loop) batchDone(seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.inflight, seq); i >= 0 {
+		l.inflight = slices.Delete(l.inflight, i, i+1)
+	}
+	l.wakeFlushes()
+}
+
+// wakeFlushes wakes the Flush calls waiting, if any. l.mu is held.
+func (l *Loop) wakeFlushes() {
+	if l.batchEnded != nil {
+		close(l.batchEnded)
+		l.batchEnded = nil
+	}
 }
