@@ -203,10 +203,12 @@ func TestPlainPrefixMatchesTheByteTable(t *testing.T) {
 }
 
 // sortPairs orders keys as strings compare, whatever they share: empty
-// keys, common first bytes, prefixes of each other, bytes above 0x7f.
+// keys, common first bytes, prefixes of each other, bytes above 0x7f and
+// zero bytes, keys of every length around the 4 and 8 bytes its prefixes
+// take.
 func TestSortPairsOrdersByKey(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	pieces := []string{"", "a", "ab", "b", "ba", "\xff", "é", "A", "~"}
+	pieces := []string{"", "a", "ab", "b", "ba", "\xff", "é", "A", "~", "\x00", "abcd", "abcdefg", "catego"}
 	for range 5_000 {
 		n := r.IntN(20)
 		seen := map[string]bool{}

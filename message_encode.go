@@ -137,7 +137,11 @@ func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
 // head writes the members every message starts with: the message's own
 // MessageId, or else genID.
 func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
-	o.str("type", typ)
+	// The first member, and the SDK's own: its name and value need no
+	// escaping, and a message this short fits.
+	b := append(o.e.buf, `"type":"`...)
+	b = append(b, typ...)
+	o.e.buf, o.empty = append(b, '"'), false
 	if id != "" {
 		o.str("messageId", id)
 	} else {
