@@ -149,12 +149,29 @@ func (o *object) name(k string) {
 	o.e.buf = append(b, '"', ':')
 }
 
-// str writes a string member, omitted when empty.
+// str writes a string member, omitted when empty. A plain value that
+// fits is written with its name at once, into a local: one store of
+// o.e.buf instead of two.
 func (o *object) str(k, v string) {
-	if v != "" {
-		o.name(k)
-		o.e.string(v)
+	if v == "" {
+		return
 	}
+	e := o.e
+	if len(e.buf)+len(k)+len(v)+6 > MaxMessageBytes || plainPrefix(v) != len(v) {
+		o.name(k)
+		e.string(v)
+		return
+	}
+	b := e.buf
+	if !o.empty {
+		b = append(b, ',')
+	}
+	o.empty = false
+	b = append(b, '"')
+	b = append(b, k...)
+	b = append(b, '"', ':', '"')
+	b = append(b, v...)
+	e.buf = append(b, '"')
 }
 
 // time writes a timestamp member in the wire layout, omitted when zero:
@@ -193,24 +210,15 @@ func (e *encoder) object(m map[string]any) error {
 	if !e.fits(5*len(m) + 1) {
 		return errStop
 	}
-	// A small map's members are sorted in an array on the stack: no
-	// write barriers, nothing to clear. A larger one's, in e.pairs, at the
-	// end of what the maps around it hold there.
-	var small [smallMap]pair
-	start := len(e.pairs)
-	var pairs []pair
 	if len(m) <= smallMap {
-		pairs = small[:0]
-		for k, v := range m {
-			pairs = append(pairs, pair{k, v})
-		}
-	} else {
-		for k, v := range m {
-			e.pairs = append(e.pairs, pair{k, v})
-		}
-		pairs = e.pairs[start:]
+		return e.smallObject(m)
 	}
-	sortPairs(pairs)
+	start := len(e.pairs)
+	for k, v := range m {
+		e.pairs = append(e.pairs, pair{k, v})
+	}
+	pairs := e.pairs[start:]
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
 	o := e.openObject()
 	for _, p := range pairs {
 		o.key(p.k)
@@ -222,10 +230,62 @@ func (e *encoder) object(m map[string]any) error {
 		}
 	}
 	o.close()
-	if len(m) > smallMap {
-		clear(pairs)
-		e.pairs = e.pairs[:start]
+	clear(pairs)
+	e.pairs = e.pairs[:start]
+	e.depth--
+	return nil
+}
+
+// smallObject is object for a map of at most smallMap members, the most
+// common: they are gathered in an array on the stack and sorted by index
+// (keyOrder), so that neither the gathering nor the sort stores a pointer
+// where the collector must see it (a write barrier each), and nothing is
+// left to clear. e.depth is counted and m fits, as object checked.
+func (e *encoder) smallObject(m map[string]any) error {
+	var members [smallMap]pair
+	n := 0
+	for k, v := range m {
+		if n == smallMap {
+			break // m grew while read: a data race of the caller's
+		}
+		members[n] = pair{k, v}
+		n++
 	}
+	var order [smallMap]uint8
+	keyOrder(members[:n], &order)
+	b := append(e.buf, '{')
+	for j, i := range order[:n] {
+		p := &members[i]
+		// A plain key with a plain string value that fit, the most common
+		// member, is written at once into b, a local: one store of e.buf
+		// per map instead of several per member.
+		if v, ok := p.v.(string); ok && len(b)+len(p.k)+len(v)+6 <= MaxMessageBytes &&
+			plainPrefix(p.k) == len(p.k) && plainPrefix(v) == len(v) {
+			if e.countKept {
+				e.kept += boxKept(p.v)
+			}
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, p.k...)
+			b = append(b, '"', ':', '"')
+			b = append(b, v...)
+			b = append(b, '"')
+			continue
+		}
+		e.buf = b
+		o := object{e: e, empty: j == 0}
+		o.key(p.k)
+		if err := e.value(p.v); err != nil {
+			return within("["+strconv.Quote(p.k)+"]", err)
+		}
+		if e.stopped() {
+			return errStop
+		}
+		b = e.buf
+	}
+	e.buf = append(b, '}')
 	e.depth--
 	return nil
 }
@@ -233,28 +293,29 @@ func (e *encoder) object(m map[string]any) error {
 // smallMap is the most members of a map that object sorts on the stack.
 const smallMap = 8
 
-// sortPairs sorts a map's members by key. Most maps have a few members,
-// which an insertion sort with the comparison inlined orders several times
-// faster than the library's sort through a comparison function. It
-// compares the keys' first 8 bytes as one number (keyPrefix) and the
-// strings only where those are equal.
-func sortPairs(p []pair) {
-	if len(p) > 12 {
-		slices.SortFunc(p, func(a, b pair) int { return strings.Compare(a.k, b.k) })
-		return
-	}
-	var pre [12]uint64
+// keyOrder writes into order the indices of p's members (at most
+// smallMap) sorted by key. An insertion sort with the comparison inlined
+// orders a few members several times faster than the library's sort
+// through a comparison function; it compares the keys' first 8 bytes as
+// one number (keyPrefix), the strings only where those are equal, and
+// moves indices, not members.
+func keyOrder(p []pair, order *[smallMap]uint8) {
+	var pre [smallMap]uint64
 	for i := range p {
 		pre[i] = keyPrefix(p[i].k)
 	}
-	for i := 1; i < len(p); i++ {
-		// The members before p[i] that sort after it move up one, and it
-		// goes in the gap: a move each, where swaps cost two.
-		x, xp, j := p[i], pre[i], i
-		for ; j > 0 && (xp < pre[j-1] || xp == pre[j-1] && x.k < p[j-1].k); j-- {
-			p[j], pre[j] = p[j-1], pre[j-1]
+	for i := range p {
+		// The indices before i's place that sort after it move up one,
+		// and it goes in the gap.
+		xp, j := pre[i], i
+		for ; j > 0; j-- {
+			q := order[j-1]
+			if xp > pre[q] || xp == pre[q] && p[i].k > p[q].k {
+				break
+			}
+			order[j] = q
 		}
-		p[j], pre[j] = x, xp
+		order[j] = uint8(i)
 	}
 }
 
