@@ -180,13 +180,13 @@ func (o *object) str(k, v string) {
 func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.name(k)
-		o.e.buf = append(o.e.buf, '"')
+		b := append(o.e.buf, '"')
 		if o.e.v3Wire {
-			o.e.buf = t.AppendFormat(o.e.buf, time.RFC3339Nano)
+			b = t.AppendFormat(b, time.RFC3339Nano)
 		} else {
-			o.e.buf = o.e.times.Append(o.e.buf, t)
+			b = o.e.times.Append(b, t)
 		}
-		o.e.buf = append(o.e.buf, '"')
+		o.e.buf = append(b, '"')
 	}
 }
 
