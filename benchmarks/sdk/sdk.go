@@ -23,9 +23,9 @@ import (
 // Names lists the SDKs in the order the tables show them.
 var Names = []string{"ours", "segmentio", "posthog", "rudder"}
 
-// Variants are configurations of ours that New also builds, run only when
-// asked for by name: "ours-spool" is ours with WithSpool in a temporary
-// directory of its own (removed by Close) and the default WithSpoolSync.
+// Variants are configurations of ours that New also builds, shown after
+// the SDKs: "ours-spool" is ours with WithSpool in a temporary directory
+// of its own (removed by Close) and the default WithSpoolSync.
 var Variants = []string{"ours-spool"}
 
 // Floor is the name of the floor client (floor.go): not an SDK, the least

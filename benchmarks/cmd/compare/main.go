@@ -8,7 +8,7 @@
 // driver holds one SDK and nothing else, so its allocation counters and its
 // peak RSS are that SDK's.
 //
-//	go run ./cmd/compare                      # every SDK × every scenario, 200,000 events each
+//	go run ./cmd/compare                      # every SDK and ours-spool × every scenario, the floor in clean, 200,000 events each
 //	go run ./cmd/compare -events 20000        # a quick run
 //	go run ./cmd/compare -producers 16        # 16 goroutines calling Track at once (default: rows for 1 and 16)
 //	go run ./cmd/compare -shared-props        # one shared properties map instead of a fresh one per event
