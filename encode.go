@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -117,12 +118,23 @@ func (o *object) close() { o.e.buf = append(o.e.buf, '}') }
 // key writes a member name from the caller's data, escaped as any JSON
 // string, with the comma before it when needed and the colon after it.
 func (o *object) key(k string) {
+	e := o.e
+	b := e.buf // a local: appends to e.buf would reload it each time
 	if !o.empty {
-		o.e.buf = append(o.e.buf, ',')
+		b = append(b, ',')
 	}
 	o.empty = false
-	o.e.string(k)
-	o.e.buf = append(o.e.buf, ':')
+	// A plain key that fits is written with its quotes and colon in one
+	// go; any other, by string, which escapes it or finds it too large.
+	if len(b)+len(k)+2 <= MaxMessageBytes && plainPrefix(k) == len(k) {
+		b = append(b, '"')
+		b = append(b, k...)
+		e.buf = append(b, '"', ':')
+		return
+	}
+	e.buf = b
+	e.string(k)
+	e.buf = append(e.buf, ':')
 }
 
 // name writes a member name that needs no escaping (the SDK's own).
@@ -137,12 +149,29 @@ func (o *object) name(k string) {
 	o.e.buf = append(b, '"', ':')
 }
 
-// str writes a string member, omitted when empty.
+// str writes a string member, omitted when empty. A plain value that
+// fits is written with its name at once, into a local: one store of
+// o.e.buf instead of two.
 func (o *object) str(k, v string) {
-	if v != "" {
-		o.name(k)
-		o.e.string(v)
+	if v == "" {
+		return
 	}
+	e := o.e
+	if len(e.buf)+len(k)+len(v)+6 > MaxMessageBytes || plainPrefix(v) != len(v) {
+		o.name(k)
+		e.string(v)
+		return
+	}
+	b := e.buf
+	if !o.empty {
+		b = append(b, ',')
+	}
+	o.empty = false
+	b = append(b, '"')
+	b = append(b, k...)
+	b = append(b, '"', ':', '"')
+	b = append(b, v...)
+	e.buf = append(b, '"')
 }
 
 // time writes a timestamp member in the wire layout, omitted when zero:
@@ -151,13 +180,13 @@ func (o *object) str(k, v string) {
 func (o *object) time(k string, t time.Time) {
 	if !t.IsZero() {
 		o.name(k)
-		o.e.buf = append(o.e.buf, '"')
+		b := append(o.e.buf, '"')
 		if o.e.v3Wire {
-			o.e.buf = t.AppendFormat(o.e.buf, time.RFC3339Nano)
+			b = t.AppendFormat(b, time.RFC3339Nano)
 		} else {
-			o.e.buf = o.e.times.Append(o.e.buf, t)
+			b = o.e.times.Append(b, t)
 		}
-		o.e.buf = append(o.e.buf, '"')
+		o.e.buf = append(b, '"')
 	}
 }
 
@@ -181,12 +210,15 @@ func (e *encoder) object(m map[string]any) error {
 	if !e.fits(5*len(m) + 1) {
 		return errStop
 	}
+	if len(m) <= smallMap {
+		return e.smallObject(m)
+	}
 	start := len(e.pairs)
 	for k, v := range m {
 		e.pairs = append(e.pairs, pair{k, v})
 	}
 	pairs := e.pairs[start:]
-	sortPairs(pairs)
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
 	o := e.openObject()
 	for _, p := range pairs {
 		o.key(p.k)
@@ -204,28 +236,107 @@ func (e *encoder) object(m map[string]any) error {
 	return nil
 }
 
-// sortPairs sorts a map's members by key. Most maps have a few members,
-// which an insertion sort with the comparison inlined orders several times
-// faster than the library's sort through a comparison function.
-func sortPairs(p []pair) {
-	if len(p) > 12 {
-		slices.SortFunc(p, func(a, b pair) int { return strings.Compare(a.k, b.k) })
-		return
-	}
-	for i := 1; i < len(p); i++ {
-		for j := i; j > 0 && keyLess(p[j].k, p[j-1].k); j-- {
-			p[j], p[j-1] = p[j-1], p[j]
+// smallObject is object for a map of at most smallMap members, the most
+// common: they are gathered in an array on the stack and sorted by index
+// (keyOrder), so that neither the gathering nor the sort stores a pointer
+// where the collector must see it (a write barrier each), and nothing is
+// left to clear. e.depth is counted and m fits, as object checked.
+func (e *encoder) smallObject(m map[string]any) error {
+	var members [smallMap]pair
+	n := 0
+	for k, v := range m {
+		if n == smallMap {
+			break // m grew while read: a data race of the caller's
 		}
+		members[n] = pair{k, v}
+		n++
+	}
+	var order [smallMap]uint8
+	keyOrder(members[:n], &order)
+	b := append(e.buf, '{')
+	for j, i := range order[:n] {
+		p := &members[i]
+		// A plain key with a plain string value that fit, the most common
+		// member, is written at once into b, a local: one store of e.buf
+		// per map instead of several per member.
+		if v, ok := p.v.(string); ok && len(b)+len(p.k)+len(v)+6 <= MaxMessageBytes &&
+			plainPrefix(p.k) == len(p.k) && plainPrefix(v) == len(v) {
+			if e.countKept {
+				e.kept += boxKept(p.v)
+			}
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, p.k...)
+			b = append(b, '"', ':', '"')
+			b = append(b, v...)
+			b = append(b, '"')
+			continue
+		}
+		e.buf = b
+		o := object{e: e, empty: j == 0}
+		o.key(p.k)
+		if err := e.value(p.v); err != nil {
+			return within("["+strconv.Quote(p.k)+"]", err)
+		}
+		if e.stopped() {
+			return errStop
+		}
+		b = e.buf
+	}
+	e.buf = append(b, '}')
+	e.depth--
+	return nil
+}
+
+// smallMap is the most members of a map that object sorts on the stack.
+const smallMap = 8
+
+// keyOrder writes into order the indices of p's members (at most
+// smallMap) sorted by key. An insertion sort with the comparison inlined
+// orders a few members several times faster than the library's sort
+// through a comparison function; it compares the keys' first 8 bytes as
+// one number (keyPrefix), the strings only where those are equal, and
+// moves indices, not members.
+func keyOrder(p []pair, order *[smallMap]uint8) {
+	var pre [smallMap]uint64
+	for i := range p {
+		pre[i] = keyPrefix(p[i].k)
+	}
+	for i := range p {
+		// The indices before i's place that sort after it move up one,
+		// and it goes in the gap.
+		xp, j := pre[i], i
+		for ; j > 0; j-- {
+			q := order[j-1]
+			if xp > pre[q] || xp == pre[q] && p[i].k > p[q].k {
+				break
+			}
+			order[j] = q
+		}
+		order[j] = uint8(i)
 	}
 }
 
-// keyLess is a < b, deciding on the first bytes when they differ, as they
-// mostly do, without calling the runtime's string comparison.
-func keyLess(a, b string) bool {
-	if a != "" && b != "" && a[0] != b[0] {
-		return a[0] < b[0]
+// keyPrefix is k's first 8 bytes as a big-endian number, zero-padded: a
+// < b between the prefixes of two keys means the keys sort so too, and
+// equal prefixes leave the order to the strings.
+func keyPrefix(k string) uint64 {
+	n := len(k)
+	switch {
+	case n >= 8:
+		return bits.ReverseBytes64(word(k))
+	case n >= 4:
+		// The first 4 bytes and the last 4, overlapping: the bytes both
+		// hold are the same, so or-ing them is exact.
+		return uint64(bits.ReverseBytes32(word4(k)))<<32 | uint64(bits.ReverseBytes32(word4(k[n-4:])))<<(8*(8-n))
 	}
-	return a < b
+	var x uint64
+	for i := range n {
+		x |= uint64(k[i]) << (56 - 8*i)
+	}
+	return x
 }
 
 func (e *encoder) array(n int, at func(i int) any) error {
@@ -282,6 +393,12 @@ func within(step string, err error) error {
 func (e *encoder) value(v any) error {
 	if e.countKept {
 		e.kept += boxKept(v)
+	}
+	// Most values are strings: one comparison of the type, before the
+	// switch's search through every case.
+	if s, ok := v.(string); ok {
+		e.string(s)
+		return nil
 	}
 	switch v := v.(type) {
 	case nil:
@@ -436,19 +553,47 @@ var plain = func() (t [256]bool) {
 // plainPrefix returns the length of the longest prefix of s that a JSON
 // string holds as it is (plain bytes). It looks at 8 bytes at a time, then
 // byte by byte from the first word that has a byte to escape.
+//
+// A string of 4 to 7 bytes is one test: its first 4 bytes and its last 4
+// (overlapping) make the word. Past the last whole word of a longer one,
+// the 8 bytes that end it (overlapping the word before) are one more.
+// Only a string that has a byte to escape, or is under 4 bytes, is looked
+// at byte by byte.
 func plainPrefix(s string) int {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if !plainWord(w) {
-			break
+	n, i := len(s), 0
+	switch {
+	case n >= 8:
+		for ; i+8 <= n; i += 8 {
+			if !plainWord(word(s[i : i+8])) {
+				break
+			}
+		}
+		if i == n || i == n&^7 && plainWord(word(s[n-8:])) {
+			return n
+		}
+	case n >= 4:
+		if plainWord(uint64(word4(s[:4])) | uint64(word4(s[n-4:]))<<32) {
+			return n
 		}
 	}
-	for i < len(s) && plain[s[i]] {
+	for i < n && plain[s[i]] {
 		i++
 	}
 	return i
+}
+
+// word reads the first 8 bytes of w as a little-endian uint64: one load,
+// with the one bounds check of w[7].
+func word(w string) uint64 {
+	_ = w[7]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+// word4 reads the first 4 bytes of w as a little-endian uint32.
+func word4(w string) uint32 {
+	_ = w[3]
+	return uint32(w[0]) | uint32(w[1])<<8 | uint32(w[2])<<16 | uint32(w[3])<<24
 }
 
 // plainWord reports whether the 8 bytes of w are all plain: none at or
@@ -475,13 +620,21 @@ func (e *encoder) string(s string) {
 	if !e.fits(len(s) + 2) {
 		return
 	}
-	e.buf = append(e.buf, '"')
 	// Most strings are plain ASCII: copy them in one go.
 	i := plainPrefix(s)
 	if i == len(s) {
-		e.buf = append(append(e.buf, s...), '"')
+		b := append(e.buf, '"')
+		b = append(b, s...)
+		e.buf = append(b, '"')
 		return
 	}
+	e.escaped(s, i)
+}
+
+// escaped writes s as a JSON string, s[:i] being plain; string has
+// checked that it fits.
+func (e *encoder) escaped(s string, i int) {
+	e.buf = append(e.buf, '"')
 	start := 0
 	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf {

@@ -202,25 +202,28 @@ func TestPlainPrefixMatchesTheByteTable(t *testing.T) {
 	}
 }
 
-// sortPairs orders keys as strings compare, whatever they share: empty
-// keys, common first bytes, prefixes of each other, bytes above 0x7f.
-func TestSortPairsOrdersByKey(t *testing.T) {
+// keyOrder orders keys as strings compare, whatever they share: empty
+// keys, common first bytes, prefixes of each other, bytes above 0x7f and
+// zero bytes, keys of every length around the 4 and 8 bytes its prefixes
+// take.
+func TestKeyOrderOrdersByKey(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	pieces := []string{"", "a", "ab", "b", "ba", "\xff", "é", "A", "~"}
-	for range 5_000 {
-		n := r.IntN(20)
+	pieces := []string{"", "a", "ab", "b", "ba", "\xff", "é", "A", "~", "\x00", "abcd", "abcdefg", "catego"}
+	for range 20_000 {
+		n := r.IntN(smallMap + 1)
 		seen := map[string]bool{}
 		var p []pair
-		for range n {
+		for len(p) < n {
 			k := pieces[r.IntN(len(pieces))] + pieces[r.IntN(len(pieces))]
 			if !seen[k] {
 				seen[k] = true
 				p = append(p, pair{k: k})
 			}
 		}
-		sortPairs(p)
-		for i := 1; i < len(p); i++ {
-			require.Less(t, p[i-1].k, p[i].k, "keys %d and %d of %v", i-1, i, p)
+		var order [smallMap]uint8
+		keyOrder(p, &order)
+		for i := 1; i < n; i++ {
+			require.Less(t, p[order[i-1]].k, p[order[i]].k, "keys %d and %d of %v in order %v", i-1, i, p, order[:n])
 		}
 	}
 }

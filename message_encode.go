@@ -137,7 +137,11 @@ func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
 // head writes the members every message starts with: the message's own
 // MessageId, or else genID.
 func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
-	o.str("type", typ)
+	// The first member, and the SDK's own: its name and value need no
+	// escaping, and a message this short fits.
+	b := append(o.e.buf, `"type":"`...)
+	b = append(b, typ...)
+	o.e.buf, o.empty = append(b, '"'), false
 	if id != "" {
 		o.str("messageId", id)
 	} else {
@@ -157,7 +161,12 @@ func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, u
 // errStop (the message is too large) passes through as it is. With v3Wire,
 // a message without a Context has no context member, as in v3.
 func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
-	if ctx != nil || !o.e.v3Wire {
+	switch {
+	case ctx == nil && !o.e.v3Wire:
+		// The most common context, the SDK's library alone: one append.
+		o.name("context")
+		o.e.buf = append(o.e.buf, libraryContextJSON...)
+	case ctx != nil:
 		o.name("context")
 		if err := o.e.encodeContext(ctx); err != nil {
 			return fieldError(typ, "Context", err)
@@ -284,6 +293,10 @@ func (e *encoder) encodeContext(c *Context) error {
 
 // libraryJSON is context.library as every message carries it.
 const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
+
+// libraryContextJSON is what encodeContext writes for a message without
+// a Context (the library alone), as one constant.
+const libraryContextJSON = `{"library":` + libraryJSON + `}`
 
 // v3LibraryJSON is context.library as segmentio/analytics-go v3 sent it on
 // each batch, whatever its release (v3.3.0 still said 3.0.0): the batch's

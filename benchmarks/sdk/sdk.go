@@ -23,10 +23,14 @@ import (
 // Names lists the SDKs in the order the tables show them.
 var Names = []string{"ours", "segmentio", "posthog", "rudder"}
 
-// Variants are configurations of ours that New also builds, run only when
-// asked for by name: "ours-spool" is ours with WithSpool in a temporary
-// directory of its own (removed by Close) and the default WithSpoolSync.
+// Variants are configurations of ours that New also builds, shown after
+// the SDKs: "ours-spool" is ours with WithSpool in a temporary directory
+// of its own (removed by Close) and the default WithSpoolSync.
 var Variants = []string{"ours-spool"}
+
+// Floor is the name of the floor client (floor.go): not an SDK, the least
+// work an event needs on ours's path, to measure ours against.
+const Floor = "floor"
 
 // Event is the name of every event sent.
 const Event = "Order Completed"
@@ -99,6 +103,8 @@ func New(name, endpoint string, transport http.RoundTripper, o Options) (Client,
 		return newOurs(endpoint, transport, false, o)
 	case "ours-spool":
 		return newOurs(endpoint, transport, true, o)
+	case Floor:
+		return newFloor(endpoint, transport, o), nil
 	case "segmentio":
 		c, err := segment.NewWithConfig("wk", segment.Config{Endpoint: endpoint, Transport: transport})
 		return &segmentClient{c: c, props: shared[segment.Properties](o)}, err
@@ -109,7 +115,7 @@ func New(name, endpoint string, transport http.RoundTripper, o Options) (Client,
 		c, err := rudder.NewWithConfig("wk", rudder.Config{DataPlaneUrl: endpoint, Transport: transport})
 		return &rudderClient{c: c, props: shared[rudder.Properties](o)}, err
 	}
-	return nil, fmt.Errorf("unknown SDK %q (want one of %v or %v)", name, Names, Variants)
+	return nil, fmt.Errorf("unknown SDK %q (want one of %v, %v or %s)", name, Names, Variants, Floor)
 }
 
 // shared returns the map every event shares under o.SharedProperties, or

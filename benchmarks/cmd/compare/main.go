@@ -8,7 +8,7 @@
 // driver holds one SDK and nothing else, so its allocation counters and its
 // peak RSS are that SDK's.
 //
-//	go run ./cmd/compare                      # every SDK × every scenario, 200,000 events each
+//	go run ./cmd/compare                      # every SDK and ours-spool × every scenario, the floor in clean, 200,000 events each
 //	go run ./cmd/compare -events 20000        # a quick run
 //	go run ./cmd/compare -producers 16        # 16 goroutines calling Track at once (default: rows for 1 and 16)
 //	go run ./cmd/compare -shared-props        # one shared properties map instead of a fresh one per event
@@ -37,7 +37,7 @@ func main() {
 	var (
 		role      = flag.String("role", "", "internal: sink, driver or stalled-driver (the orchestrator starts these)")
 		events    = flag.Int("events", 200_000, "events per run")
-		sdks      = flag.String("sdks", strings.Join(sdk.Names, ","), "SDKs to run, comma-separated; also "+strings.Join(sdk.Variants, ", ")+" (ours with WithSpool in a temporary directory)")
+		sdks      = flag.String("sdks", strings.Join(defaultSDKs(), ","), "SDKs to run, comma-separated: of "+strings.Join(sdk.Names, ", ")+", "+strings.Join(sdk.Variants, ", ")+" (ours with WithSpool in a temporary directory) and "+sdk.Floor+" (the least work an event needs: clean scenario only)")
 		scens     = flag.String("scenarios", strings.Join(scenarios, ","), "fault scenarios to run, comma-separated")
 		timeout   = flag.Duration("timeout", 120*time.Second, "limit for one driver run; a run that takes longer is reported as a timeout")
 		repeat    = flag.Int("repeat", 1, "runs per row; the table shows the median (lost and duplicates: the worst run)")
@@ -86,7 +86,7 @@ func main() {
 		if *stalled {
 			err = o.runStalled(ctx, *stalledN, *shutdownT)
 		} else {
-			err = o.runTable(ctx, split(*sdks, append(slices.Clone(sdk.Names), sdk.Variants...)), split(*scens, scenarios))
+			err = o.runTable(ctx, split(*sdks, defaultSDKs()), split(*scens, scenarios))
 		}
 	default:
 		err = fmt.Errorf("unknown -role %q", *role)
@@ -95,6 +95,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
+}
+
+// defaultSDKs are the rows of a run, in table order: the SDKs, then the
+// floor and ours's variants.
+func defaultSDKs() []string {
+	return append(append(slices.Clone(sdk.Names), sdk.Floor), sdk.Variants...)
 }
 
 // counts parses a comma-separated list of producer counts.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dualpath/analytics-go/benchmarks/internal/figures"
+	"github.com/dualpath/analytics-go/benchmarks/sdk"
 )
 
 // maxConcurrentRequests is our SDK's documented default of
@@ -26,6 +27,8 @@ type rowMetrics struct {
 	ok                            bool
 	eventsPerSec, nsPerEvent      float64
 	cpuPerEvent                   float64 // ns of the driver process's CPU per event
+	sinkCPUPerEvent               float64 // ns of the sink process's CPU per event, over the driver's run
+	coresBusy                     float64 // driver's and sink's CPU over the driver's wall time
 	bytesPerEvent, allocsPerEvent float64
 	wireBytes, wirePerEvent       float64
 	requests, conns, rssMiB       float64
@@ -48,7 +51,7 @@ func median(xs []float64) float64 {
 
 func (rw row) figures(events int) rowMetrics {
 	var m rowMetrics
-	var eps, ns, cpu, bpe, ape, wire, req, conns, rss []float64
+	var eps, ns, cpu, sinkCPU, busy, bpe, ape, wire, req, conns, rss []float64
 	timeouts, errs, enqErrs, decodeErrs := 0, 0, int64(0), int64(0)
 	n := float64(events)
 	for _, r := range rw.runs {
@@ -74,6 +77,8 @@ func (rw row) figures(events int) rowMetrics {
 		eps = append(eps, n/(float64(d.ElapsedNs)/1e9))
 		ns = append(ns, float64(d.ElapsedNs)/n)
 		cpu = append(cpu, float64(d.CPUNs)/n)
+		sinkCPU = append(sinkCPU, r.sinkCPU*1e9/n)
+		busy = append(busy, (float64(d.CPUNs)+r.sinkCPU*1e9)/float64(d.ElapsedNs))
 		bpe = append(bpe, float64(d.TotalAlloc)/n)
 		ape = append(ape, float64(d.Mallocs)/n)
 		rss = append(rss, float64(d.PeakRSSKiB)/1024)
@@ -82,6 +87,7 @@ func (rw row) figures(events int) rowMetrics {
 	m.ok = len(eps) > 0
 	m.enqueueErrors = enqErrs
 	m.eventsPerSec, m.nsPerEvent, m.cpuPerEvent = median(eps), median(ns), median(cpu)
+	m.sinkCPUPerEvent, m.coresBusy = median(sinkCPU), median(busy)
 	m.bytesPerEvent, m.allocsPerEvent = median(bpe), median(ape)
 	m.wireBytes = median(wire)
 	m.wirePerEvent = m.wireBytes / n
@@ -106,34 +112,42 @@ func (rw row) figures(events int) rowMetrics {
 }
 
 func writeTable(w io.Writer, rows []row, events int) {
-	fmt.Fprintln(w, "| SDK | scenario | producers | events/s | ns/event | CPU ns/event | B/event | allocs/event | wire bytes | wire B/event | requests | TCP conns | peak RSS MiB | lost | dups | notes |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	fmt.Fprintln(w, "| SDK | scenario | producers | events/s | ns/event | CPU ns/event | sink CPU ns/event | cores busy | B/event | allocs/event | wire bytes | wire B/event | requests | TCP conns | peak RSS MiB | lost | dups | notes |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, rw := range rows {
 		m := rw.figures(events)
 		if !m.ok {
-			fmt.Fprintf(w, "| %s | %s | %d | – | – | – | – | – | %s | %.0f | %.0f | %.0f | – | %d | %d | %s |\n",
+			fmt.Fprintf(w, "| %s | %s | %d | – | – | – | – | – | – | – | %s | %.0f | %.0f | %.0f | – | %d | %d | %s |\n",
 				rw.sdk, rw.scenario, rw.producers, thousands(m.wireBytes), m.wirePerEvent, m.requests, m.conns, m.lost, m.dups,
 				strings.Join(m.notes, "; "))
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %.1f | %s | %.0f | %.0f | %.0f | %.1f | %d | %d | %s |\n",
-			rw.sdk, rw.scenario, rw.producers, thousands(m.eventsPerSec), thousands(m.nsPerEvent), thousands(m.cpuPerEvent), thousands(m.bytesPerEvent),
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %.2f | %s | %.1f | %s | %.0f | %.0f | %.0f | %.1f | %d | %d | %s |\n",
+			rw.sdk, rw.scenario, rw.producers, thousands(m.eventsPerSec), thousands(m.nsPerEvent), thousands(m.cpuPerEvent),
+			thousands(m.sinkCPUPerEvent), m.coresBusy, thousands(m.bytesPerEvent),
 			m.allocsPerEvent, thousands(m.wireBytes), m.wirePerEvent, m.requests, m.conns, m.rssMiB,
 			m.lost, m.dups, strings.Join(m.notes, "; "))
 	}
 }
 
-// bounds are issue 20's targets for one producer count, as ratios of ours
+// bounds are issue 27's targets for one producer count, as ratios of ours
 // to segmentio v3: events/s at least eps, CPU per event and bytes
 // allocated per event at most cpu and alloc.
 type bounds struct{ eps, cpu, alloc float64 }
 
 func boundsFor(producers int) bounds {
 	if producers == 1 {
-		return bounds{eps: 2, cpu: 0.30, alloc: 0.35}
+		return bounds{eps: 2.5, cpu: 0.25, alloc: 0.25}
 	}
-	return bounds{eps: 1.5, cpu: 0.35, alloc: 0.35}
+	return bounds{eps: 2, cpu: 0.28, alloc: 0.25}
 }
+
+// Issue 27's other bounds on CPU per event: ours at most floorBound× the
+// floor's with 1 producer, ours-spool at most spoolBound× ours's.
+const (
+	floorBound = 1.5
+	spoolBound = 1.6
+)
 
 // writeTargets prints the issue's targets for the clean scenario, for each
 // producer count, as ratios of ours to segmentio v3 in the same run, and
@@ -160,7 +174,7 @@ func writeTargets(w io.Writer, rows []row) {
 			}
 		}
 	}
-	fmt.Fprintln(w, "Targets (clean scenario; ours ÷ segmentio v3 in this run):")
+	fmt.Fprintln(w, "Targets (issue 27; clean scenario; ours ÷ segmentio v3 in this run unless the row says):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| producers | target | ours | segmentio | ratio | bound | verdict |")
 	fmt.Fprintln(w, "|--:|---|--:|--:|--:|--:|---|")
@@ -181,6 +195,18 @@ func writeTargets(w io.Writer, rows []row) {
 			fmt.Fprintf(w, "| %d | wire bytes | %s | %s | %.2f× | ≤ 0.25× | %s |\n", p, thousands(o.wireBytes), thousands(s.wireBytes), r, verdict(r <= 0.25))
 		} else {
 			fmt.Fprintf(w, "| %d | ratios | | | | | not measured: run ours and segmentio in the clean scenario |\n", p)
+		}
+		if fl := find(sdk.Floor, "clean", p); ours != nil && fl != nil && p == 1 {
+			if o, f := ours.figures(events), fl.figures(events); o.ok && f.ok {
+				r := o.cpuPerEvent / f.cpuPerEvent
+				fmt.Fprintf(w, "| %d | CPU ns/event ÷ floor | %s | %s (floor) | %.2f× | ≤ %g× | %s |\n", p, thousands(o.cpuPerEvent), thousands(f.cpuPerEvent), r, floorBound, verdict(r <= floorBound))
+			}
+		}
+		if sp := find("ours-spool", "clean", p); ours != nil && sp != nil {
+			if o, s := ours.figures(events), sp.figures(events); o.ok && s.ok {
+				r := s.cpuPerEvent / o.cpuPerEvent
+				fmt.Fprintf(w, "| %d | CPU ns/event, ours-spool ÷ ours | %s (ours-spool) | %s (ours) | %.2f× | ≤ %g× | %s |\n", p, thousands(s.cpuPerEvent), thousands(o.cpuPerEvent), r, spoolBound, verdict(r <= spoolBound))
+			}
 		}
 		if ours != nil {
 			o := ours.figures(events)
