@@ -410,6 +410,26 @@ func TestTypedNilMessageIsInvalid(t *testing.T) {
 	assert.Zero(t, failed, "Failure callbacks for refused messages")
 }
 
+// TestOwnMessageTypeIsInvalid: a caller's type that embeds a message is
+// refused with a *FieldError, counted as invalid and without a callback:
+// Enqueue takes this package's message types (and pointers to them) alone,
+// so that it can call their methods on their own types.
+func TestOwnMessageTypeIsInvalid(t *testing.T) {
+	e := newEnv(t, newAPI())
+	for _, m := range []Message{ownTrack{Track{UserId: "u", Event: "E"}}, &ownTrack{Track{UserId: "u", Event: "E"}}} {
+		err := e.client.Enqueue(m)
+		assert.ErrorIs(t, err, ErrInvalidMessage, "Enqueue(%T)", m)
+		var fe *FieldError
+		assert.ErrorAs(t, err, &fe, "Enqueue(%T)", m)
+	}
+	e.close()
+	st := e.client.Stats()
+	assert.Equal(t, int64(2), st.Rejected.Invalid, "events rejected as invalid")
+	assert.Zero(t, st.Enqueued, "events accepted")
+	ok, failed := e.out.Calls()
+	assert.Zero(t, ok+failed, "callbacks for refused messages")
+}
+
 // TestPointerMessageCallbackGetsTheValue: a pointer to a message is
 // accepted, and its callback receives the message value, defaults filled,
 // as for a message passed by value.
