@@ -58,7 +58,9 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 		// acknowledged, so that a restart does not send it either.
 		s.decided = seq
 		s.cond.Broadcast()
-		if aerr := s.ackRuns(seg, []ID{id}, seg.records); aerr != nil {
+		w := s.doneWriter()
+		s.ackRuns(seg, []ID{id}, seg.records, &w)
+		if aerr := s.flushDone(&w); aerr != nil {
 			s.warn("spool: acknowledge a record whose sync failed", "err", aerr)
 		}
 		return ID{}, err
@@ -221,7 +223,7 @@ func (s *Spool) makeRoom(frame int64) bool {
 	if s.fits(frame) {
 		return true
 	}
-	if a := s.active; a != nil && a.live == 0 && (a.records > 0 || a.ackSize > 0) {
+	if a := s.active; a != nil && a.live == 0 && a.records > 0 {
 		s.active = nil
 		s.retire(a)
 		return s.fits(frame)
@@ -230,8 +232,8 @@ func (s *Spool) makeRoom(frame int64) bool {
 }
 
 // fits reports whether a record of frame bytes, and the header of a new
-// segment if it needs one, fit under MaxBytes now, ackRoom left to the
-// .ack files (ack.go; SPEC §11.5). A mapped active segment's room is counted
+// segment if it needs one, fit under MaxBytes now, ackRoom left to DONE
+// (ack.go; SPEC §11.5). A mapped active segment's room is counted
 // already: a record that goes there fits. s.mu is held.
 func (s *Spool) fits(frame int64) bool {
 	if s.maxBytes <= 0 {
@@ -249,7 +251,7 @@ func (s *Spool) fits(frame int64) bool {
 
 // reserve is the size of a new segment mapped for a first record of
 // frame bytes: SegmentBytes (or the record's own, if larger), but no more
-// than MaxBytes leaves, ackRoom kept for the .ack files, since the whole
+// than MaxBytes leaves, ackRoom kept for DONE, since the whole
 // reserve is on disk and counted; fits made sure that the header and the
 // record fit. s.mu is held.
 func (s *Spool) reserve(frame int64) int64 {

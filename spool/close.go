@@ -1,6 +1,9 @@
 package spool
 
-import "errors"
+import (
+	"errors"
+	"io/fs"
+)
 
 // seal is Seal. s.mu is held, and released while it waits.
 func (s *Spool) seal() {
@@ -80,12 +83,10 @@ func (s *Spool) closeLocked() error {
 		a.f = nil
 		s.active = nil
 	}
-	if s.ackRetry {
-		// Acks a failed write (or the bound) left out: written now, or
-		// those records come back after the restart.
-		if err := s.rewriteStale(); err != nil {
-			errs = append(errs, err)
-		}
+	// Acks a failed write (or the bound) left out: written now, or
+	// those records come back after the restart.
+	if err := s.rewriteStale(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := s.closeAcks(); err != nil {
 		errs = append(errs, err)
@@ -101,13 +102,19 @@ func (s *Spool) closeLocked() error {
 	if err := s.removeStrays(); err != nil {
 		errs = append(errs, err)
 	}
-	if orphans := len(s.orphans); s.dirDirty || orphans > 0 {
+	if s.dirDirty || s.done.size > 0 && len(s.segs) == 0 {
 		// The removals above on the disk: a segment whose removal a power
-		// loss undid would come back with marks it was removed without.
-		// Then its .ack goes (syncDir), and that removal is made durable
-		// too, so that a closed spool stays as it was left.
+		// loss undid would come back with runs it was removed without.
 		s.syncDir()
-		if len(s.orphans) < orphans {
+	}
+	if s.done.size > 0 && len(s.segs) == 0 {
+		// No segment left for DONE to mark, and the removals on the
+		// disk: DONE goes too, so that a spool closed with everything
+		// done leaves only its LOCK file.
+		if err := s.fs.Remove(s.donePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, ioErr("remove", s.donePath(), err))
+		} else {
+			s.bytes -= s.done.size
 			s.syncDirNow()
 		}
 	}

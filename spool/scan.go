@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,44 +24,40 @@ type scanner struct {
 	payload []byte
 }
 
-// recover reads the directory at Open: every segment and its ack file, in
-// order. The backlog it leaves is every valid record not done, oldest
-// first (SPEC §11.2); torn tails are cut, damaged records skipped and
-// counted (SPEC §11.8). A file of a newer version than this package's ends
-// it with an error; a damaged header costs that file only: a segment is set
-// aside, its records lost, an ack file too, its segment's records handed
-// again.
+// recover reads the directory at Open: every segment, in order, then
+// DONE. The backlog it leaves is every valid record not done, oldest first
+// (SPEC §11.2); torn tails are cut, damaged records skipped and counted
+// (SPEC §11.8). A file of a newer version than this package's ends it with
+// an error; a damaged header costs that file only: a segment is set aside,
+// its records lost, DONE too, every record handed again.
 func (s *Spool) recover() error {
 	entries, err := s.fs.ReadDir(s.dir)
 	if err != nil {
 		return ioErr("read directory", s.dir, err)
 	}
-	var segs, acks []uint64
+	var segs []uint64
+	hasDone := false
 	for _, e := range entries {
-		num, ext, ok := parseName(e.Name())
+		name := e.Name()
+		switch name {
+		case doneName:
+			hasDone = true
+		case doneName + ".tmp": // a rewrite cut short; the DONE it was to replace stands
+			s.removeStray(filepath.Join(s.dir, name))
+		case doneName + corruptExt:
+			s.done.aside = s.countAside(e)
+		}
+		num, ext, ok := parseName(name)
 		if !ok {
 			continue
 		}
-		// Never reuse a number, even of a file set aside; and never wrap
-		// past the largest: a smaller number would sort first.
-		if num == math.MaxUint64 {
-			s.numbersUsed = true
-		} else {
-			s.nextNum = max(s.nextNum, num+1)
-		}
+		// Never reuse a number, even of a file set aside.
+		s.useNumber(num)
 		switch ext {
-		case corruptExt, ackExt + corruptExt:
-			// Set aside by an earlier Open or client, kept for whoever
-			// looks into it: on disk, so counted against MaxBytes.
-			if info, err := e.Info(); err == nil {
-				s.bytes += info.Size()
-			}
+		case corruptExt:
+			s.countAside(e)
 		case segExt:
 			segs = append(segs, num)
-		case ackExt:
-			acks = append(acks, num)
-		case ackExt + ".tmp": // a rewrite cut short; the .ack it was to replace stands
-			s.removeStray(filepath.Join(s.dir, e.Name()))
 		}
 	}
 	slices.Sort(segs)
@@ -76,23 +71,14 @@ func (s *Spool) recover() error {
 			s.segs = append(s.segs, seg)
 		}
 	}
-	for _, num := range acks {
-		seg := s.find(num)
-		if seg == nil {
-			// Its segment was removed, or set aside: it goes once that
-			// is on the disk (removeOrphans), since a removal seen here
-			// may be in the page cache only (the process that made it was
-			// killed), and a power loss could keep this one and undo it.
-			s.addOrphan(num, 0)
-			continue
-		}
-		if err := sc.ack(seg); err != nil {
+	if hasDone {
+		if err := sc.done(); err != nil {
 			return err
 		}
 	}
 	for _, seg := range s.segs {
 		seg.live = seg.records - uint32(seg.done.count())
-		s.bytes += seg.size + seg.ackSize
+		s.bytes += seg.size
 	}
 	for _, seg := range slices.Clone(s.segs) {
 		if seg.live == 0 {
@@ -107,6 +93,17 @@ func (s *Spool) recover() error {
 	s.backlog = s.live
 	s.stats.Recovered = s.live
 	return nil
+}
+
+// countAside counts a file set aside by an earlier Open or client, kept
+// for whoever looks into it, against MaxBytes, and returns its size.
+func (s *Spool) countAside(e fs.DirEntry) int64 {
+	info, err := e.Info()
+	if err != nil {
+		return 0
+	}
+	s.bytes += info.Size()
+	return info.Size()
 }
 
 // removeStray removes a file the spool no longer needs.
@@ -159,36 +156,38 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 	return seg, nil
 }
 
-// ack reads seg's ack file and adds the runs it holds to seg.done.
-func (sc *scanner) ack(seg *segment) error {
-	path := sc.s.ackPath(seg.num)
-	what, size, err := sc.file(path, ackMagic, func(f File, size int64) error {
+// done reads DONE and adds the runs it holds to the segments' done sets.
+func (sc *scanner) done() error {
+	s, d := sc.s, &sc.s.done
+	path := s.donePath()
+	what, size, err := sc.file(path, doneMagic, func(f File, size int64) error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
-			if ok && !seg.addRuns(sc.payload) {
+			if ok && !s.addRuns(sc.payload) {
 				ok = false
 			}
 			if !ok {
-				sc.s.stats.Corrupt++
-				sc.s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
+				s.stats.Corrupt++
+				s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
 			}
 			return true
 		})
 		if err != nil {
 			return err
 		}
-		seg.ackSize = size
+		d.size = size
 		if end < size {
-			// Later acks are appended at the end: nothing unframed may
+			// Later runs are appended at the end: nothing unframed may
 			// stay ahead of them. What is cut holds no record of an event.
-			seg.ackSize = sc.truncate(f, path, end, size)
-			if seg.ackSize != end {
-				seg.ackStale = true // rewritten whole at the next Ack
-				sc.s.ackRetry = true
-			}
+			d.size = sc.truncate(f, path, end, size)
+			d.stale = d.size != end // rewritten whole at the next Ack
 		}
+		s.bytes += d.size
 		return nil
 	})
-	sc.s.dispose(what, path, path+corruptExt, size)
+	if what == setAside {
+		s.bytes -= d.aside // replaced by this one
+	}
+	s.dispose(what, path, path+corruptExt, size)
 	return err
 }
 
@@ -227,29 +226,30 @@ func (s *Spool) dispose(what fate, path, aside string, size int64) {
 	}
 }
 
-// addRuns adds the runs of an ack record's payload to seg.done, ordinals
-// beyond the segment's records ignored. It reports false for a payload
-// that does not decode.
-func (seg *segment) addRuns(p []byte) bool {
+// addRuns adds the runs of a done record's payload to the segments' done
+// sets, ordinals beyond a segment's records ignored, and marks the
+// segment numbers used: a segment removed may have runs left here. It
+// reports false for a payload that does not decode.
+func (s *Spool) addRuns(p []byte) bool {
+	var v [3]uint64 // segment, first ordinal, count
 	for len(p) > 0 {
-		lo, n := binary.Uvarint(p)
-		if n <= 0 {
-			return false
+		for i := range v {
+			x, n := binary.Uvarint(p)
+			if n <= 0 {
+				return false
+			}
+			v[i], p = x, p[n:]
 		}
-		p = p[n:]
-		count, n := binary.Uvarint(p)
-		if n <= 0 {
-			return false
-		}
-		p = p[n:]
-		if lo >= uint64(seg.records) {
+		s.useNumber(v[0])
+		seg := s.find(v[0])
+		if seg == nil || v[1] >= uint64(seg.records) {
 			continue
 		}
 		hi := uint64(seg.records)
-		if count < hi-lo {
-			hi = lo + count
+		if v[2] < hi-v[1] {
+			hi = v[1] + v[2]
 		}
-		seg.done.add(uint32(lo), uint32(hi))
+		seg.done.add(uint32(v[1]), uint32(hi))
 	}
 	return true
 }
@@ -300,8 +300,7 @@ func (sc *scanner) header(f File, path, magic string, size int64) (fate, error) 
 // record whose checksum fails: its head stored and not all its payload;
 // or such a record last, ending where the file does, its payload ending
 // in a zero (a tear in a reserve it fills). Zeros followed by anything
-// else stay damage. An ack file is only ever
-// written, never reserved.
+// else stay damage. DONE is only ever written, never reserved.
 func (sc *scanner) frames(f File, path string, size int64, reserved bool, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
 	sc.br.Reset(io.NewSectionReader(f, int64(headerSize), size-int64(headerSize)))
 	var head [frameSize]byte

@@ -29,13 +29,8 @@ type segment struct {
 	// one it hands back later (no room then) is not counted twice.
 	reported ranges
 
-	recovered bool  // found at Open: only read, never written
-	damaged   bool  // holds a stretch that cannot be framed: kept aside, not removed
-	ackSize   int64 // bytes in its .ack file; 0 when it has none
-	// ackStale: its .ack file lacks runs of done (an ack write failed, or
-	// found no room under MaxBytes) or holds a torn record: it is
-	// rewritten whole from done at the next Ack and at Close.
-	ackStale bool
+	recovered bool // found at Open: only read, never written
+	damaged   bool // holds a stretch that cannot be framed: kept aside, not removed
 }
 
 // mustRotate reports whether an Append of a frame of frame bytes must start a
@@ -95,15 +90,15 @@ func (s *Spool) retire(seg *segment) {
 }
 
 // reclaim removes seg, whose records are all done and which is not the
-// active segment (SPEC §11.6): its files go, and their bytes come back to the bound,
+// active segment (SPEC §11.6): its file goes, and its bytes come back to the bound,
 // which may let a waiting AppendWait in. A segment with damage is renamed
-// aside instead, for whoever looks into it. s.mu is held.
+// aside instead, for whoever looks into it. Its runs stay in DONE until
+// DONE is compacted, after the removal is on the disk. s.mu is held.
 func (s *Spool) reclaim(seg *segment) error {
 	i := s.index(seg)
 	if i < 0 {
 		return nil // removed already
 	}
-	s.closeAck(seg)
 	if s.rd.seg == seg {
 		s.rd.drop()
 	}
@@ -123,13 +118,6 @@ func (s *Spool) reclaim(seg *segment) error {
 	if !seg.damaged {
 		s.bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
 	}
-	// Its .ack goes once the segment's removal is on the disk, at the
-	// next sync of the directory (removeOrphans): a power loss may keep a
-	// removal and undo one before it, and the segment would come back
-	// without its marks, every record in it to be sent again. An .ack is
-	// removed even when none was written: a write refused on a full disk
-	// may have left it empty (writeAck removes that too, if it can).
-	s.addOrphan(seg.num, seg.ackSize)
 	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
 		// Every record left in seg is done: the backlog goes on in the
@@ -272,58 +260,10 @@ func (s *Spool) unmap(seg *segment) {
 
 // syncDir makes the directory's entries durable, so that a file created
 // and synced is found after a power loss, and a file removed or renamed
-// stays so; then it removes the orphans it covers. s.mu is held.
+// stays so. s.mu is held.
 func (s *Spool) syncDir() {
 	s.dirDirty = false
-	n := s.beginDirSync()
 	s.syncDirNow()
-	s.removeOrphans(n)
-}
-
-// orphan is the .ack file, size bytes, of segment num, which was removed
-// (or set aside) after the directory's sync number gen began.
-type orphan struct {
-	num  uint64
-	size int64
-	gen  uint64
-}
-
-// addOrphan adds the .ack file of segment num, size bytes, to the orphans,
-// removed once a sync of the directory begun from now has ended. s.mu is
-// held.
-func (s *Spool) addOrphan(num uint64, size int64) {
-	s.orphans = append(s.orphans, orphan{num, size, s.dirSyncs})
-}
-
-// beginDirSync numbers a sync of the directory about to begin: the
-// orphans it covers are those added before now. s.mu is held.
-func (s *Spool) beginDirSync() uint64 {
-	s.dirSyncs++
-	return s.dirSyncs
-}
-
-// removeOrphans removes the .ack files of the orphans that the sync of the
-// directory numbered n, now ended, covers: their segments' removal is on
-// the disk. Their own removal need not be: Open removes an .ack without
-// its segment. One that cannot be removed stays, counted, for the next
-// try. s.mu is held.
-func (s *Spool) removeOrphans(n uint64) {
-	keep := s.orphans[:0]
-	for _, x := range s.orphans {
-		if x.gen >= n {
-			keep = append(keep, x)
-			continue
-		}
-		path := s.ackPath(x.num)
-		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.warn("spool: remove a finished segment's acknowledgements", "file", path, "err", err)
-			keep = append(keep, x)
-			continue
-		}
-		s.bytes -= x.size
-	}
-	clear(s.orphans[len(keep):])
-	s.orphans = keep
 }
 
 // syncDirNow syncs the directory. Best effort: some systems cannot open or
