@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -207,13 +205,10 @@ type doneWriter struct {
 	runs  int // runs added
 }
 
-// doneWriter returns a writer of the records of one write to DONE, after
-// the header if DONE is new. s.mu is held.
+// doneWriter returns a writer of the records of one write to DONE. s.mu
+// is held.
 func (s *Spool) doneWriter() doneWriter {
 	w := doneWriter{buf: s.done.buf[:0]}
-	if s.done.size == 0 {
-		w.buf = appendHeader(w.buf, doneMagic)
-	}
 	w.begin()
 	return w
 }
@@ -241,8 +236,8 @@ func (w *doneWriter) end() {
 }
 
 // flushDone writes what w holds to DONE, if anything, in one write; or
-// rewrites DONE whole when it is stale, has grown past compactAt, or the
-// write would take the files over MaxBytes. A failed write is cut off
+// writes DONE whole when there is none yet, it is stale, has grown past
+// compactAt, or the write would take the files over MaxBytes. A failed write is cut off
 // again, and DONE marked stale: rewritten whole at the next Ack, and at
 // Close, so that a torn record never sits ahead of later ones, and the
 // runs not written are written after all (with Sync 0 a record whose
@@ -256,29 +251,19 @@ func (s *Spool) flushDone(w *doneWriter) error {
 	switch {
 	case w.runs == 0 && !d.stale:
 		return nil
-	case d.stale || !s.ackFits(n) || d.size+n > s.compactAt():
+	case d.size == 0 || d.stale || !s.ackFits(n) || d.size+n > s.compactAt():
 		return s.compactDone()
 	}
 	path := s.donePath()
 	if d.f == nil {
-		flag := os.O_WRONLY | os.O_APPEND
-		if d.size == 0 {
-			flag |= os.O_CREATE | os.O_TRUNC
-		}
-		f, err := s.fs.OpenFile(path, flag, 0o600)
+		f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			d.stale = true
 			return ioErr("open", path, err)
 		}
-		if d.size == 0 {
-			s.dirChanged() // maybe a new entry
-		}
 		d.f = f
 	}
-	wrote, err := d.f.Write(w.buf)
-	if err == nil && wrote < len(w.buf) {
-		err = io.ErrShortWrite
-	}
+	wrote, err := writeAll(d.f, w.buf)
 	if wrote > 0 {
 		d.dirty = true
 		if s.syncEvery > 0 {
@@ -295,18 +280,6 @@ func (s *Spool) flushDone(w *doneWriter) error {
 		if terr := d.f.Truncate(d.size); terr != nil {
 			d.size += int64(wrote) // on disk, torn, counted
 			s.bytes += int64(wrote)
-		}
-	}
-	if d.size == 0 {
-		// This write created the file, and nothing of it stays: no file
-		// either (compactDone writes it whole when it can), so that no
-		// empty DONE outlasts the failure (a full disk).
-		s.closeFile(d.f, path)
-		d.f, d.dirty = nil, false
-		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			s.warn("spool: remove an empty acknowledgement file", "file", path, "err", rerr)
-		} else {
-			s.dirChanged()
 		}
 	}
 	return ioErr("write", path, err)
@@ -366,10 +339,7 @@ func (s *Spool) compactDone() error {
 		d.stale = true
 		return ioErr("create", tmp, err)
 	}
-	n, err := f.Write(w.buf)
-	if err == nil && n < len(w.buf) {
-		err = io.ErrShortWrite
-	}
+	_, err = writeAll(f, w.buf)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -386,26 +356,6 @@ func (s *Spool) compactDone() error {
 	s.bytes += int64(len(w.buf)) - d.size
 	d.size, d.stale = int64(len(w.buf)), false
 	return nil
-}
-
-// rewriteStale rewrites DONE if a failed write, or the bound, left it
-// stale, so that a record done in this process is done after a restart
-// too (SPEC §11.2). A failure is logged; DONE stays stale, for the next
-// try. It returns the file system's errors, not the bound's: no room
-// under MaxBytes only means records that may be handed again after a
-// restart, which the log says, not a failure of Close. s.mu is held.
-func (s *Spool) rewriteStale() error {
-	if !s.done.stale {
-		return nil
-	}
-	err := s.compactDone()
-	if err != nil {
-		s.warn("spool: rewrite acknowledgements", "err", err)
-	}
-	if errors.Is(err, ErrFull) {
-		return nil
-	}
-	return err
 }
 
 // closeAcks syncs DONE if it holds runs not synced, and the directory,

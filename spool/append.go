@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"slices"
@@ -94,10 +93,7 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 	// One buffer, one write: a record never reaches the file in pieces
 	// that another write could come between.
 	s.wbuf = appendFrame(s.wbuf[:0], data)
-	n, err := seg.f.Write(s.wbuf)
-	if err == nil && n < len(s.wbuf) {
-		err = io.ErrShortWrite
-	}
+	n, err := writeAll(seg.f, s.wbuf)
 	if err != nil {
 		return seg, off, s.writeFailed(seg, off, n, err)
 	}

@@ -83,10 +83,16 @@ func (s *Spool) closeLocked() error {
 		a.f = nil
 		s.active = nil
 	}
-	// Acks a failed write (or the bound) left out: written now, or
-	// those records come back after the restart.
-	if err := s.rewriteStale(); err != nil {
-		errs = append(errs, err)
+	if s.done.stale {
+		// Acks a failed write (or the bound) left out: written now, or
+		// those records come back after the restart. No room under
+		// MaxBytes is logged, not Close's failure.
+		if err := s.compactDone(); err != nil {
+			s.warn("spool: rewrite acknowledgements", "err", err)
+			if !errors.Is(err, ErrFull) {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if err := s.closeAcks(); err != nil {
 		errs = append(errs, err)

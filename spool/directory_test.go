@@ -204,7 +204,7 @@ func TestUnreadableSegment(t *testing.T) {
 // computed here without the package's encoders: the segment's header
 // "AGSPOOL\n" and version 2 LE, then [len LE][CRC-32C LE][payload];
 // DONE's header "AGSPDON\n" and version 2, then records of uvarint
-// (segment, first, count) triples, one record per Ack call.
+// (segment, first, count) triples.
 func TestBytesOnDisk(t *testing.T) {
 	for _, mapped := range []bool{true, false} {
 		t.Run(fmt.Sprint("mapped=", mapped), func(t *testing.T) {
@@ -238,7 +238,9 @@ func TestBytesOnDisk(t *testing.T) {
 			assert.Equal(t, want, got)
 
 			wantAck := []byte("AGSPDON\n\x02\x00\x00\x00")
-			for _, p := range [][]byte{{1, 0, 3}, {1, 5, 1}} {
+			// The first written whole: the last segment number used (a run
+			// of none), then the runs; then one record per Ack.
+			for _, p := range [][]byte{{1, 0, 0, 1, 0, 3}, {1, 5, 1}} {
 				wantAck = le.AppendUint32(wantAck, uint32(len(p)))
 				wantAck = le.AppendUint32(wantAck, crc32.Checksum(p, tab))
 				wantAck = append(wantAck, p...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strconv"
@@ -116,4 +117,13 @@ func ioErr(op, path string, err error) error {
 		err = pe.Err
 	}
 	return fmt.Errorf("spool: %s %s: %w", op, path, err)
+}
+
+// writeAll writes b to f in one write; a short write is an error.
+func writeAll(f File, b []byte) (int, error) {
+	n, err := f.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return n, err
 }

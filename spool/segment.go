@@ -2,7 +2,6 @@ package spool
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -177,10 +176,7 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapp
 		return nil, nil, ioErr("create", path, err)
 	}
 	hdr := appendHeader(s.wbuf[:0], segMagic)
-	n, err := f.Write(hdr)
-	if err == nil && n < len(hdr) {
-		err = io.ErrShortWrite
-	}
+	n, err := writeAll(f, hdr)
 	if err != nil {
 		err = ioErr("write", path, err)
 	} else {
