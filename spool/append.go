@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"slices"
 
 	"github.com/dualpath/analytics-go/internal/waitline"
 )
@@ -164,8 +163,10 @@ func (s *Spool) rotateSegment(frame int64) error {
 		s.rotate = true
 		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
 	}
-	if len(s.strays) > 0 {
-		_ = s.removeStrays() // room back for the bound, if the disk lets us now
+	for i := len(s.segs) - 1; i >= 0; i-- {
+		if seg := s.segs[i]; seg.records == 0 && seg != s.active {
+			_ = s.reclaim(seg) // a file an earlier try left: room back, if the disk lets us now
+		}
 	}
 	if a := s.active; a != nil {
 		// No record goes to it again, even if the new segment cannot be
@@ -181,7 +182,7 @@ func (s *Spool) rotateSegment(frame int64) error {
 	f, m, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
 	if err != nil {
 		s.rotate = true
-		if errors.Is(err, fs.ErrExist) || slices.ContainsFunc(s.strays, func(x stray) bool { return x.num == num }) {
+		if errors.Is(err, fs.ErrExist) {
 			s.useNumber(num) // a file of that name is there: never tried again
 		}
 		return err

@@ -105,9 +105,6 @@ func (s *Spool) closeLocked() error {
 			}
 		}
 	}
-	if err := s.removeStrays(); err != nil {
-		errs = append(errs, err)
-	}
 	if s.dirDirty || s.done.size > 0 && len(s.segs) == 0 {
 		// The removals above on the disk: a segment whose removal a power
 		// loss undid would come back with runs it was removed without.

@@ -189,45 +189,21 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapp
 		}
 		f.Close()
 		// A header at most, and a reserve: nothing of a record. If it
-		// cannot be removed, it stays on disk: its bytes count against
-		// MaxBytes and in Stats.Bytes until a later try removes it (the
-		// next rotation, Close), or the next Open does (a file shorter
-		// than a header, or one holding no record).
+		// cannot be removed, it stays on disk, a segment of no records:
+		// its number used, its bytes counted against MaxBytes and in
+		// Stats.Bytes until a later try removes it (the next rotation,
+		// Close), or the next Open does (a file shorter than a header,
+		// or one holding no record).
 		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
-			s.strays = append(s.strays, stray{num, size})
+			s.segs = append(s.segs, &segment{num: num, size: size, end: min(size, int64(headerSize))})
 			s.bytes += size
+			s.useNumber(num)
 		}
 		return nil, nil, err
 	}
 	s.syncDir()
 	return f, m, nil
-}
-
-// stray is the file of segment num, size bytes, whose creation failed and
-// whose removal failed too.
-type stray struct {
-	num  uint64
-	size int64
-}
-
-// removeStrays tries again to remove the strays' files, and gives their
-// bytes back for those gone. s.mu is held.
-func (s *Spool) removeStrays() error {
-	var errs []error
-	keep := s.strays[:0]
-	for _, x := range s.strays {
-		path := s.segPath(x.num)
-		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, ioErr("remove", path, err))
-			keep = append(keep, x)
-			continue
-		}
-		s.dirChanged()
-		s.bytes -= x.size
-	}
-	s.strays = keep
-	return errors.Join(errs...)
 }
 
 // unmap ends seg's mapping, if it has one, and cuts the file back to its

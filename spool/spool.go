@@ -175,9 +175,6 @@ type Spool struct {
 	// no number is left above it. nextNum never wraps: a segment numbered
 	// below an older one would sort before it, out of the log's order.
 	numbersUsed bool
-	// strays are files of segments whose creation failed and whose
-	// removal failed too: counted in bytes until removed (createSegment).
-	strays []stray
 
 	bytes   int64  // Stats.Bytes
 	live    int64  // Stats.Records
