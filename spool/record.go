@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // The format, version 2 (docs/spool.md, "How it is stored").
@@ -93,11 +92,7 @@ func parseName(name string) (num uint64, ext string, ok bool) {
 	if len(name) < numDigits {
 		return 0, "", false
 	}
-	digits := name[:numDigits]
-	if strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-		return 0, "", false
-	}
-	num, err := strconv.ParseUint(digits, 10, 64)
+	num, err := strconv.ParseUint(name[:numDigits], 10, 64) // digits only: no sign, no underscore in base 10
 	if err != nil {
 		return 0, "", false
 	}

@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"math"
@@ -49,19 +50,11 @@ func (s *Spool) mustRotate(frame int64) bool {
 
 // find returns the segment numbered num, or nil.
 func (s *Spool) find(num uint64) *segment {
-	i, j := 0, len(s.segs)
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if s.segs[m].num < num {
-			i = m + 1
-		} else {
-			j = m
-		}
+	i, ok := slices.BinarySearchFunc(s.segs, num, func(seg *segment, n uint64) int { return cmp.Compare(seg.num, n) })
+	if !ok {
+		return nil
 	}
-	if i < len(s.segs) && s.segs[i].num == num {
-		return s.segs[i]
-	}
-	return nil
+	return s.segs[i]
 }
 
 // retire ends seg's time as the active segment: its mapping ends, its
@@ -147,12 +140,7 @@ func (s *Spool) closeRetired(seg *segment) {
 
 // index returns seg's index in s.segs, or -1 once it is removed.
 func (s *Spool) index(seg *segment) int {
-	for i, x := range s.segs { // mostly one of the first few
-		if x == seg {
-			return i
-		}
-	}
-	return -1
+	return slices.Index(s.segs, seg) // mostly one of the first few
 }
 
 // markDone marks seg's ordinals lo to hi-1 done and returns how many were

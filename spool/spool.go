@@ -189,9 +189,9 @@ type Spool struct {
 	curN   uint32
 	curOff int64
 
-	wbuf []byte    // a record as written, reused by every Append
-	rd   reader    // Load's read-ahead
-	done doneFile  // the acknowledgement file, and Ack's buffers
+	wbuf []byte   // a record as written, reused by every Append
+	rd   reader   // Load's read-ahead
+	done doneFile // the acknowledgement file, and Ack's buffers
 
 	commitState
 	line waitline.Line[int64] // AppendWait calls waiting for room, oldest first
