@@ -130,7 +130,7 @@ const (
 func (sc *scanner) segment(num uint64) (*segment, error) {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
-	what, size, err := sc.file(path, segMagic, func(f File, size int64) error {
+	what, err := sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), segMagic, func(f File, size int64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
@@ -150,7 +150,6 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 		return nil
 	})
 	if err != nil || what != keep {
-		sc.s.dispose(what, path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), size)
 		return nil, err
 	}
 	return seg, nil
@@ -160,7 +159,7 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 func (sc *scanner) done() error {
 	s, d := sc.s, &sc.s.done
 	path := s.donePath()
-	what, size, err := sc.file(path, doneMagic, func(f File, size int64) error {
+	what, err := sc.file(path, path+corruptExt, doneMagic, func(f File, size int64) error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
 			if ok && !s.addRuns(sc.payload) {
 				ok = false
@@ -187,43 +186,38 @@ func (sc *scanner) done() error {
 	if what == setAside {
 		s.bytes -= d.aside // replaced by this one
 	}
-	s.dispose(what, path, path+corruptExt, size)
 	return err
 }
 
 // file opens a file of the spool, checks its header, and hands it to read
-// when it is one of ours; it returns the file's size too. The file is
-// closed before it is removed or set aside (some systems refuse either on
-// an open file).
-func (sc *scanner) file(path, magic string, read func(f File, size int64) error) (fate, int64, error) {
-	f, err := sc.s.fs.OpenFile(path, os.O_RDWR, 0)
+// when it is one of ours (keep). Otherwise it removes the file (cut short
+// at its creation, or zeros) or renames it aside, for whoever looks into
+// it: its bytes then count against MaxBytes while it stays, and if it
+// cannot be renamed it stays, uncounted (not one of the spool's names),
+// and Open goes on without it. The file is closed first (some systems
+// refuse either on an open file).
+func (sc *scanner) file(path, aside, magic string, read func(f File, size int64) error) (fate, error) {
+	s := sc.s
+	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return keep, 0, ioErr("open", path, err)
+		return keep, ioErr("open", path, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return keep, 0, ioErr("stat", path, err)
+	what, size, err := sc.header(f, path, magic)
+	if err == nil && what == keep {
+		err = read(f, size)
 	}
-	if st.Size() < int64(headerSize) {
-		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", st.Size())
-		return remove, st.Size(), nil
-	}
-	what, err := sc.header(f, path, magic, st.Size())
-	if err != nil || what != keep {
-		return what, st.Size(), err // closed by the defer before a rename
-	}
-	return keep, st.Size(), read(f, st.Size())
-}
-
-// dispose removes or sets aside a file of size bytes as Open decided.
-func (s *Spool) dispose(what fate, path, aside string, size int64) {
-	switch what {
-	case remove:
+	f.Close()
+	switch {
+	case err != nil || what == keep:
+		return keep, err
+	case what == remove:
 		s.removeStray(path)
-	case setAside:
-		s.setAside(path, aside, size)
+	case s.fs.Rename(path, aside) == nil:
+		s.bytes += size
+	default:
+		s.warn("spool: cannot set a damaged file aside", "file", path)
 	}
+	return what, nil
 }
 
 // addRuns adds the runs of a done record's payload to the segments' done
@@ -254,31 +248,41 @@ func (s *Spool) addRuns(p []byte) bool {
 	return true
 }
 
-// header checks a file's header, of a file of size bytes. It is the
-// spool's (keep), damaged (setAside: another magic, or a version older than
+// header checks a file's header, and returns the file's size. It is the
+// spool's (keep), shorter than a header (remove: cut short at its
+// creation), damaged (setAside: another magic, or a version older than
 // any this package wrote, as a tear inside the header's sector leaves it;
 // counted and logged), nothing but zeros (remove: its blocks reserved, or
 // its size recorded, and none of its bytes written before a power loss), or
 // of a newer version, which this package cannot read: an error naming the
 // file and both versions, so that a downgrade never drops what a newer
 // version wrote (SPEC §11.8).
-func (sc *scanner) header(f File, path, magic string, size int64) (fate, error) {
+func (sc *scanner) header(f File, path, magic string) (fate, int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return keep, 0, ioErr("stat", path, err)
+	}
+	size := st.Size()
+	if size < int64(headerSize) {
+		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", size)
+		return remove, size, nil
+	}
 	var b [headerSize]byte
 	if _, err := f.ReadAt(b[:], 0); err != nil {
-		return keep, ioErr("read", path, err)
+		return keep, size, ioErr("read", path, err)
 	}
 	badMagic, version := checkHeader(b[:], magic)
 	switch {
 	case !badMagic && version == Version:
-		return keep, nil
+		return keep, size, nil
 	case !badMagic && version > Version:
-		return keep, fmt.Errorf("spool: %s is of format version %d; this package reads version %d", path, version, Version)
+		return keep, size, fmt.Errorf("spool: %s is of format version %d; this package reads version %d", path, version, Version)
 	}
-	if zeros, err := sc.zeros(f, path, 0, size); err != nil {
-		return keep, err
-	} else if zeros {
-		sc.s.info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
-		return remove, nil
+	if zeros, err := sc.zeros(f, path, 0, size); err != nil || zeros {
+		if zeros {
+			sc.s.info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
+		}
+		return remove, size, err
 	}
 	sc.s.stats.Corrupt++
 	if badMagic {
@@ -286,7 +290,7 @@ func (sc *scanner) header(f File, path, magic string, size int64) (fate, error) 
 	} else {
 		sc.s.warn("spool: file with a damaged header set aside", "file", path, "version", version)
 	}
-	return setAside, nil
+	return setAside, size, nil
 }
 
 // frames reads the records of a file of size bytes after its header, and
@@ -393,16 +397,4 @@ func (sc *scanner) truncate(f File, path string, end, size int64) int64 {
 	}
 	sc.s.info("spool: torn record cut off", "file", path, "offset", end, "bytes", size-end)
 	return end
-}
-
-// setAside renames a damaged file of size bytes out of the spool's way,
-// for whoever looks into it; its bytes count against MaxBytes while it
-// stays. If it cannot be renamed, the file stays and Open goes on without
-// it (not counted: it is not one of the spool's names).
-func (s *Spool) setAside(path, aside string, size int64) {
-	if err := s.fs.Rename(path, aside); err != nil {
-		s.warn("spool: cannot set a damaged file aside", "file", path, "err", err)
-		return
-	}
-	s.bytes += size
 }
