@@ -60,29 +60,24 @@ func (s *Spool) closeLocked() error {
 		s.cond.Wait()
 	}
 	var errs []error
-	for _, r := range s.retired { // retired since the syncer's last sync
-		if err := r.f.Sync(); err != nil {
-			errs = append(errs, ioErr("sync", s.segPath(r.num), err))
+	files := s.retired // retired since the syncer's last sync: unsynced, as the active one may be
+	s.retired = nil
+	if a := s.active; a != nil {
+		s.unmap(a)
+		files = append(files, retiredFile{a.f, a.num})
+		a.f, s.active = nil, nil
+	}
+	for _, r := range files {
+		if s.synced < s.written {
+			if err := r.f.Sync(); err != nil {
+				errs = append(errs, ioErr("sync", s.segPath(r.num), err))
+			}
 		}
 		if err := r.f.Close(); err != nil {
 			errs = append(errs, ioErr("close", s.segPath(r.num), err))
 		}
 	}
-	s.retired = nil
-	if a := s.active; a != nil {
-		s.unmap(a)
-		if s.synced < s.written {
-			if err := a.f.Sync(); err != nil {
-				errs = append(errs, ioErr("sync", s.segPath(a.num), err))
-			}
-			s.synced = s.written
-		}
-		if err := a.f.Close(); err != nil {
-			errs = append(errs, ioErr("close", s.segPath(a.num), err))
-		}
-		a.f = nil
-		s.active = nil
-	}
+	s.synced = s.written
 	if s.done.stale {
 		// Acks a failed write (or the bound) left out: written now, or
 		// those records come back after the restart. No room under
