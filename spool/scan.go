@@ -130,7 +130,7 @@ const (
 func (sc *scanner) segment(num uint64) (*segment, error) {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
-	what, err := sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), segMagic, func(f File, size int64) error {
+	kept, err := sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), 0, segMagic, func(f File, size int64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
@@ -149,7 +149,7 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 		}
 		return nil
 	})
-	if err != nil || what != keep {
+	if err != nil || !kept {
 		return nil, err
 	}
 	return seg, nil
@@ -159,7 +159,7 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 func (sc *scanner) done() error {
 	s, d := sc.s, &sc.s.done
 	path := s.donePath()
-	what, err := sc.file(path, path+corruptExt, doneMagic, func(f File, size int64) error {
+	_, err := sc.file(path, path+corruptExt, d.aside, doneMagic, func(f File, size int64) error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
 			if ok && !s.addRuns(sc.payload) {
 				ok = false
@@ -183,24 +183,22 @@ func (sc *scanner) done() error {
 		s.bytes += d.size
 		return nil
 	})
-	if what == setAside {
-		s.bytes -= d.aside // replaced by this one
-	}
 	return err
 }
 
 // file opens a file of the spool, checks its header, and hands it to read
-// when it is one of ours (keep). Otherwise it removes the file (cut short
-// at its creation, or zeros) or renames it aside, for whoever looks into
-// it: its bytes then count against MaxBytes while it stays, and if it
-// cannot be renamed it stays, uncounted (not one of the spool's names),
-// and Open goes on without it. The file is closed first (some systems
+// when it is one of ours: it reports whether it was. Otherwise it removes
+// the file (cut short at its creation, or zeros) or renames it aside, for
+// whoever looks into it, over a file of replaced bytes counted already:
+// its bytes then count against MaxBytes while it stays, and if it cannot
+// be renamed it stays, uncounted (not one of the spool's names), and Open
+// goes on without it. The file is closed first (some systems
 // refuse either on an open file).
-func (sc *scanner) file(path, aside, magic string, read func(f File, size int64) error) (fate, error) {
+func (sc *scanner) file(path, aside string, replaced int64, magic string, read func(f File, size int64) error) (bool, error) {
 	s := sc.s
 	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return keep, ioErr("open", path, err)
+		return false, ioErr("open", path, err)
 	}
 	what, size, err := sc.header(f, path, magic)
 	if err == nil && what == keep {
@@ -209,15 +207,15 @@ func (sc *scanner) file(path, aside, magic string, read func(f File, size int64)
 	f.Close()
 	switch {
 	case err != nil || what == keep:
-		return keep, err
+		return err == nil, err
 	case what == remove:
 		s.removeStray(path)
 	case s.fs.Rename(path, aside) == nil:
-		s.bytes += size
+		s.bytes += size - replaced
 	default:
 		s.warn("spool: cannot set a damaged file aside", "file", path)
 	}
-	return what, nil
+	return false, nil
 }
 
 // addRuns adds the runs of a done record's payload to the segments' done
