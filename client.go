@@ -111,6 +111,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		Refill:        c.in.refill,
 		Accepted:      c.in.accepted,
 		Halted:        c.stopIntake,
+		Damaged:       errDamaged, // only a spool marks events Damaged
 		Logger:        c.log,
 	})
 	c.loop.Start()

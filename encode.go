@@ -57,7 +57,7 @@ type encoder struct {
 	// countKept makes the encoder tally in kept, for keptBytes, what each
 	// value it writes costs the message kept for the callback (boxKept),
 	// and each Context.Extra member it leaves unwritten (valueKept): the
-	// estimate's rules are keptbytes.go's, the encoder only shows it the
+	// estimate's rules are message.go's (keptBytes), the encoder only shows it the
 	// values as it meets them. The caller sets it before each
 	// encodeMessage.
 	countKept bool

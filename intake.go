@@ -164,9 +164,6 @@ func (memoryIntake) shutdownError(err error) error { return shutdownCause(err) }
 
 func (memoryIntake) spoolStats() SpoolStats { return SpoolStats{} }
 
-// Unsent sends every event.
-func (memoryIntake) Unsent([]queue.Item[consumer.Event]) (int, error) { return 0, nil }
-
 // Ended counts the events of run, and logs a failure.
 func (m memoryIntake) Ended(run []queue.Item[consumer.Event], err error) { m.c.ended(run, err) }
 

@@ -2,13 +2,11 @@ package analytics
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -149,33 +147,6 @@ func (s *spoolIntake) take(damaged bool) func(spool.ID, []byte, bool) bool {
 // errDamaged is the failure of an event whose record the spool found
 // damaged (its checksum fails) when reading it back: it matches ErrSpool.
 var errDamaged = &spoolError{errors.New("spool: the event's record is damaged on disk (its checksum fails); it was skipped, not sent")}
-
-// Unsent moves the damaged events of items to their front, the others
-// keeping their order: they fail with errDamaged, and the batch's upload
-// sends the events after them.
-func (s *spoolIntake) Unsent(items []queue.Item[consumer.Event]) (int, error) {
-	k := 0
-	for _, it := range items {
-		if it.Value.Damaged {
-			k++
-		}
-	}
-	if k == 0 {
-		return 0, nil
-	}
-	slices.SortStableFunc(items, func(a, b queue.Item[consumer.Event]) int {
-		return cmp.Compare(goodFirst(a), goodFirst(b))
-	})
-	return k, &BatchError{Reason: errDamaged}
-}
-
-// goodFirst is 1 for an event to send, 0 for a damaged one.
-func goodFirst(it queue.Item[consumer.Event]) int {
-	if it.Value.Damaged {
-		return 0
-	}
-	return 1
-}
 
 // leaves reports whether events that ended with err stay in the spool for
 // the next start instead of failing: those a shutdown cut short. They have

@@ -499,13 +499,13 @@ func TestSpoolRefusesAnUnknownVersion(t *testing.T) {
 }
 
 // A header torn inside its sector by a power loss (the magic kept, the
-// version zeroed) costs its own file, never the spool: New starts, a
-// marks file's segment is sent again whole (those events were delivered,
-// and go again with their messageIds), a segment's header costs its own
-// events, counted. Before, New refused the directory: "… is of format
+// version zeroed) costs its own file, never the spool: New starts, with
+// the file marking events done (DONE) torn every event is sent again
+// (those delivered go again with their messageIds), a segment's header
+// costs its own events, counted. Before, New refused the directory: "… is of format
 // version 0; this package reads version 1".
 func TestSpoolTornHeader(t *testing.T) {
-	for _, ext := range []string{".ack", ".seg"} {
+	for _, ext := range []string{"DONE", ".seg"} {
 		t.Run(ext, func(t *testing.T) {
 			dir := t.TempDir()
 			var requests atomic.Int32
@@ -539,7 +539,7 @@ func TestSpoolTornHeader(t *testing.T) {
 			st := second.client.Stats()
 			assert.Equal(t, int64(1), st.Spool.SkippedCorrupt, "Stats.Spool.SkippedCorrupt")
 			assert.Contains(t, second.logs.String(), "damaged header", "the damage is logged")
-			if ext == ".ack" {
+			if ext == "DONE" {
 				second.assertDeliveredOnce(append(append(delivered, left...), more...))
 				assert.Equal(t, int64(10), st.Spool.Recovered, "every event of the segment, delivered ones too")
 			} else {

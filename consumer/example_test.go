@@ -18,8 +18,6 @@ type count struct {
 	delivered int
 }
 
-func (*count) Unsent([]queue.Item[consumer.Event]) (int, error) { return 0, nil }
-
 func (c *count) Ended(run []queue.Item[consumer.Event], err error) {
 	if err == nil {
 		c.mu.Lock()

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -60,6 +61,10 @@ type LoopConfig struct {
 	// Loop stops on an internal error (a panic of a bug), so that the
 	// owner stops taking events; what is queued then fails with Drain.
 	Halted func()
+	// Damaged is optional: the error an event whose Event.Damaged is set
+	// fails with (inside a *BatchError), before its batch is uploaded and
+	// without being sent. Nil: a generic one.
+	Damaged error
 	// Logger is optional; it receives the internal errors the Loop
 	// recovers from. Nil discards.
 	Logger *slog.Logger
@@ -123,12 +128,19 @@ func NewLoop(cfg LoopConfig) *Loop {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
+	if l.cfg.Damaged == nil {
+		l.cfg.Damaged = errDamaged
+	}
 	if l.cfg.Accepted == nil {
 		l.cfg.Accepted = func() uint64 { pushed, _ := l.q.Counts(); return pushed }
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	return l
 }
+
+// errDamaged is what a Damaged event fails with when LoopConfig.Damaged
+// is nil.
+var errDamaged = errors.New("consumer: the event's record is damaged; it was not sent")
 
 // Start starts the Loop's goroutine. Call it once.
 func (l *Loop) Start() { go l.run() }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -31,8 +32,6 @@ type recorder struct {
 func index(it queue.Item[Event]) int { return it.Value.Message.(int) }
 
 func newRecorder(t *testing.T) *recorder { return &recorder{t: t, ended: map[int]error{}, panicAt: -1} }
-
-func (r *recorder) Unsent([]queue.Item[Event]) (int, error) { return 0, nil }
 
 func (r *recorder) Ended(run []queue.Item[Event], err error) {
 	r.mu.Lock()
@@ -240,5 +239,41 @@ func TestLoopCancelLeavesTheQueueToDrain(t *testing.T) {
 			assert.Same(t, cause, rec.ended[i], "event %d", i)
 		}
 		assert.Equal(t, []int{0, 1, 2}, rec.called, "events called back")
+	})
+}
+
+// A batch's Damaged events end first, as one run, with LoopConfig.Damaged
+// inside a *BatchError, and are never sent; the others go out in their
+// order and are delivered.
+func TestLoopEndsDamagedEventsUnsent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		rec := newRecorder(t)
+		damaged := errors.New("the record is damaged")
+		q := queue.New[Event](1000, 1<<20)
+		for i, ev := range events(6) {
+			res, _ := q.Push(ev, Event{Message: i, Damaged: i == 1 || i == 4}, 0)
+			require.Equal(t, queue.Admitted, res, "push %d", i)
+		}
+		l := NewLoop(LoopConfig{Queue: q, Uploader: r.up, Outcomes: rec, FlushAt: 6, FlushInterval: time.Hour, Damaged: damaged})
+		l.Start()
+		l.Close()
+		<-l.Done()
+
+		reqs := r.tr.requests()
+		require.Len(t, reqs, 1, "requests")
+		assert.Equal(t, []string{"m0", "m2", "m3", "m5"}, reqs[0].ids(), "the events sent, in order")
+		for i := range 6 {
+			if i == 1 || i == 4 {
+				var be *BatchError
+				if assert.ErrorAs(t, rec.ended[i], &be, "event %d", i) {
+					assert.ErrorIs(t, be, damaged, "event %d", i)
+				}
+			} else {
+				assert.NoError(t, rec.ended[i], "event %d", i)
+			}
+		}
+		assert.Equal(t, []int{1, 4}, rec.called[:2], "the damaged events called back first")
+		assert.ElementsMatch(t, rec.called, rec.done, "events done")
 	})
 }

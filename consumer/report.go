@@ -1,8 +1,10 @@
 package consumer
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,7 +13,7 @@ import (
 )
 
 // Event is what a Loop's queue keeps with each event besides its bytes,
-// for the Outcomes once the event ends; the Loop itself reads none of it.
+// for the Outcomes once the event ends; the Loop itself reads only Damaged.
 // The fields after At say where the event is in a spool (package spool)
 // that keeps every event on disk until its outcome, as the analytics
 // package's WithSpool does; they are zero without one.
@@ -28,15 +30,16 @@ type Event struct {
 	// back by this one.
 	Recovered bool
 	// Damaged: the spool found the record damaged as it read it back; the
-	// event's bytes are what it read, not to be sent (see Outcomes.Unsent).
+	// event's bytes are what it read, not to be sent: it fails, before the
+	// batch's upload, with LoopConfig.Damaged.
 	Damaged bool
 }
 
 // Outcomes receives what became of the events a Loop takes from its queue.
 // A Loop calls it from the goroutine uploading a batch, several batches at
 // once, so it must be safe for concurrent use; for one batch the calls come
-// in order: Unsent once, then for each run of its events that ends, Ended,
-// Called for each event of the run, and Done.
+// in order: for each run of its events that ends, Ended, Called for each
+// event of the run, and Done; the batch's Damaged events first, as one run.
 //
 // A panic in a method ends the batch's upload; the Loop recovers it and
 // goes on with the next step: no step is made twice, none is skipped, and
@@ -44,12 +47,6 @@ type Event struct {
 // way with its own outcome and the events after it with a *BatchError
 // naming the panic. So every event reaches exactly one outcome.
 type Outcomes interface {
-	// Unsent moves to the front of items those that must not be sent,
-	// keeping the order of the others, and returns how many they are and
-	// the error they end with; they end before the others are uploaded.
-	// Most implementations return 0, nil; the analytics package moves the
-	// events whose spool record is Damaged.
-	Unsent(items []queue.Item[Event]) (n int, err error)
 	// Ended is called when the events of run have their outcome: err is
 	// nil when the tracking API took them, else why they failed (a
 	// *BatchError from the upload). Their room in the queue has been
@@ -84,9 +81,9 @@ func (l *Loop) send(b queue.Batch[Event], s *slot) {
 			l.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
 		}
 	}()
-	skip, err := l.out.Unsent(r.items)
+	skip := damagedFirst(r.items)
 	if skip > 0 {
-		l.end(r, skip, err)
+		l.end(r, skip, &BatchError{Reason: l.cfg.Damaged})
 	}
 	if skip == len(b.Items) {
 		return
@@ -208,4 +205,29 @@ func (l *Loop) settle(r *report, err error) {
 	if again != nil {
 		l.log.Error("analytics: internal error while reporting events", slog.Any("panic", again))
 	}
+}
+
+// damagedFirst moves the Damaged events of items to their front, the
+// others keeping their order, and returns how many they are.
+func damagedFirst(items []queue.Item[Event]) int {
+	k := 0
+	for _, it := range items {
+		if it.Value.Damaged {
+			k++
+		}
+	}
+	if k > 0 {
+		slices.SortStableFunc(items, func(a, b queue.Item[Event]) int {
+			return cmp.Compare(sendable(a), sendable(b))
+		})
+	}
+	return k
+}
+
+// sendable is 1 for an event to send, 0 for a Damaged one.
+func sendable(it queue.Item[Event]) int {
+	if it.Value.Damaged {
+		return 0
+	}
+	return 1
 }

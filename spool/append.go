@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
-	"slices"
 
 	"github.com/dualpath/analytics-go/internal/waitline"
 )
@@ -58,7 +56,9 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 		// acknowledged, so that a restart does not send it either.
 		s.decided = seq
 		s.cond.Broadcast()
-		if aerr := s.ackRuns(seg, []ID{id}, seg.records); aerr != nil {
+		w := s.doneWriter()
+		s.ackRuns(seg, []ID{id}, seg.records, &w)
+		if aerr := s.flushDone(&w); aerr != nil {
 			s.warn("spool: acknowledge a record whose sync failed", "err", aerr)
 		}
 		return ID{}, err
@@ -92,10 +92,7 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 	// One buffer, one write: a record never reaches the file in pieces
 	// that another write could come between.
 	s.wbuf = appendFrame(s.wbuf[:0], data)
-	n, err := seg.f.Write(s.wbuf)
-	if err == nil && n < len(s.wbuf) {
-		err = io.ErrShortWrite
-	}
+	n, err := writeAll(seg.f, s.wbuf)
 	if err != nil {
 		return seg, off, s.writeFailed(seg, off, n, err)
 	}
@@ -166,8 +163,10 @@ func (s *Spool) rotateSegment(frame int64) error {
 		s.rotate = true
 		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
 	}
-	if len(s.strays) > 0 {
-		_ = s.removeStrays() // room back for the bound, if the disk lets us now
+	for i := len(s.segs) - 1; i >= 0; i-- {
+		if seg := s.segs[i]; seg.records == 0 && seg != s.active {
+			_ = s.reclaim(seg) // a file an earlier try left: room back, if the disk lets us now
+		}
 	}
 	if a := s.active; a != nil {
 		// No record goes to it again, even if the new segment cannot be
@@ -183,7 +182,7 @@ func (s *Spool) rotateSegment(frame int64) error {
 	f, m, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
 	if err != nil {
 		s.rotate = true
-		if errors.Is(err, fs.ErrExist) || slices.ContainsFunc(s.strays, func(x stray) bool { return x.num == num }) {
+		if errors.Is(err, fs.ErrExist) {
 			s.useNumber(num) // a file of that name is there: never tried again
 		}
 		return err
@@ -221,7 +220,7 @@ func (s *Spool) makeRoom(frame int64) bool {
 	if s.fits(frame) {
 		return true
 	}
-	if a := s.active; a != nil && a.live == 0 && (a.records > 0 || a.ackSize > 0) {
+	if a := s.active; a != nil && a.live == 0 && a.records > 0 {
 		s.active = nil
 		s.retire(a)
 		return s.fits(frame)
@@ -230,8 +229,8 @@ func (s *Spool) makeRoom(frame int64) bool {
 }
 
 // fits reports whether a record of frame bytes, and the header of a new
-// segment if it needs one, fit under MaxBytes now, ackRoom left to the
-// .ack files (ack.go; SPEC §11.5). A mapped active segment's room is counted
+// segment if it needs one, fit under MaxBytes now, ackRoom left to DONE
+// (ack.go; SPEC §11.5). A mapped active segment's room is counted
 // already: a record that goes there fits. s.mu is held.
 func (s *Spool) fits(frame int64) bool {
 	if s.maxBytes <= 0 {
@@ -249,7 +248,7 @@ func (s *Spool) fits(frame int64) bool {
 
 // reserve is the size of a new segment mapped for a first record of
 // frame bytes: SegmentBytes (or the record's own, if larger), but no more
-// than MaxBytes leaves, ackRoom kept for the .ack files, since the whole
+// than MaxBytes leaves, ackRoom kept for DONE, since the whole
 // reserve is on disk and counted; fits made sure that the header and the
 // record fit. s.mu is held.
 func (s *Spool) reserve(frame int64) int64 {

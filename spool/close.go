@@ -1,6 +1,9 @@
 package spool
 
-import "errors"
+import (
+	"errors"
+	"io/fs"
+)
 
 // seal is Seal. s.mu is held, and released while it waits.
 func (s *Spool) seal() {
@@ -57,34 +60,33 @@ func (s *Spool) closeLocked() error {
 		s.cond.Wait()
 	}
 	var errs []error
-	for _, r := range s.retired { // retired since the syncer's last sync
-		if err := r.f.Sync(); err != nil {
-			errs = append(errs, ioErr("sync", s.segPath(r.num), err))
+	files := s.retired // retired since the syncer's last sync: unsynced, as the active one may be
+	s.retired = nil
+	if a := s.active; a != nil {
+		s.unmap(a)
+		files = append(files, retiredFile{a.f, a.num})
+		a.f, s.active = nil, nil
+	}
+	for _, r := range files {
+		if s.synced < s.written {
+			if err := r.f.Sync(); err != nil {
+				errs = append(errs, ioErr("sync", s.segPath(r.num), err))
+			}
 		}
 		if err := r.f.Close(); err != nil {
 			errs = append(errs, ioErr("close", s.segPath(r.num), err))
 		}
 	}
-	s.retired = nil
-	if a := s.active; a != nil {
-		s.unmap(a)
-		if s.synced < s.written {
-			if err := a.f.Sync(); err != nil {
-				errs = append(errs, ioErr("sync", s.segPath(a.num), err))
-			}
-			s.synced = s.written
-		}
-		if err := a.f.Close(); err != nil {
-			errs = append(errs, ioErr("close", s.segPath(a.num), err))
-		}
-		a.f = nil
-		s.active = nil
-	}
-	if s.ackRetry {
+	s.synced = s.written
+	if s.done.stale {
 		// Acks a failed write (or the bound) left out: written now, or
-		// those records come back after the restart.
-		if err := s.rewriteStale(); err != nil {
-			errs = append(errs, err)
+		// those records come back after the restart. No room under
+		// MaxBytes is logged, not Close's failure.
+		if err := s.compactDone(); err != nil {
+			s.warn("spool: rewrite acknowledgements", "err", err)
+			if !errors.Is(err, ErrFull) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := s.closeAcks(); err != nil {
@@ -98,16 +100,19 @@ func (s *Spool) closeLocked() error {
 			}
 		}
 	}
-	if err := s.removeStrays(); err != nil {
-		errs = append(errs, err)
-	}
-	if orphans := len(s.orphans); s.dirDirty || orphans > 0 {
+	if s.dirDirty || s.done.size > 0 && len(s.segs) == 0 {
 		// The removals above on the disk: a segment whose removal a power
-		// loss undid would come back with marks it was removed without.
-		// Then its .ack goes (syncDir), and that removal is made durable
-		// too, so that a closed spool stays as it was left.
+		// loss undid would come back with runs it was removed without.
 		s.syncDir()
-		if len(s.orphans) < orphans {
+	}
+	if s.done.size > 0 && len(s.segs) == 0 {
+		// No segment left for DONE to mark, and the removals on the
+		// disk: DONE goes too, so that a spool closed with everything
+		// done leaves only its LOCK file.
+		if err := s.fs.Remove(s.donePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, ioErr("remove", s.donePath(), err))
+		} else {
+			s.bytes -= s.done.size
 			s.syncDirNow()
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // fsync of the active file covers everything written; with Sync > 0 the
 // syncer syncs the retired files with the active one, outside the lock,
 // so that no Append waits for a segment's fsync. With Sync > 0 it syncs
-// as well the ack files written since their last sync and, if one of its
+// as well DONE if it was written since its last sync and, if one of its
 // entries changed (a file created, removed or renamed), the directory;
 // with Sync 0 Ack syncs those itself (syncAcks).
 type commitState struct {
@@ -30,7 +30,7 @@ type commitState struct {
 
 	// syncing are the files a sync outside the lock has open now;
 	// closeAfter those of them closed meanwhile (retired, removed,
-	// evicted): the sync closes them as it ends (closeFile).
+	// DONE replaced): the sync closes them as it ends (closeFile).
 	syncing     []File
 	closeAfter  []File
 	syncRunning bool // a sync runs outside the lock
@@ -84,44 +84,33 @@ func (s *Spool) commit(seq uint64) error {
 }
 
 // syncActive syncs the retired files waiting for it and the active file,
-// for the records written so far, and with Sync > 0 the ack files and the
+// for the records written so far, and with Sync > 0 DONE and the
 // directory (commitState), releasing s.mu during the fsyncs. s.mu is held.
 func (s *Spool) syncActive() {
-	var f File
+	var f, done File
 	var num uint64
 	if a := s.active; a != nil && s.synced < s.written {
 		f, num = a.f, a.num
 	}
 	retired := s.retired
 	s.retired = nil
-	var acks, evicted []openAck // ack files to sync; the evicted ones are the sync's to close
 	dir := false
 	if s.syncEvery > 0 {
-		for i := range s.acks.open {
-			if o := &s.acks.open[i]; o.dirty {
-				o.dirty = false
-				acks = append(acks, *o)
-			}
+		if s.done.dirty {
+			done, s.done.dirty = s.done.f, false
 		}
-		evicted, s.acks.evicted = s.acks.evicted, nil
-		acks = append(acks, evicted...)
 		dir, s.dirDirty = s.dirDirty, false
 	}
-	var dirSync uint64 // the number of the directory's sync, which covers the orphans added before it
-	if dir {
-		dirSync = s.beginDirSync()
-	}
-	if f == nil && len(retired) == 0 && len(acks) == 0 && !dir { // nothing written since the last sync
+	if f == nil && len(retired) == 0 && done == nil && !dir { // nothing written since the last sync
 		s.synced = s.written
 		return
 	}
 	from, to := s.synced, s.written
 	s.syncing = s.syncing[:0]
-	if f != nil {
-		s.syncing = append(s.syncing, f)
-	}
-	for _, o := range acks[:len(acks)-len(evicted)] {
-		s.syncing = append(s.syncing, o.f)
+	for _, x := range []File{f, done} {
+		if x != nil {
+			s.syncing = append(s.syncing, x)
+		}
 	}
 	s.syncRunning = true
 	s.mu.Unlock()
@@ -129,7 +118,7 @@ func (s *Spool) syncActive() {
 		num uint64
 		err error
 	}
-	var failed, ackFailed []failure
+	var failed []failure
 	for _, r := range retired {
 		if err := r.f.Sync(); err != nil {
 			failed = append(failed, failure{r.num, err})
@@ -138,12 +127,10 @@ func (s *Spool) syncActive() {
 			failed = append(failed, failure{r.num, err})
 		}
 	}
-	for _, o := range acks {
-		if err := o.f.Sync(); err != nil {
-			ackFailed = append(ackFailed, failure{o.seg.num, err})
-		}
+	var err, doneErr error
+	if done != nil {
+		doneErr = done.Sync()
 	}
-	var err error
 	if f != nil {
 		err = f.Sync()
 	}
@@ -157,12 +144,6 @@ func (s *Spool) syncActive() {
 	}
 	clear(s.closeAfter)
 	s.closeAfter = s.closeAfter[:0]
-	for _, o := range evicted {
-		s.closeFile(o.f, s.ackPath(o.seg.num))
-	}
-	if dir {
-		s.removeOrphans(dirSync)
-	}
 	s.synced = max(s.synced, to)
 	for _, x := range failed {
 		s.syncFailed(x.num, from, to, x.err)
@@ -170,14 +151,11 @@ func (s *Spool) syncActive() {
 	if err != nil {
 		s.syncFailed(num, from, to, err)
 	}
-	for _, x := range ackFailed {
-		// The marks may not be on the disk: written again whole (and
+	if doneErr != nil {
+		// The runs may not be on the disk: written again whole (and
 		// synced) at the next Ack, or at Close.
-		err := ioErr("sync", s.ackPath(x.num), x.err)
-		s.warn("spool: sync failed", "err", err)
-		if seg := s.find(x.num); seg != nil {
-			s.markStale(seg)
-		}
+		s.warn("spool: sync failed", "err", ioErr("sync", s.donePath(), doneErr))
+		s.done.stale = true
 	}
 	s.cond.Broadcast()
 }
@@ -284,7 +262,7 @@ func (s *Spool) syncLoop() {
 		}
 		s.mu.Lock()
 		s.dirty = false // a write from now on kicks again
-		if !s.syncRunning && (s.synced < s.written || s.dirDirty || s.acks.unsynced()) {
+		if !s.syncRunning && (s.synced < s.written || s.dirDirty || s.done.dirty) {
 			s.syncActive()
 		}
 		s.mu.Unlock()

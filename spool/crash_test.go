@@ -140,19 +140,19 @@ func TestWrongMagicSetAside(t *testing.T) {
 	assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes, "a .corrupt file counts, as it stays on disk")
 }
 
-// A file of a newer version is refused, segment or ack file, naming the
+// A file of a newer version is refused, a segment or DONE, naming the
 // file and both versions, and nothing is changed: a downgrade never drops
 // what a newer version wrote.
 func TestFutureVersionRefused(t *testing.T) {
-	for _, ext := range []string{segExt, ackExt} {
+	for _, ext := range []string{segExt, doneName} {
 		t.Run(ext, func(t *testing.T) {
 			dir := t.TempDir()
 			writeSegment(t, dir, 1, event(0))
 			writeSegment(t, dir, 2, event(1))
 			path := segFile(dir, 2)
-			if ext == ackExt {
-				path = filepath.Join(dir, fileName(2, ackExt))
-				require.NoError(t, os.WriteFile(path, appendHeader(nil, ackMagic), 0o600))
+			if ext == doneName {
+				path = filepath.Join(dir, doneName)
+				require.NoError(t, os.WriteFile(path, appendHeader(nil, doneMagic), 0o600))
 			}
 			b, _ := os.ReadFile(path)
 			binary.LittleEndian.PutUint32(b[len(segMagic):], Version+1)
@@ -178,8 +178,8 @@ func TestFutureVersionRefused(t *testing.T) {
 // written back) keeps its magic and reads version 0, or any version older
 // than this package's: that file is damaged, not of a format to refuse. A
 // segment's is set aside (*.corrupt), counted and logged, and costs its own
-// records only; an ack file's is set aside too, and its segment's records
-// are all handed again. Open never fails for it. Before, Open refused the
+// records only; DONE's is set aside too, and every record is handed
+// again. Open never fails for it. Before, Open refused the
 // whole spool: "… is of format version 0; this package reads version 1".
 func TestTornHeader(t *testing.T) {
 	tear := func(t *testing.T, path string) {
@@ -218,7 +218,7 @@ func TestTornHeader(t *testing.T) {
 		loadAll(t, s)
 		require.NoError(t, s.Ack(all[:4]))
 		require.NoError(t, s.Close())
-		ack := filepath.Join(dir, fileName(all[0].Seg, ackExt))
+		ack := filepath.Join(dir, doneName)
 		tear(t, ack)
 		var l logs
 		s, err = Open(dir, Options{Logger: l.logger(), MaxBytes: 1 << 30})
@@ -228,7 +228,7 @@ func TestTornHeader(t *testing.T) {
 		assert.Equal(t, events(0, 6), datas(g), "every record handed again: acks lost cost re-sends, never records")
 		assert.Contains(t, l.String(), "damaged header")
 		assert.Contains(t, l.String(), ack)
-		assert.Contains(t, files(t, dir), fileName(all[0].Seg, ackExt+corruptExt))
+		assert.Contains(t, files(t, dir), doneName+corruptExt)
 		assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
 		// The marks are written anew, and hold.
 		require.NoError(t, s.Ack(ids(g)[:5]))
@@ -250,7 +250,7 @@ func TestTornHeader(t *testing.T) {
 	})
 }
 
-// The ack file: a torn tail is cut off (those acks are lost, so the
+// DONE: a torn tail is cut off (those acks are lost, so the
 // records come again), a damaged record is skipped and counted.
 func TestAckFileDamage(t *testing.T) {
 	mk := func(t *testing.T) (string, []ID) {
@@ -265,7 +265,7 @@ func TestAckFileDamage(t *testing.T) {
 		require.NoError(t, s.Close())
 		return dir, all
 	}
-	ackFile := func(dir string, id ID) string { return filepath.Join(dir, fileName(id.Seg, ackExt)) }
+	ackFile := func(dir string, _ ID) string { return filepath.Join(dir, doneName) }
 
 	t.Run("torn", func(t *testing.T) {
 		dir, all := mk(t)
@@ -294,11 +294,28 @@ func TestAckFileDamage(t *testing.T) {
 		assert.Equal(t, []ID{all[2], all[3], all[6], all[7], all[8], all[9]}, ids(loadAll(t, s)))
 	})
 	t.Run("stray", func(t *testing.T) {
+		// Runs of a segment that is gone: nothing handed, and the
+		// segment's number is never used again, since DONE's runs would
+		// mark the records of a new segment of that number done; once
+		// DONE is compacted, and once the spool closes empty, too.
 		dir, all := mk(t)
 		require.NoError(t, os.Remove(filepath.Join(dir, fileName(all[0].Seg, segExt))))
 		s := openT(t, dir, Options{})
 		assert.Empty(t, loadAll(t, s))
-		assert.NotContains(t, files(t, dir), fileName(all[0].Seg, ackExt))
+		id, err := s.Append(event(0), leave)
+		require.NoError(t, err)
+		assert.Greater(t, id.Seg, all[0].Seg, "a number DONE names, used again")
+		require.NoError(t, s.compactDone())
+		require.NoError(t, s.Close())
+		s = openT(t, dir, Options{})
+		g := loadAll(t, s)
+		assert.Equal(t, []ID{id}, ids(g), "not marked done by the old runs")
+		next, err := s.Append(event(1), take)
+		require.NoError(t, err)
+		assert.Greater(t, next.Seg, id.Seg)
+		require.NoError(t, s.Ack([]ID{id, next}))
+		require.NoError(t, s.Close())
+		assert.Equal(t, []string{lockName}, files(t, dir), "a spool closed with everything done leaves only its LOCK")
 	})
 }
 

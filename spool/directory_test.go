@@ -43,17 +43,17 @@ func TestHostileDirectory(t *testing.T) {
 		_, err := openOrNamed(t, dir, fileName(1, segExt))
 		require.Error(t, err, "Open of a directory whose name is a segment's")
 	})
-	t.Run("a directory named like an ack file", func(t *testing.T) {
+	t.Run("a directory named DONE", func(t *testing.T) {
 		dir := t.TempDir()
 		writeSegment(t, dir, 1, event(0))
-		require.NoError(t, os.Mkdir(filepath.Join(dir, fileName(1, ackExt)), 0o700))
-		_, err := openOrNamed(t, dir, fileName(1, ackExt))
-		require.Error(t, err, "Open of a directory whose name is an ack file's")
+		require.NoError(t, os.Mkdir(filepath.Join(dir, doneName), 0o700))
+		_, err := openOrNamed(t, dir, doneName)
+		require.Error(t, err, "Open of a directory whose name is DONE")
 	})
-	t.Run("a directory named like an ack rewrite", func(t *testing.T) {
+	t.Run("a directory named like DONE's rewrite", func(t *testing.T) {
 		dir := t.TempDir()
 		writeSegment(t, dir, 1, event(0))
-		tmp := filepath.Join(dir, fileName(1, ackExt)+".tmp")
+		tmp := filepath.Join(dir, doneName+".tmp")
 		require.NoError(t, os.MkdirAll(filepath.Join(tmp, "x"), 0o700))
 		s, _ := openOrNamed(t, dir, tmp)
 		require.NotNil(t, s, "a stray it cannot remove is only logged")
@@ -80,18 +80,17 @@ func TestHostileDirectory(t *testing.T) {
 	t.Run("zero-length and header-only files", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(segFile(dir, 1), nil, 0o600))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, ackExt)), nil, 0o600))
 		writeSegment(t, dir, 2)           // a header, no record
 		writeSegment(t, dir, 3, event(0)) // a record
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(3, ackExt)), nil, 0o600))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(3, ackExt)+".tmp"), []byte("junk"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, doneName), nil, 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, doneName+".tmp"), []byte("junk"), 0o600))
 		s, _ := openOrNamed(t, dir, "")
 		require.NotNil(t, s)
 		assert.EqualValues(t, 1, s.Stats().Records)
 		assert.Equal(t, events(0, 1), datas(loadAll(t, s)))
 		assert.Equal(t, []string{fileName(3, segExt), lockName}, files(t, dir))
 		assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
-		// Acks of the segment whose empty .ack was removed still work.
+		// Acks work with the empty DONE removed.
 		require.NoError(t, s.Ack([]ID{{Seg: 3, N: 0}}))
 		assert.Equal(t, []string{lockName}, files(t, dir))
 	})
@@ -116,12 +115,12 @@ func TestHostileDirectory(t *testing.T) {
 		dir := t.TempDir()
 		writeSegment(t, dir, 1, event(0), event(1), event(2), event(3), event(4), event(5))
 		var p []byte
-		for _, r := range []uint64{1, 2, 1, 2, 2, 1, 4, 0, 1 << 40, 1 << 62, 1<<32 + 5, 1, 5, 1 << 63} {
-			p = binary.AppendUvarint(p, r)
+		for _, r := range [][2]uint64{{1, 2}, {1, 2}, {2, 1}, {4, 0}, {1 << 40, 1 << 62}, {1<<32 + 5, 1}, {5, 1 << 63}} {
+			p = binary.AppendUvarint(binary.AppendUvarint(binary.AppendUvarint(p, 1), r[0]), r[1])
 		}
-		ack := appendFrame(appendHeader(nil, ackMagic), p)
+		ack := appendFrame(appendHeader(nil, doneMagic), p)
 		ack = appendFrame(ack, p) // again
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, ackExt)), ack, 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, doneName), ack, 0o600))
 		s, _ := openOrNamed(t, dir, "")
 		require.NotNil(t, s)
 		st := s.Stats()
@@ -130,18 +129,19 @@ func TestHostileDirectory(t *testing.T) {
 		g := loadAll(t, s)
 		assert.Equal(t, []string{string(event(0)), string(event(3)), string(event(4))}, datas(g))
 		require.NoError(t, s.Ack(ids(g)))
+		require.NoError(t, s.Close())
 		assert.Equal(t, []string{lockName}, files(t, dir))
 	})
-	t.Run("an ack file of a future version", func(t *testing.T) {
+	t.Run("DONE of a future version", func(t *testing.T) {
 		dir := t.TempDir()
 		writeSegment(t, dir, 1, event(0))
-		b := appendFrame(appendHeader(nil, ackMagic), binary.AppendUvarint(binary.AppendUvarint(nil, 0), 1))
-		binary.LittleEndian.PutUint32(b[len(ackMagic):], 2)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, ackExt)), b, 0o600))
+		b := appendFrame(appendHeader(nil, doneMagic), binary.AppendUvarint(binary.AppendUvarint(binary.AppendUvarint(nil, 1), 0), 1))
+		binary.LittleEndian.PutUint32(b[len(doneMagic):], Version+1)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, doneName), b, 0o600))
 		_, err := Open(dir, Options{})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), filepath.Join(dir, fileName(1, ackExt)))
-		assert.Contains(t, err.Error(), "version 2")
+		assert.Contains(t, err.Error(), filepath.Join(dir, doneName))
+		assert.Contains(t, err.Error(), fmt.Sprintf("version %d", Version+1))
 	})
 }
 
@@ -202,9 +202,9 @@ func TestUnreadableSegment(t *testing.T) {
 
 // The bytes of a closed spool are the documented format, field by field,
 // computed here without the package's encoders: the segment's header
-// "AGSPOOL\n" and version 1 LE, then [len LE][CRC-32C LE][payload]; the
-// .ack file's header "AGSPACK\n" and version 1, then records of uvarint
-// (first, count) pairs, one record per Ack call.
+// "AGSPOOL\n" and version 2 LE, then [len LE][CRC-32C LE][payload];
+// DONE's header "AGSPDON\n" and version 2, then records of uvarint
+// (segment, first, count) triples.
 func TestBytesOnDisk(t *testing.T) {
 	for _, mapped := range []bool{true, false} {
 		t.Run(fmt.Sprint("mapped=", mapped), func(t *testing.T) {
@@ -227,7 +227,7 @@ func TestBytesOnDisk(t *testing.T) {
 
 			tab := crc32.MakeTable(crc32.Castagnoli)
 			le := binary.LittleEndian
-			want := []byte("AGSPOOL\n\x01\x00\x00\x00")
+			want := []byte("AGSPOOL\n\x02\x00\x00\x00")
 			for _, r := range recs {
 				want = le.AppendUint32(want, uint32(len(r)))
 				want = le.AppendUint32(want, crc32.Checksum(r, tab))
@@ -237,16 +237,18 @@ func TestBytesOnDisk(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
 
-			wantAck := []byte("AGSPACK\n\x01\x00\x00\x00")
-			for _, p := range [][]byte{{0, 3}, {5, 1}} {
+			wantAck := []byte("AGSPDON\n\x02\x00\x00\x00")
+			// The first written whole: the last segment number used (a run
+			// of none), then the runs; then one record per Ack.
+			for _, p := range [][]byte{{1, 0, 0, 1, 0, 3}, {1, 5, 1}} {
 				wantAck = le.AppendUint32(wantAck, uint32(len(p)))
 				wantAck = le.AppendUint32(wantAck, crc32.Checksum(p, tab))
 				wantAck = append(wantAck, p...)
 			}
-			got, err = os.ReadFile(filepath.Join(dir, "00000000000000000001.ack"))
+			got, err = os.ReadFile(filepath.Join(dir, "DONE"))
 			require.NoError(t, err)
 			assert.Equal(t, wantAck, got)
-			for _, name := range []string{"00000000000000000001.seg", "00000000000000000001.ack", lockName} {
+			for _, name := range []string{"00000000000000000001.seg", "DONE", lockName} {
 				st, err := os.Stat(filepath.Join(dir, name))
 				require.NoError(t, err)
 				assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), name)
@@ -259,7 +261,7 @@ func TestBytesOnDisk(t *testing.T) {
 }
 
 // One Ack of tens of thousands of scattered records: its runs take more
-// than one ack record (maxAckPayload), and a reopen reads them all.
+// than one done record (maxAckPayload), and a reopen reads them all.
 func TestAckManyRuns(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, Options{Sync: 1e9, SegmentBytes: 16 << 20})
@@ -274,7 +276,7 @@ func TestAckManyRuns(t *testing.T) {
 		even = append(even, all[i])
 	}
 	require.NoError(t, s.Ack(even))
-	st, err := os.Stat(filepath.Join(dir, fileName(all[0].Seg, ackExt)))
+	st, err := os.Stat(filepath.Join(dir, doneName))
 	require.NoError(t, err)
 	require.Greater(t, st.Size(), int64(maxAckPayload), "more than one ack record")
 	require.NoError(t, s.Close())

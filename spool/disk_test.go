@@ -204,7 +204,7 @@ func TestFullDiskLeavesNoEmptyAck(t *testing.T) {
 			disk.SetFree(4)
 			require.ErrorIs(t, s.Ack(handed[:5]), syscall.ENOSPC)
 			if all {
-				assert.Error(t, s.Ack(handed[5:]), "its .ack cannot be written either")
+				assert.Error(t, s.Ack(handed[5:]), "DONE cannot be written either")
 			}
 			assert.Empty(t, emptyFiles(t, dir), "right after the failed write")
 			assert.Equal(t, dirBytes(t, dir), s.Stats().Bytes)
@@ -217,10 +217,10 @@ func TestFullDiskLeavesNoEmptyAck(t *testing.T) {
 	}
 }
 
-// emptyFiles lists dir's .ack files of no bytes.
+// emptyFiles lists dir's DONE if it has no bytes.
 func emptyFiles(t *testing.T, dir string) []string {
 	var out []string
-	for _, name := range withExt(t, dir, ackExt) {
+	for _, name := range withExt(t, dir, doneName) {
 		st, err := os.Stat(filepath.Join(dir, name))
 		if err == nil && st.Size() == 0 {
 			out = append(out, name)

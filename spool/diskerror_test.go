@@ -28,7 +28,7 @@ func TestFailedSyncRecordBackAfterRestart(t *testing.T) {
 	f.mu.Lock()
 	f.match = func(op string) bool {
 		return strings.HasPrefix(op, "sync ") && strings.HasSuffix(op, segExt) ||
-			strings.HasSuffix(op, ackExt) // its acknowledgement cannot be written either
+			strings.Contains(op, doneName) // its acknowledgement cannot be written either
 	}
 	f.mu.Unlock()
 	_, err = s.Append(event(3), leave)

@@ -109,10 +109,11 @@ func TestAckOnDiskOnTheSegmentsCadence(t *testing.T) {
 	}
 }
 
-// An ack file whose marks are not synced yet, pushed out of the files Ack
-// keeps open by acknowledgements in more segments, is synced all the same
-// within Sync. (Before, an evicted file was closed without a sync.)
-func TestAckEvictedSynced(t *testing.T) {
+// Acknowledgements in many segments, an Ack each, are synced within Sync
+// (with Sync 0, before each Ack returns). (Once, with an ack file per
+// segment, a file pushed out of those Ack kept open was closed without a
+// sync.)
+func TestAcksOfManySegmentsSynced(t *testing.T) {
 	for _, sync := range []time.Duration{0, time.Second} {
 		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -122,8 +123,7 @@ func TestAckEvictedSynced(t *testing.T) {
 				time.Sleep(sync)
 				synctest.Wait()
 				// The first record of each segment, an Ack each: no
-				// segment finished, an ack file for each, more than Ack
-				// keeps open.
+				// segment finished.
 				var want []int
 				segs := 0
 				for i, id := range ids {
@@ -134,7 +134,7 @@ func TestAckEvictedSynced(t *testing.T) {
 					}
 					want = append(want, i)
 				}
-				require.Greater(t, segs, len(s.acks.open)+1)
+				require.Greater(t, segs, 5)
 				time.Sleep(sync)
 				synctest.Wait()
 				assert.Equal(t, want, recovered(t, f, syncedOnly))
@@ -143,7 +143,7 @@ func TestAckEvictedSynced(t *testing.T) {
 	}
 }
 
-// A rewritten ack file is synced before it is renamed over the old one,
+// A compacted DONE is synced before it is renamed over the old one,
 // and the directory after: a power loss leaves the old file or the new
 // one. Before, the rename went first, and a power loss could leave the
 // new name with none of its data (a file of zeros, or empty: every record
@@ -159,7 +159,7 @@ func TestAckRewriteSyncedBeforeRename(t *testing.T) {
 		return f.renames > 0
 	}
 	// Every other record, one at a time, then the others: their runs
-	// merge, and the ack file, grown by each Ack, is rewritten compacted.
+	// merge, and DONE, grown by each Ack, is rewritten compacted.
 	var acked []int
 	for _, i := range append(numbers(0, 200), numbers(0, 200)...) {
 		if renamed() {
@@ -216,37 +216,41 @@ func TestRemovalOnDisk(t *testing.T) {
 	}
 }
 
-// A finished segment's ack file is removed only once the segment's
-// removal is on the disk. A power loss may keep one removal and undo an
-// earlier one (a file system that orders no directory operation): had the
-// .ack gone before the .seg was known gone, the segment would come back
-// without its marks, and every record in it, acknowledged long before,
-// would be sent again.
-func TestAckRemovedAfterItsSegment(t *testing.T) {
+// DONE is compacted, the runs of removed segments left out, only once
+// their removal is on the disk. A power loss may keep one directory
+// operation and undo an earlier one (a file system that orders none): had
+// the compacted DONE been renamed in before the segment was known gone,
+// the segment would come back without its marks, and every record in it,
+// acknowledged long before, would be sent again.
+func TestDoneCompactedAfterRemovals(t *testing.T) {
 	f := newCrashFS(crashDir, false)
-	s := crashOpen(t, f, Options{SegmentBytes: 200})
+	s := crashOpen(t, f, Options{SegmentBytes: 200, Sync: time.Hour})
 	ids := appendRecs(t, s, 0, 12)
 	first := slices.IndexFunc(ids, func(id ID) bool { return id.Seg != ids[0].Seg })
 	require.Greater(t, first, 1)
-	require.NoError(t, s.Ack(ids[:first-1])) // on the disk, in the first segment's .ack
-	// A crash before each operation of the Ack that finishes the segment,
-	// each image keeping the removals of .ack files and nothing else not
-	// synced.
-	acksOnly := crashConfig{dirOp: func(op string) bool { return strings.HasSuffix(op, ackExt) }}
+	require.NoError(t, s.Ack(ids[:first-1]))
+	s.mu.Lock()
+	require.NoError(t, s.syncAcks()) // on the disk, in DONE
+	s.mu.Unlock()
+	require.NoError(t, s.Ack(ids[first-1:first])) // the first segment finished: removed, not synced
+	// A crash before each operation of the compaction, each image keeping
+	// the operations on DONE and nothing else not synced.
 	var images [][]int
 	f.mu.Lock()
 	f.before = func(string) { // f.mu held; the image has its own
-		images = append(images, recoveredFrom(t, f.crashImage(rand.New(rand.NewPCG(1, 2)), acksOnly)))
+		images = append(images, recoveredFrom(t, f.crashImage(rand.New(rand.NewPCG(1, 2)), doneOnly)))
 	}
 	f.mu.Unlock()
-	require.NoError(t, s.Ack(ids[first-1:first]))
+	s.mu.Lock()
+	require.NoError(t, s.compactDone())
+	s.mu.Unlock()
 	f.mu.Lock()
 	f.before = nil
 	f.mu.Unlock()
 	require.NotEmpty(t, images)
 	for k, got := range images {
 		for i := range first - 1 {
-			assert.NotContains(t, got, i, "crash before operation %d of the Ack: record %d acknowledged before, and back", k, i)
+			assert.NotContains(t, got, i, "crash before operation %d of the compaction: record %d acknowledged before, and back", k, i)
 		}
 	}
 }
@@ -267,13 +271,14 @@ func recoveredFrom(t *testing.T, img *crashFS) []int {
 	return out
 }
 
-// acksOnly is the image of a power loss that kept, of the directory's
-// operations not synced, those on .ack files, and of the data what was
-// synced: what a file system that orders no directory operation may leave.
-var acksOnly = crashConfig{dirOp: func(op string) bool { return strings.HasSuffix(op, ackExt) }}
+// doneOnly is the image of a power loss that kept, of the directory's
+// operations not synced, those on DONE (and its rewrite), and of the data
+// what was synced: what a file system that orders no directory operation
+// may leave.
+var doneOnly = crashConfig{dirOp: func(op string) bool { return strings.Contains(op, doneName) }}
 
 // Close syncs the directory after the removals it makes, then removes
-// their .ack files and syncs it again: a spool closed with every record
+// DONE and syncs it again: a spool closed with every record
 // done leaves no file, on the disk too. (Before, a power loss after Close
 // could bring back the files Close removed.)
 func TestCloseSyncsItsRemovals(t *testing.T) {
@@ -288,11 +293,10 @@ func TestCloseSyncsItsRemovals(t *testing.T) {
 	assert.Empty(t, img.files())
 }
 
-// Open removes an .ack whose segment it does not find only once the
-// directory is synced: the segment's removal may be in the page cache
-// only, its process killed before the directory was synced, and a power
-// loss could keep the .ack's removal and undo the segment's.
-func TestOpenRemovesAStrayAckAfterASync(t *testing.T) {
+// Open keeps DONE's runs of a segment it does not find: the segment's
+// removal may be in the page cache only, its process killed before the
+// directory was synced, and a power loss could undo it.
+func TestOpenKeepsTheRunsOfAMissingSegment(t *testing.T) {
 	f := newCrashFS(crashDir, false)
 	s := crashOpen(t, f, Options{})
 	ids := appendRecs(t, s, 0, 6)
@@ -302,7 +306,10 @@ func TestOpenRemovesAStrayAckAfterASync(t *testing.T) {
 	// synced the directory.
 	require.NoError(t, f.Remove(segFile(crashDir, ids[0].Seg)))
 	crashOpen(t, f, Options{})
-	assert.Empty(t, recovered(t, f, acksOnly))
+	got := recovered(t, f, doneOnly)
+	for i := range 5 {
+		assert.NotContains(t, got, i, "record %d, acknowledged on the disk, back", i)
+	}
 }
 
 // gatedFS is a crashFS whose directory syncs, once armed, stop after
@@ -336,13 +343,12 @@ func (d gatedDir) Sync() error {
 	return err
 }
 
-// The syncer removes only the .ack files whose segments' removal its sync
-// of the directory covers: those removed before it began. A segment
-// removed while it synced, after another sync (a new segment's) had
-// removed what the syncer had counted, keeps its .ack until a later sync.
-// (Found reading the code: the syncer removed as many orphans as it had
-// counted, which were by then others.)
-func TestOrphansRemovedAfterTheSyncThatCoversThem(t *testing.T) {
+// A compaction while the syncer syncs the directory outside the lock
+// leaves out the runs of a segment removed meanwhile only once that
+// removal is on the disk: the syncer's sync, begun before it, does not
+// cover it. (Once, with an ack file per segment, the syncer removed as many
+// of them as it had counted, which were by then others.)
+func TestCompactionWhileTheSyncerSyncs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := &gatedFS{crashFS: newCrashFS(crashDir, false), reached: make(chan struct{}), release: make(chan struct{})}
 		o := Options{Sync: time.Second, SegmentBytes: 200, FS: g}
@@ -360,11 +366,11 @@ func TestOrphansRemovedAfterTheSyncThatCoversThem(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 
-		require.NoError(t, s.Ack(seg1)) // seg1 removed; its .ack an orphan
+		require.NoError(t, s.Ack(seg1)) // seg1 removed, its runs in DONE
 		g.armed.Store(true)
 		<-g.reached // a second on: the syncer has synced the directory, and waits
-		// A new segment: its creation syncs the directory and removes
-		// seg1's .ack. Then seg2 is finished and removed.
+		// A new segment: its creation syncs the directory. Then seg2 is
+		// finished and removed, and DONE compacted.
 		for i, last := 12, ids[len(ids)-1].Seg; ; i++ {
 			id, err := s.Append(rec(i), take)
 			require.NoError(t, err)
@@ -373,10 +379,13 @@ func TestOrphansRemovedAfterTheSyncThatCoversThem(t *testing.T) {
 			}
 		}
 		require.NoError(t, s.Ack(seg2[1:]))
+		s.mu.Lock()
+		require.NoError(t, s.compactDone())
+		s.mu.Unlock()
 		close(g.release)
 		synctest.Wait()
 
-		got := recovered(t, g.crashFS, acksOnly)
+		got := recovered(t, g.crashFS, doneOnly)
 		for _, id := range seg2[:1] {
 			n := slices.Index(ids, id)
 			assert.NotContains(t, got, n, "record %d, acknowledged on the disk before, back", n)

@@ -145,41 +145,41 @@ func FuzzOpenSegment(f *testing.F) {
 	})
 }
 
-// FuzzOpenAck opens a directory holding a valid segment of five records
-// and an ack file of any bytes: no panic, and what Load hands is some of
+// FuzzOpenDone opens a directory holding a valid segment of five records
+// and a DONE of any bytes: no panic, and what Load hands is some of
 // the five, in order, the same after a second Open.
-func FuzzOpenAck(f *testing.F) {
+func FuzzOpenDone(f *testing.F) {
 	seg := seedSegments()[0]
 	ack := func(runs ...uint64) []byte {
 		var p []byte
 		for _, r := range runs {
 			p = binary.AppendUvarint(p, r)
 		}
-		return appendFrame(appendHeader(nil, ackMagic), p)
+		return appendFrame(appendHeader(nil, doneMagic), p)
 	}
-	valid := ack(0, 2, 3, 1)
+	valid := ack(1, 0, 2, 1, 3, 1)
 	f.Add(valid)
 	f.Add(valid[:len(valid)-1])
 	f.Add(append(append([]byte(nil), valid...), valid[headerSize:]...))
-	f.Add(ack(1<<40, 5, 0, 1<<63))
-	f.Add(append(appendHeader(nil, ackMagic), 0xff, 0xff, 0xff, 0xff))
+	f.Add(ack(1, 1<<40, 5, 1, 0, 1<<63, 1<<63, 0, 1))
+	f.Add(append(appendHeader(nil, doneMagic), 0xff, 0xff, 0xff, 0xff))
 	f.Add(appendHeader(nil, segMagic))
-	f.Add([]byte("AGSPACK\n\x02\x00\x00\x00"))
-	f.Add([]byte("AGSPACK\n\x00\x00\x00\x00"))
+	f.Add([]byte("AGSPDON\n\x03\x00\x00\x00"))
+	f.Add([]byte("AGSPDON\n\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, segExt)), seg, 0o600))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fileName(1, ackExt)), b, 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, doneName), b, 0o600))
 		var magic bool
 		var version uint32
 		if len(b) >= headerSize {
-			magic, version = string(b[:len(ackMagic)]) == ackMagic, binary.LittleEndian.Uint32(b[len(ackMagic):])
+			magic, version = string(b[:len(doneMagic)]) == doneMagic, binary.LittleEndian.Uint32(b[len(doneMagic):])
 		}
 		var first []ID
 		for round := range 2 {
 			s, err := Open(dir, Options{MaxBytes: 1 << 30})
 			if err != nil {
-				require.True(t, magic && version > Version, "Open refused an ack file of version %d: %v", version, err)
+				require.True(t, magic && version > Version, "Open refused a DONE of version %d: %v", version, err)
 				return // a newer version: refused, and nothing to check
 			}
 			var got []ID
@@ -195,7 +195,7 @@ func FuzzOpenAck(f *testing.F) {
 			}
 			assert.EqualValues(t, len(got), s.Stats().Records)
 			if round == 0 && len(b) >= headerSize && version != Version {
-				assert.Len(t, got, 5, "an ack file with a damaged header is set aside: every record comes again")
+				assert.Len(t, got, 5, "a DONE with a damaged header is set aside: every record comes again")
 			}
 			if round == 0 {
 				first = got

@@ -117,12 +117,12 @@ func withExt(t testing.TB, dir, ext string) []string {
 	return out
 }
 
-// dirBytes is the size of dir's .seg, .ack and .corrupt files.
+// dirBytes is the size of dir's .seg and .corrupt files, and DONE.
 func dirBytes(t testing.TB, dir string) int64 {
 	t.Helper()
 	var n int64
 	for _, name := range files(t, dir) {
-		if strings.HasSuffix(name, segExt) || strings.HasSuffix(name, ackExt) || strings.HasSuffix(name, corruptExt) {
+		if strings.HasSuffix(name, segExt) || name == doneName || strings.HasSuffix(name, corruptExt) {
 			st, err := os.Stat(filepath.Join(dir, name))
 			require.NoError(t, err)
 			n += st.Size()

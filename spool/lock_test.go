@@ -110,7 +110,7 @@ func TestPermissions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), st.Mode().Perm())
 	names := files(t, dir)
-	assert.Len(t, names, 3, "LOCK, a segment, its ack file: %v", names)
+	assert.Len(t, names, 3, "LOCK, a segment, DONE: %v", names)
 	for _, name := range names {
 		st, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err)

@@ -53,12 +53,8 @@ func open(dir string, o Options) (*Spool, error) {
 	s.unlock = unlock
 	if err := s.recover(); err != nil {
 		s.rd.drop()
-		s.closeAcks()
 		unlock()
 		return nil, err
-	}
-	if len(s.orphans) > 0 {
-		s.syncDir() // the segments finished before a crash gone for good, then their .ack files
 	}
 	if s.syncEvery > 0 {
 		s.kick = make(chan struct{}, 1)

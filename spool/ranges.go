@@ -1,5 +1,10 @@
 package spool
 
+import (
+	"cmp"
+	"slices"
+)
+
 // ranges is a set of a segment's ordinals, kept as sorted, disjoint spans
 // that do not touch: batches end mostly as consecutive runs, so a segment
 // of tens of thousands of done records is a span or a few, not a record
@@ -12,15 +17,7 @@ type span struct{ lo, hi uint32 }
 // first returns the index of the first span whose hi is at least n: the
 // span holding n, the one n touches from below, or the one after n.
 func (r ranges) first(n uint32) int {
-	i, j := 0, len(r)
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if r[m].hi < n {
-			i = m + 1
-		} else {
-			j = m
-		}
-	}
+	i, _ := slices.BinarySearchFunc(r, n, func(sp span, n uint32) int { return cmp.Compare(sp.hi, n) })
 	return i
 }
 

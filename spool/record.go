@@ -5,24 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
-// The format, version 1 (docs/spool.md, "How it is stored").
+// The format, version 2 (docs/spool.md, "How it is stored").
 //
 // A segment, NNNNNNNNNNNNNNNNNNNN.seg (its number in 20 decimal digits), is
 // a header, segMagic and the version as a little-endian uint32, then
 // records: [length uint32 LE][CRC-32C of the payload uint32 LE][payload].
-// Its acknowledgement file, NNNNNNNNNNNNNNNNNNNN.ack, is ackMagic and the
-// version, then records framed the same way whose payloads are uvarint
-// pairs (first ordinal, count): the runs of the segment's records that are
-// done.
+// The acknowledgement file, DONE, is doneMagic and the version, then
+// records framed the same way whose payloads are uvarint triples
+// (segment, first ordinal, count): runs of records that are done.
+// (Version 1 had an acknowledgement file per segment.)
 const (
 	segMagic   = "AGSPOOL\n"
-	ackMagic   = "AGSPACK\n"
+	doneMagic  = "AGSPDON\n"
 	headerSize = len(segMagic) + 4
 	frameSize  = 8 // length and checksum ahead of each payload
 	// maxRecord bounds a payload. Events are at most 32 KB; a length
@@ -30,7 +30,7 @@ const (
 	// too: a stretch of zeros (what some file systems show after a crash)
 	// would otherwise read as empty records with a valid checksum.
 	maxRecord = 1 << 20
-	// maxAckPayload is where an ack record is cut, so that however many
+	// maxAckPayload is where a done record is cut, so that however many
 	// runs one Ack writes, each record stays far below maxRecord.
 	maxAckPayload = 64 << 10
 )
@@ -77,8 +77,8 @@ func checkHeader(b []byte, magic string) (badMagic bool, version uint32) {
 const (
 	numDigits  = 20
 	segExt     = ".seg"
-	ackExt     = ".ack"
 	corruptExt = ".corrupt"
+	doneName   = "DONE"
 	lockName   = "LOCK"
 )
 
@@ -92,11 +92,7 @@ func parseName(name string) (num uint64, ext string, ok bool) {
 	if len(name) < numDigits {
 		return 0, "", false
 	}
-	digits := name[:numDigits]
-	if strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-		return 0, "", false
-	}
-	num, err := strconv.ParseUint(digits, 10, 64)
+	num, err := strconv.ParseUint(name[:numDigits], 10, 64) // digits only: no sign, no underscore in base 10
 	if err != nil {
 		return 0, "", false
 	}
@@ -104,7 +100,7 @@ func parseName(name string) (num uint64, ext string, ok bool) {
 }
 
 func (s *Spool) segPath(num uint64) string { return filepath.Join(s.dir, fileName(num, segExt)) }
-func (s *Spool) ackPath(num uint64) string { return filepath.Join(s.dir, fileName(num, ackExt)) }
+func (s *Spool) donePath() string          { return filepath.Join(s.dir, doneName) }
 
 // ioErr is a file system error as the spool returns it: the operation and
 // the file, and the cause for errors.Is (syscall.ENOSPC, say; SPEC §11.9). A
@@ -116,4 +112,13 @@ func ioErr(op, path string, err error) error {
 		err = pe.Err
 	}
 	return fmt.Errorf("spool: %s %s: %w", op, path, err)
+}
+
+// writeAll writes b to f in one write; a short write is an error.
+func writeAll(f File, b []byte) (int, error) {
+	n, err := f.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return n, err
 }

@@ -2,6 +2,8 @@ package spool
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -40,7 +42,6 @@ func TestRecoveryAfterClose(t *testing.T) {
 	assert.Equal(t, dirBytes(t, dir), st.Bytes)
 	assert.EqualValues(t, len(keep), st.Records)
 	assert.NotContains(t, files(t, dir), fileName(all[0].Seg+1, segExt))
-	assert.NotContains(t, files(t, dir), fileName(all[0].Seg+1, ackExt))
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "twice")
 
@@ -158,18 +159,18 @@ func TestAckIgnoresUnknownAndDuplicateIDs(t *testing.T) {
 	assert.Equal(t, all[4:], ids(g))
 }
 
-// The records acked are not handed after a restart; the ack file holds
-// runs, so a big batch costs a few bytes.
-func TestAckFileHoldsRuns(t *testing.T) {
+// The records acked are not handed after a restart; DONE holds runs, so a
+// big batch costs a few bytes.
+func TestDoneHoldsRuns(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, Options{Sync: 1e9, MaxBytes: 1 << 30})
 	require.NoError(t, err)
 	all := appendN(t, s, 0, 1000)
 	loadAll(t, s)
 	require.NoError(t, s.Ack(all[:999]))
-	acks := withExt(t, dir, ackExt)
-	require.Len(t, acks, 1)
-	assert.Less(t, s.acks.open[0].seg.ackSize, int64(40), "one run")
+	st, err := os.Stat(filepath.Join(dir, doneName))
+	require.NoError(t, err)
+	assert.Less(t, st.Size(), int64(40), "one run")
 	require.NoError(t, s.Close())
 	s = openT(t, dir, Options{})
 	g := loadAll(t, s)

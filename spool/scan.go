@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,44 +24,40 @@ type scanner struct {
 	payload []byte
 }
 
-// recover reads the directory at Open: every segment and its ack file, in
-// order. The backlog it leaves is every valid record not done, oldest
-// first (SPEC §11.2); torn tails are cut, damaged records skipped and
-// counted (SPEC §11.8). A file of a newer version than this package's ends
-// it with an error; a damaged header costs that file only: a segment is set
-// aside, its records lost, an ack file too, its segment's records handed
-// again.
+// recover reads the directory at Open: every segment, in order, then
+// DONE. The backlog it leaves is every valid record not done, oldest first
+// (SPEC §11.2); torn tails are cut, damaged records skipped and counted
+// (SPEC §11.8). A file of a newer version than this package's ends it with
+// an error; a damaged header costs that file only: a segment is set aside,
+// its records lost, DONE too, every record handed again.
 func (s *Spool) recover() error {
 	entries, err := s.fs.ReadDir(s.dir)
 	if err != nil {
 		return ioErr("read directory", s.dir, err)
 	}
-	var segs, acks []uint64
+	var segs []uint64
+	hasDone := false
 	for _, e := range entries {
-		num, ext, ok := parseName(e.Name())
+		name := e.Name()
+		switch name {
+		case doneName:
+			hasDone = true
+		case doneName + ".tmp": // a rewrite cut short; the DONE it was to replace stands
+			s.removeStray(filepath.Join(s.dir, name))
+		case doneName + corruptExt:
+			s.done.aside = s.countAside(e)
+		}
+		num, ext, ok := parseName(name)
 		if !ok {
 			continue
 		}
-		// Never reuse a number, even of a file set aside; and never wrap
-		// past the largest: a smaller number would sort first.
-		if num == math.MaxUint64 {
-			s.numbersUsed = true
-		} else {
-			s.nextNum = max(s.nextNum, num+1)
-		}
+		// Never reuse a number, even of a file set aside.
+		s.useNumber(num)
 		switch ext {
-		case corruptExt, ackExt + corruptExt:
-			// Set aside by an earlier Open or client, kept for whoever
-			// looks into it: on disk, so counted against MaxBytes.
-			if info, err := e.Info(); err == nil {
-				s.bytes += info.Size()
-			}
+		case corruptExt:
+			s.countAside(e)
 		case segExt:
 			segs = append(segs, num)
-		case ackExt:
-			acks = append(acks, num)
-		case ackExt + ".tmp": // a rewrite cut short; the .ack it was to replace stands
-			s.removeStray(filepath.Join(s.dir, e.Name()))
 		}
 	}
 	slices.Sort(segs)
@@ -76,23 +71,14 @@ func (s *Spool) recover() error {
 			s.segs = append(s.segs, seg)
 		}
 	}
-	for _, num := range acks {
-		seg := s.find(num)
-		if seg == nil {
-			// Its segment was removed, or set aside: it goes once that
-			// is on the disk (removeOrphans), since a removal seen here
-			// may be in the page cache only (the process that made it was
-			// killed), and a power loss could keep this one and undo it.
-			s.addOrphan(num, 0)
-			continue
-		}
-		if err := sc.ack(seg); err != nil {
+	if hasDone {
+		if err := sc.done(); err != nil {
 			return err
 		}
 	}
 	for _, seg := range s.segs {
 		seg.live = seg.records - uint32(seg.done.count())
-		s.bytes += seg.size + seg.ackSize
+		s.bytes += seg.size
 	}
 	for _, seg := range slices.Clone(s.segs) {
 		if seg.live == 0 {
@@ -107,6 +93,17 @@ func (s *Spool) recover() error {
 	s.backlog = s.live
 	s.stats.Recovered = s.live
 	return nil
+}
+
+// countAside counts a file set aside by an earlier Open or client, kept
+// for whoever looks into it, against MaxBytes, and returns its size.
+func (s *Spool) countAside(e fs.DirEntry) int64 {
+	info, err := e.Info()
+	if err != nil {
+		return 0
+	}
+	s.bytes += info.Size()
+	return info.Size()
 }
 
 // removeStray removes a file the spool no longer needs.
@@ -133,7 +130,7 @@ const (
 func (sc *scanner) segment(num uint64) (*segment, error) {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
-	what, size, err := sc.file(path, segMagic, func(f File, size int64) error {
+	kept, err := sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), 0, segMagic, func(f File, size int64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
@@ -152,133 +149,138 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 		}
 		return nil
 	})
-	if err != nil || what != keep {
-		sc.s.dispose(what, path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), size)
+	if err != nil || !kept {
 		return nil, err
 	}
 	return seg, nil
 }
 
-// ack reads seg's ack file and adds the runs it holds to seg.done.
-func (sc *scanner) ack(seg *segment) error {
-	path := sc.s.ackPath(seg.num)
-	what, size, err := sc.file(path, ackMagic, func(f File, size int64) error {
+// done reads DONE and adds the runs it holds to the segments' done sets.
+func (sc *scanner) done() error {
+	s, d := sc.s, &sc.s.done
+	path := s.donePath()
+	_, err := sc.file(path, path+corruptExt, d.aside, doneMagic, func(f File, size int64) error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
-			if ok && !seg.addRuns(sc.payload) {
+			if ok && !s.addRuns(sc.payload) {
 				ok = false
 			}
 			if !ok {
-				sc.s.stats.Corrupt++
-				sc.s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
+				s.stats.Corrupt++
+				s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
 			}
 			return true
 		})
 		if err != nil {
 			return err
 		}
-		seg.ackSize = size
+		d.size = size
 		if end < size {
-			// Later acks are appended at the end: nothing unframed may
+			// Later runs are appended at the end: nothing unframed may
 			// stay ahead of them. What is cut holds no record of an event.
-			seg.ackSize = sc.truncate(f, path, end, size)
-			if seg.ackSize != end {
-				seg.ackStale = true // rewritten whole at the next Ack
-				sc.s.ackRetry = true
-			}
+			d.size = sc.truncate(f, path, end, size)
+			d.stale = d.size != end // rewritten whole at the next Ack
 		}
+		s.bytes += d.size
 		return nil
 	})
-	sc.s.dispose(what, path, path+corruptExt, size)
 	return err
 }
 
 // file opens a file of the spool, checks its header, and hands it to read
-// when it is one of ours; it returns the file's size too. The file is
-// closed before it is removed or set aside (some systems refuse either on
-// an open file).
-func (sc *scanner) file(path, magic string, read func(f File, size int64) error) (fate, int64, error) {
-	f, err := sc.s.fs.OpenFile(path, os.O_RDWR, 0)
+// when it is one of ours: it reports whether it was. Otherwise it removes
+// the file (cut short at its creation, or zeros) or renames it aside, for
+// whoever looks into it, over a file of replaced bytes counted already:
+// its bytes then count against MaxBytes while it stays, and if it cannot
+// be renamed it stays, uncounted (not one of the spool's names), and Open
+// goes on without it. The file is closed first (some systems
+// refuse either on an open file).
+func (sc *scanner) file(path, aside string, replaced int64, magic string, read func(f File, size int64) error) (bool, error) {
+	s := sc.s
+	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return keep, 0, ioErr("open", path, err)
+		return false, ioErr("open", path, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return keep, 0, ioErr("stat", path, err)
+	what, size, err := sc.header(f, path, magic)
+	if err == nil && what == keep {
+		err = read(f, size)
 	}
-	if st.Size() < int64(headerSize) {
-		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", st.Size())
-		return remove, st.Size(), nil
-	}
-	what, err := sc.header(f, path, magic, st.Size())
-	if err != nil || what != keep {
-		return what, st.Size(), err // closed by the defer before a rename
-	}
-	return keep, st.Size(), read(f, st.Size())
-}
-
-// dispose removes or sets aside a file of size bytes as Open decided.
-func (s *Spool) dispose(what fate, path, aside string, size int64) {
-	switch what {
-	case remove:
+	f.Close()
+	switch {
+	case err != nil || what == keep:
+		return err == nil, err
+	case what == remove:
 		s.removeStray(path)
-	case setAside:
-		s.setAside(path, aside, size)
+	case s.fs.Rename(path, aside) == nil:
+		s.bytes += size - replaced
+	default:
+		s.warn("spool: cannot set a damaged file aside", "file", path)
 	}
+	return false, nil
 }
 
-// addRuns adds the runs of an ack record's payload to seg.done, ordinals
-// beyond the segment's records ignored. It reports false for a payload
-// that does not decode.
-func (seg *segment) addRuns(p []byte) bool {
+// addRuns adds the runs of a done record's payload to the segments' done
+// sets, ordinals beyond a segment's records ignored, and marks the
+// segment numbers used: a segment removed may have runs left here. It
+// reports false for a payload that does not decode.
+func (s *Spool) addRuns(p []byte) bool {
+	var v [3]uint64 // segment, first ordinal, count
 	for len(p) > 0 {
-		lo, n := binary.Uvarint(p)
-		if n <= 0 {
-			return false
+		for i := range v {
+			x, n := binary.Uvarint(p)
+			if n <= 0 {
+				return false
+			}
+			v[i], p = x, p[n:]
 		}
-		p = p[n:]
-		count, n := binary.Uvarint(p)
-		if n <= 0 {
-			return false
-		}
-		p = p[n:]
-		if lo >= uint64(seg.records) {
+		s.useNumber(v[0])
+		seg := s.find(v[0])
+		if seg == nil || v[1] >= uint64(seg.records) {
 			continue
 		}
 		hi := uint64(seg.records)
-		if count < hi-lo {
-			hi = lo + count
+		if v[2] < hi-v[1] {
+			hi = v[1] + v[2]
 		}
-		seg.done.add(uint32(lo), uint32(hi))
+		seg.done.add(uint32(v[1]), uint32(hi))
 	}
 	return true
 }
 
-// header checks a file's header, of a file of size bytes. It is the
-// spool's (keep), damaged (setAside: another magic, or a version older than
+// header checks a file's header, and returns the file's size. It is the
+// spool's (keep), shorter than a header (remove: cut short at its
+// creation), damaged (setAside: another magic, or a version older than
 // any this package wrote, as a tear inside the header's sector leaves it;
 // counted and logged), nothing but zeros (remove: its blocks reserved, or
 // its size recorded, and none of its bytes written before a power loss), or
 // of a newer version, which this package cannot read: an error naming the
 // file and both versions, so that a downgrade never drops what a newer
 // version wrote (SPEC §11.8).
-func (sc *scanner) header(f File, path, magic string, size int64) (fate, error) {
+func (sc *scanner) header(f File, path, magic string) (fate, int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return keep, 0, ioErr("stat", path, err)
+	}
+	size := st.Size()
+	if size < int64(headerSize) {
+		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", size)
+		return remove, size, nil
+	}
 	var b [headerSize]byte
 	if _, err := f.ReadAt(b[:], 0); err != nil {
-		return keep, ioErr("read", path, err)
+		return keep, size, ioErr("read", path, err)
 	}
 	badMagic, version := checkHeader(b[:], magic)
 	switch {
 	case !badMagic && version == Version:
-		return keep, nil
+		return keep, size, nil
 	case !badMagic && version > Version:
-		return keep, fmt.Errorf("spool: %s is of format version %d; this package reads version %d", path, version, Version)
+		return keep, size, fmt.Errorf("spool: %s is of format version %d; this package reads version %d", path, version, Version)
 	}
-	if zeros, err := sc.zeros(f, path, 0, size); err != nil {
-		return keep, err
-	} else if zeros {
-		sc.s.info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
-		return remove, nil
+	if zeros, err := sc.zeros(f, path, 0, size); err != nil || zeros {
+		if zeros {
+			sc.s.info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
+		}
+		return remove, size, err
 	}
 	sc.s.stats.Corrupt++
 	if badMagic {
@@ -286,7 +288,7 @@ func (sc *scanner) header(f File, path, magic string, size int64) (fate, error) 
 	} else {
 		sc.s.warn("spool: file with a damaged header set aside", "file", path, "version", version)
 	}
-	return setAside, nil
+	return setAside, size, nil
 }
 
 // frames reads the records of a file of size bytes after its header, and
@@ -300,8 +302,7 @@ func (sc *scanner) header(f File, path, magic string, size int64) (fate, error) 
 // record whose checksum fails: its head stored and not all its payload;
 // or such a record last, ending where the file does, its payload ending
 // in a zero (a tear in a reserve it fills). Zeros followed by anything
-// else stay damage. An ack file is only ever
-// written, never reserved.
+// else stay damage. DONE is only ever written, never reserved.
 func (sc *scanner) frames(f File, path string, size int64, reserved bool, record func(off int64, ok bool) bool) (end int64, damaged bool, err error) {
 	sc.br.Reset(io.NewSectionReader(f, int64(headerSize), size-int64(headerSize)))
 	var head [frameSize]byte
@@ -394,16 +395,4 @@ func (sc *scanner) truncate(f File, path string, end, size int64) int64 {
 	}
 	sc.s.info("spool: torn record cut off", "file", path, "offset", end, "bytes", size-end)
 	return end
-}
-
-// setAside renames a damaged file of size bytes out of the spool's way,
-// for whoever looks into it; its bytes count against MaxBytes while it
-// stays. If it cannot be renamed, the file stays and Open goes on without
-// it (not counted: it is not one of the spool's names).
-func (s *Spool) setAside(path, aside string, size int64) {
-	if err := s.fs.Rename(path, aside); err != nil {
-		s.warn("spool: cannot set a damaged file aside", "file", path, "err", err)
-		return
-	}
-	s.bytes += size
 }

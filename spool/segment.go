@@ -1,8 +1,8 @@
 package spool
 
 import (
+	"cmp"
 	"errors"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -29,13 +29,8 @@ type segment struct {
 	// one it hands back later (no room then) is not counted twice.
 	reported ranges
 
-	recovered bool  // found at Open: only read, never written
-	damaged   bool  // holds a stretch that cannot be framed: kept aside, not removed
-	ackSize   int64 // bytes in its .ack file; 0 when it has none
-	// ackStale: its .ack file lacks runs of done (an ack write failed, or
-	// found no room under MaxBytes) or holds a torn record: it is
-	// rewritten whole from done at the next Ack and at Close.
-	ackStale bool
+	recovered bool // found at Open: only read, never written
+	damaged   bool // holds a stretch that cannot be framed: kept aside, not removed
 }
 
 // mustRotate reports whether an Append of a frame of frame bytes must start a
@@ -55,19 +50,11 @@ func (s *Spool) mustRotate(frame int64) bool {
 
 // find returns the segment numbered num, or nil.
 func (s *Spool) find(num uint64) *segment {
-	i, j := 0, len(s.segs)
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if s.segs[m].num < num {
-			i = m + 1
-		} else {
-			j = m
-		}
+	i, ok := slices.BinarySearchFunc(s.segs, num, func(seg *segment, n uint64) int { return cmp.Compare(seg.num, n) })
+	if !ok {
+		return nil
 	}
-	if i < len(s.segs) && s.segs[i].num == num {
-		return s.segs[i]
-	}
-	return nil
+	return s.segs[i]
 }
 
 // retire ends seg's time as the active segment: its mapping ends, its
@@ -95,15 +82,15 @@ func (s *Spool) retire(seg *segment) {
 }
 
 // reclaim removes seg, whose records are all done and which is not the
-// active segment (SPEC §11.6): its files go, and their bytes come back to the bound,
+// active segment (SPEC §11.6): its file goes, and its bytes come back to the bound,
 // which may let a waiting AppendWait in. A segment with damage is renamed
-// aside instead, for whoever looks into it. s.mu is held.
+// aside instead, for whoever looks into it. Its runs stay in DONE until
+// DONE is compacted, after the removal is on the disk. s.mu is held.
 func (s *Spool) reclaim(seg *segment) error {
 	i := s.index(seg)
 	if i < 0 {
 		return nil // removed already
 	}
-	s.closeAck(seg)
 	if s.rd.seg == seg {
 		s.rd.drop()
 	}
@@ -123,13 +110,6 @@ func (s *Spool) reclaim(seg *segment) error {
 	if !seg.damaged {
 		s.bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
 	}
-	// Its .ack goes once the segment's removal is on the disk, at the
-	// next sync of the directory (removeOrphans): a power loss may keep a
-	// removal and undo one before it, and the segment would come back
-	// without its marks, every record in it to be sent again. An .ack is
-	// removed even when none was written: a write refused on a full disk
-	// may have left it empty (writeAck removes that too, if it can).
-	s.addOrphan(seg.num, seg.ackSize)
 	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
 		// Every record left in seg is done: the backlog goes on in the
@@ -160,12 +140,7 @@ func (s *Spool) closeRetired(seg *segment) {
 
 // index returns seg's index in s.segs, or -1 once it is removed.
 func (s *Spool) index(seg *segment) int {
-	for i, x := range s.segs { // mostly one of the first few
-		if x == seg {
-			return i
-		}
-	}
-	return -1
+	return slices.Index(s.segs, seg) // mostly one of the first few
 }
 
 // markDone marks seg's ordinals lo to hi-1 done and returns how many were
@@ -189,10 +164,7 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapp
 		return nil, nil, ioErr("create", path, err)
 	}
 	hdr := appendHeader(s.wbuf[:0], segMagic)
-	n, err := f.Write(hdr)
-	if err == nil && n < len(hdr) {
-		err = io.ErrShortWrite
-	}
+	n, err := writeAll(f, hdr)
 	if err != nil {
 		err = ioErr("write", path, err)
 	} else {
@@ -205,45 +177,21 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapp
 		}
 		f.Close()
 		// A header at most, and a reserve: nothing of a record. If it
-		// cannot be removed, it stays on disk: its bytes count against
-		// MaxBytes and in Stats.Bytes until a later try removes it (the
-		// next rotation, Close), or the next Open does (a file shorter
-		// than a header, or one holding no record).
+		// cannot be removed, it stays on disk, a segment of no records:
+		// its number used, its bytes counted against MaxBytes and in
+		// Stats.Bytes until a later try removes it (the next rotation,
+		// Close), or the next Open does (a file shorter than a header,
+		// or one holding no record).
 		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
-			s.strays = append(s.strays, stray{num, size})
+			s.segs = append(s.segs, &segment{num: num, size: size, end: min(size, int64(headerSize))})
 			s.bytes += size
+			s.useNumber(num)
 		}
 		return nil, nil, err
 	}
 	s.syncDir()
 	return f, m, nil
-}
-
-// stray is the file of segment num, size bytes, whose creation failed and
-// whose removal failed too.
-type stray struct {
-	num  uint64
-	size int64
-}
-
-// removeStrays tries again to remove the strays' files, and gives their
-// bytes back for those gone. s.mu is held.
-func (s *Spool) removeStrays() error {
-	var errs []error
-	keep := s.strays[:0]
-	for _, x := range s.strays {
-		path := s.segPath(x.num)
-		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, ioErr("remove", path, err))
-			keep = append(keep, x)
-			continue
-		}
-		s.dirChanged()
-		s.bytes -= x.size
-	}
-	s.strays = keep
-	return errors.Join(errs...)
 }
 
 // unmap ends seg's mapping, if it has one, and cuts the file back to its
@@ -272,58 +220,10 @@ func (s *Spool) unmap(seg *segment) {
 
 // syncDir makes the directory's entries durable, so that a file created
 // and synced is found after a power loss, and a file removed or renamed
-// stays so; then it removes the orphans it covers. s.mu is held.
+// stays so. s.mu is held.
 func (s *Spool) syncDir() {
 	s.dirDirty = false
-	n := s.beginDirSync()
 	s.syncDirNow()
-	s.removeOrphans(n)
-}
-
-// orphan is the .ack file, size bytes, of segment num, which was removed
-// (or set aside) after the directory's sync number gen began.
-type orphan struct {
-	num  uint64
-	size int64
-	gen  uint64
-}
-
-// addOrphan adds the .ack file of segment num, size bytes, to the orphans,
-// removed once a sync of the directory begun from now has ended. s.mu is
-// held.
-func (s *Spool) addOrphan(num uint64, size int64) {
-	s.orphans = append(s.orphans, orphan{num, size, s.dirSyncs})
-}
-
-// beginDirSync numbers a sync of the directory about to begin: the
-// orphans it covers are those added before now. s.mu is held.
-func (s *Spool) beginDirSync() uint64 {
-	s.dirSyncs++
-	return s.dirSyncs
-}
-
-// removeOrphans removes the .ack files of the orphans that the sync of the
-// directory numbered n, now ended, covers: their segments' removal is on
-// the disk. Their own removal need not be: Open removes an .ack without
-// its segment. One that cannot be removed stays, counted, for the next
-// try. s.mu is held.
-func (s *Spool) removeOrphans(n uint64) {
-	keep := s.orphans[:0]
-	for _, x := range s.orphans {
-		if x.gen >= n {
-			keep = append(keep, x)
-			continue
-		}
-		path := s.ackPath(x.num)
-		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.warn("spool: remove a finished segment's acknowledgements", "file", path, "err", err)
-			keep = append(keep, x)
-			continue
-		}
-		s.bytes -= x.size
-	}
-	clear(s.orphans[len(keep):])
-	s.orphans = keep
 }
 
 // syncDirNow syncs the directory. Best effort: some systems cannot open or

@@ -8,11 +8,10 @@
 //
 // A record is framed with its length and a CRC-32C checksum. Records are
 // appended to the newest segment; once a segment reaches its size it is
-// closed and a new one begins. Each segment has an acknowledgement file
-// beside it: the ordinals of its records that are done (acknowledged), so
-// that a later Open does not hand them again. A segment is removed once
-// every record in it is done, in whatever order they were acknowledged
-// (SPEC §11.6).
+// closed and a new one begins. One acknowledgement file, DONE, logs the
+// runs of records that are done (acknowledged), so that a later Open does
+// not hand them again. A segment is removed once every record in it is
+// done, in whatever order they were acknowledged (SPEC §11.6).
 //
 // The spool keeps a cursor, the backlog: records appended (or found at
 // Open) that the caller has not taken into memory yet. Append hands a new
@@ -50,7 +49,7 @@ import (
 // refuses a directory holding a file of a newer version, naming it and
 // both versions; a file whose header reads an older one (0: no version
 // wrote it) is damaged, and set aside (SPEC §11.8).
-const Version = 1
+const Version = 2
 
 // ErrFull is returned by Append when the record would take the spool's
 // files over Options.MaxBytes (SPEC §11.5).
@@ -69,10 +68,10 @@ type ID struct {
 // Options configure Open.
 type Options struct {
 	// MaxBytes bounds the total size of the spool's files, the
-	// acknowledgement files included, and the damaged ones set aside
+	// acknowledgement file included, and the damaged ones set aside
 	// (*.corrupt, kept until someone removes them): Append refuses a
 	// record that would take the segments over MaxBytes less 1/64 of it,
-	// which is left to the acknowledgement files (a record alone in the
+	// which is left to the acknowledgement file (a record alone in the
 	// spool may use all of it). Space comes back when a segment whose
 	// records are all done is removed. 0 (or less) sets no bound.
 	MaxBytes int64
@@ -176,18 +175,6 @@ type Spool struct {
 	// no number is left above it. nextNum never wraps: a segment numbered
 	// below an older one would sort before it, out of the log's order.
 	numbersUsed bool
-	// strays are files of segments whose creation failed and whose
-	// removal failed too: counted in bytes until removed (createSegment).
-	strays []stray
-	// orphans are the .ack files of segments removed (or set aside), to
-	// remove once a sync of the directory begun after has ended: counted
-	// until then (reclaim). dirSyncs counts the syncs of the directory
-	// begun.
-	orphans  []orphan
-	dirSyncs uint64
-	// ackRetry: some segment's .ack file is stale (segment.ackStale); the
-	// next Ack looks for it.
-	ackRetry bool
 
 	bytes   int64  // Stats.Bytes
 	live    int64  // Stats.Records
@@ -204,7 +191,7 @@ type Spool struct {
 
 	wbuf []byte   // a record as written, reused by every Append
 	rd   reader   // Load's read-ahead
-	acks ackFiles // the open acknowledgement files, and Ack's buffers
+	done doneFile // the acknowledgement file, and Ack's buffers
 
 	commitState
 	line waitline.Line[int64] // AppendWait calls waiting for room, oldest first
@@ -216,8 +203,8 @@ type Spool struct {
 // of a segment (a crash mid-write) is truncated away; a record whose
 // checksum fails is skipped, counted and logged; a file whose header is
 // damaged is set aside (renamed *.corrupt), counted and logged: a segment's
-// records are lost with it, an acknowledgement file's segment is handed
-// again whole. Open fails, with an error naming dir, when another Spool
+// records are lost with it; with the acknowledgement file set aside,
+// every record is handed again. Open fails, with an error naming dir, when another Spool
 // holds the lock (in this process or another), when a file is of a newer
 // format Version, or when dir cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
 // §11.8.)
