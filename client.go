@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -119,13 +120,14 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 
 // Enqueue validates msg, fills its MessageId (a UUID v4) and Timestamp
 // (now) when unset, encodes it, and queues it for upload. It never blocks on
-// the network or on a full queue. msg may be a message or a pointer to one
-// (Track or *Track); the Callback gets the message value, a Track, with the
-// defaults filled. It returns:
+// the network or on a full queue. msg is one of the six message types or a
+// pointer to one (Track or *Track); the Callback gets the message value, a
+// Track, with the defaults filled. It returns:
 //
 //   - a *FieldError wrapping ErrInvalidMessage for a nil msg or nil pointer,
-//     a missing required field, or a value JSON cannot hold (a channel, a
-//     func, NaN, ±Inf, a cycle);
+//     a type of the caller's own that embeds a message, a missing required
+//     field, or a value JSON cannot hold (a channel, a func, NaN, ±Inf, a
+//     cycle);
 //   - an error wrapping ErrMessageTooLarge when the JSON is over
 //     MaxMessageBytes;
 //   - ErrQueueFull when the queue is at MaxQueueSize or MaxQueueBytes (with
@@ -159,11 +161,73 @@ func (c *Client) EnqueueContext(ctx context.Context, msg Message) error {
 }
 
 // enqueue is EnqueueContext when wait is true, else Enqueue (ctx unused).
+// It hands the message on as its concrete type: a method called through
+// the Message interface is one the compiler cannot see, so it would move
+// every message a caller passes to the heap (an allocation of 128 bytes,
+// a Track's size, per event); called on a Track, the caller's Track stays
+// on its stack. A pointer is followed here, which also spares the message it
+// points to.
 func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
-	if msg == nil || isNilPointer(msg) {
+	switch m := msg.(type) {
+	case Track:
+		return enqueueAs(c, ctx, wait, m)
+	case Identify:
+		return enqueueAs(c, ctx, wait, m)
+	case Page:
+		return enqueueAs(c, ctx, wait, m)
+	case Screen:
+		return enqueueAs(c, ctx, wait, m)
+	case Group:
+		return enqueueAs(c, ctx, wait, m)
+	case Alias:
+		return enqueueAs(c, ctx, wait, m)
+	case *Track:
+		if m != nil {
+			return enqueueAs(c, ctx, wait, *m)
+		}
+	case *Identify:
+		if m != nil {
+			return enqueueAs(c, ctx, wait, *m)
+		}
+	case *Page:
+		if m != nil {
+			return enqueueAs(c, ctx, wait, *m)
+		}
+	case *Screen:
+		if m != nil {
+			return enqueueAs(c, ctx, wait, *m)
+		}
+	case *Group:
+		if m != nil {
+			return enqueueAs(c, ctx, wait, *m)
+		}
+	case *Alias:
+		if m != nil {
+			return enqueueAs(c, ctx, wait, *m)
+		}
+	case Spooled:
 		c.stats.rejInvalid.Add(1)
-		return &FieldError{Type: "analytics.Message", Name: "(nil)", Reason: "a message is required"}
+		return m.Validate() // refused: it cannot be enqueued again
+	case *Spooled:
+		if m != nil {
+			c.stats.rejInvalid.Add(1)
+			return m.Validate()
+		}
+	case nil:
+	default:
+		if !isNilPointer(msg) {
+			// A type of the caller's own that embeds a message: Message
+			// is implemented by this package's types alone.
+			c.stats.rejInvalid.Add(1)
+			return &FieldError{Type: "analytics.Message", Name: "(message)", Reason: "not one of the six message types, or a pointer to one"}
+		}
 	}
+	c.stats.rejInvalid.Add(1)
+	return &FieldError{Type: "analytics.Message", Name: "(nil)", Reason: "a message is required"}
+}
+
+// enqueueAs is enqueue for a message of type M, not nil.
+func enqueueAs[M Message](c *Client, ctx context.Context, wait bool, msg M) error {
 	if err := msg.Validate(); err != nil {
 		c.stats.rejInvalid.Add(1)
 		return err
@@ -178,7 +242,7 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 	e.v3Wire = c.cfg.v3Wire
 	e.countKept = c.callback != nil // for keptBytes
 	now := time.Now()
-	generated, err := e.encodeMessage(msg, now)
+	generated, err := encodeAs(e, msg, now)
 	if err != nil {
 		if errors.Is(err, ErrMessageTooLarge) {
 			c.stats.rejTooLarge.Add(1)
@@ -212,6 +276,28 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 		c.loop.Wake()
 	}
 	return nil
+}
+
+// encodeAs is encoder.encodeMessage for a message of type M: the same
+// steps, with m's methods called on its type (see enqueue).
+func encodeAs[M Message](e *encoder, m M, ts time.Time) (generated bool, err error) {
+	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
+	var id []byte
+	if m.id() == "" {
+		e.newID()
+		id, generated = e.id[:], true
+	}
+	err = m.encode(e, id, ts)
+	if e.over > 0 {
+		return generated, fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
+	}
+	if err != nil {
+		return generated, err
+	}
+	if len(e.buf) > MaxMessageBytes {
+		return generated, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
+	}
+	return generated, nil
 }
 
 // accept pushes the encoded event through the intake and counts it, or

@@ -422,6 +422,41 @@ func TestCallbackPanicIsRecovered(t *testing.T) {
 }
 
 // concurrency wraps a RoundTripper and records the most requests it had in
+// TestEnqueueKeepsTheMessageOnTheCallersStack: Enqueue of a message with
+// its MessageId set (no id to make) and no Callback (nothing to keep)
+// allocates nothing, so the caller's Track, passed by value or by
+// pointer, is not moved to the heap. Calling its methods through the
+// Message interface would cost an allocation of its size per event.
+func TestEnqueueKeepsTheMessageOnTheCallersStack(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	c, err := New("wk", WithEndpoint("http://alloc.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
+		WithFlushAt(MaxBatchEvents), WithFlushInterval(time.Hour))
+	require.NoError(t, err, "New")
+	defer c.Close()
+	props := Properties{"plan": "pro"}
+	enqueue := func(byPointer bool) {
+		if queued, _, _, _ := c.q.Sizes(); queued >= quietDrain {
+			drain(c)
+		}
+		var err error
+		if byPointer {
+			err = c.Enqueue(&Track{MessageId: "m1", UserId: "u", Event: "E", Properties: props})
+		} else {
+			err = c.Enqueue(Track{MessageId: "m1", UserId: "u", Event: "E", Properties: props})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range quietDrain { // the queue's storage grown once, before counting
+		enqueue(false)
+	}
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { enqueue(false) }), "allocations per Enqueue(Track)")
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { enqueue(true) }), "allocations per Enqueue(*Track)")
+}
+
 // flight at once. It also counts CloseIdleConnections calls.
 type concurrency struct {
 	next               http.RoundTripper

@@ -390,7 +390,7 @@ func TestTypedNilMessageIsInvalid(t *testing.T) {
 	msgs := []Message{
 		nil,
 		(*Track)(nil), (*Identify)(nil), (*Page)(nil), (*Screen)(nil), (*Group)(nil), (*Alias)(nil),
-		(*ownTrack)(nil),
+		(*ownTrack)(nil), (*Spooled)(nil),
 	}
 	e := newEnv(t, newAPI())
 	for _, m := range msgs {
@@ -408,6 +408,29 @@ func TestTypedNilMessageIsInvalid(t *testing.T) {
 	ok, failed := e.out.Calls()
 	assert.Zero(t, ok, "Success callbacks for refused messages")
 	assert.Zero(t, failed, "Failure callbacks for refused messages")
+}
+
+// TestMessageOfAnotherTypeIsInvalid: a caller's type that embeds a
+// message, and a Spooled, by value or by pointer, are refused with a
+// *FieldError, counted as invalid and without a callback: Enqueue takes
+// this package's six message types (and pointers to them) alone, so that
+// it can call their methods on their own types.
+func TestMessageOfAnotherTypeIsInvalid(t *testing.T) {
+	track := Track{UserId: "u", Event: "E"}
+	msgs := []Message{ownTrack{track}, &ownTrack{track}, Spooled{Type: "track", MessageId: "s1"}, &Spooled{Type: "track", MessageId: "s2"}}
+	e := newEnv(t, newAPI())
+	for _, m := range msgs {
+		err := e.client.Enqueue(m)
+		assert.ErrorIs(t, err, ErrInvalidMessage, "Enqueue(%T)", m)
+		var fe *FieldError
+		assert.ErrorAs(t, err, &fe, "Enqueue(%T)", m)
+	}
+	e.close()
+	st := e.client.Stats()
+	assert.Equal(t, int64(len(msgs)), st.Rejected.Invalid, "events rejected as invalid")
+	assert.Zero(t, st.Enqueued, "events accepted")
+	ok, failed := e.out.Calls()
+	assert.Zero(t, ok+failed, "callbacks for refused messages")
 }
 
 // TestPointerMessageCallbackGetsTheValue: a pointer to a message is
