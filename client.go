@@ -3,7 +3,6 @@ package analytics
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -276,28 +275,6 @@ func enqueueAs[M Message](c *Client, ctx context.Context, wait bool, msg M) erro
 		c.loop.Wake()
 	}
 	return nil
-}
-
-// encodeAs is encoder.encodeMessage for a message of type M: the same
-// steps, with m's methods called on its type (see enqueue).
-func encodeAs[M Message](e *encoder, m M, ts time.Time) (generated bool, err error) {
-	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
-	var id []byte
-	if m.id() == "" {
-		e.newID()
-		id, generated = e.id[:], true
-	}
-	err = m.encode(e, id, ts)
-	if e.over > 0 {
-		return generated, fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
-	}
-	if err != nil {
-		return generated, err
-	}
-	if len(e.buf) > MaxMessageBytes {
-		return generated, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
-	}
-	return generated, nil
 }
 
 // accept pushes the encoded event through the intake and counts it, or

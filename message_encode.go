@@ -18,6 +18,13 @@ import (
 // whether it generated the id. e.buf holds the JSON, which must be copied
 // before e is reused.
 func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
+	return encodeAs(e, m, ts)
+}
+
+// encodeAs is encodeMessage with the message's methods called on its own
+// type M, so that Enqueue's caller keeps its message on its stack: called
+// through the interface, they would make every message escape.
+func encodeAs[M Message](e *encoder, m M, ts time.Time) (generated bool, err error) {
 	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
 	var id []byte
 	if m.id() == "" {
