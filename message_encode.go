@@ -48,7 +48,12 @@ func encodeAs[M Message](e *encoder, m M, ts time.Time) (generated bool, err err
 
 // newID writes a new random (version 4, RFC 9562) UUID into e.id.
 func (e *encoder) newID() {
-	u, _ := uuid.NewRandomFromReader(&e.random) // randomBytes never fails
+	// What uuid.NewRandomFromReader does, without handing u to an
+	// io.Reader, through which it would escape to the heap.
+	var u uuid.UUID
+	e.random.fill(u[:])
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // the RFC 9562 variant
 	// As u.String() writes it, without allocating a string per id.
 	hex.Encode(e.id[0:8], u[0:4])
 	e.id[8] = '-'
@@ -61,7 +66,7 @@ func (e *encoder) newID() {
 	hex.Encode(e.id[24:36], u[10:16])
 }
 
-// randomBytes is an io.Reader of crypto/rand bytes, read from the system
+// randomBytes hands out crypto/rand bytes, read from the system
 // idsPerRead messageIds at a time. It is what bufio.Reader would be over
 // crypto/rand.Reader, for less per id, and it clears the bytes it hands
 // out: an id's randomness is used once and not kept.
@@ -73,10 +78,10 @@ type randomBytes struct {
 // idsPerRead is how many messageIds one read of crypto/rand serves.
 const idsPerRead = 16
 
-// Read fills p from the buffer, and the buffer from crypto/rand when it is
-// empty.
-func (r *randomBytes) Read(p []byte) (int, error) {
-	if r.unread == 0 {
+// fill fills p (at most the buffer's length) from the buffer, and the
+// buffer from crypto/rand when what is left of it is too short.
+func (r *randomBytes) fill(p []byte) {
+	if r.unread < len(p) {
 		_, _ = rand.Read(r.buf[:]) // crypto/rand.Read never fails: it crashes the program instead
 		r.unread = len(r.buf)
 	}
@@ -84,7 +89,6 @@ func (r *randomBytes) Read(p []byte) (int, error) {
 	n := copy(p, r.buf[from:])
 	clear(r.buf[from : from+n])
 	r.unread -= n
-	return n, nil
 }
 
 func (m Track) encode(e *encoder, id []byte, ts time.Time) error {
