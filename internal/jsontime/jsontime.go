@@ -4,8 +4,9 @@
 // same bytes as time.Time.AppendFormat with that layout, several times
 // faster, which matters since every Enqueue writes one.
 //
-// The analytics package's encoder writes the timestamps through a Cache,
-// and package consumer writes sentAt with Append.
+// The analytics package's encoder writes the timestamps through a Cache;
+// package consumer writes each body's sentAt, once a batch, with
+// time.Time.AppendFormat and Layout.
 package jsontime
 
 import "time"
