@@ -181,47 +181,55 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 	case Alias:
 		return enqueueAs(c, ctx, wait, m)
 	case *Track:
-		if m != nil {
-			return enqueueAs(c, ctx, wait, *m)
-		}
+		return enqueuePointer(c, ctx, wait, m)
 	case *Identify:
-		if m != nil {
-			return enqueueAs(c, ctx, wait, *m)
-		}
+		return enqueuePointer(c, ctx, wait, m)
 	case *Page:
-		if m != nil {
-			return enqueueAs(c, ctx, wait, *m)
-		}
+		return enqueuePointer(c, ctx, wait, m)
 	case *Screen:
-		if m != nil {
-			return enqueueAs(c, ctx, wait, *m)
-		}
+		return enqueuePointer(c, ctx, wait, m)
 	case *Group:
-		if m != nil {
-			return enqueueAs(c, ctx, wait, *m)
-		}
+		return enqueuePointer(c, ctx, wait, m)
 	case *Alias:
-		if m != nil {
-			return enqueueAs(c, ctx, wait, *m)
-		}
-	case Spooled:
+		return enqueuePointer(c, ctx, wait, m)
+	}
+	c.stats.rejInvalid.Add(1)
+	return refused(msg)
+}
+
+// enqueuePointer is enqueue for a pointer to a message of type M.
+func enqueuePointer[M Message](c *Client, ctx context.Context, wait bool, m *M) error {
+	if m == nil {
 		c.stats.rejInvalid.Add(1)
-		return m.Validate() // refused: it cannot be enqueued again
+		return noMessage()
+	}
+	return enqueueAs(c, ctx, wait, *m)
+}
+
+// refused is the error of a msg that is none of the six types nor a
+// pointer to one: a Spooled's (it cannot be enqueued again), a type of
+// the caller's own that embeds a message (Message is implemented by this
+// package's types alone), or nil.
+func refused(msg Message) error {
+	switch m := msg.(type) {
+	case Spooled:
+		return m.Validate()
 	case *Spooled:
 		if m != nil {
-			c.stats.rejInvalid.Add(1)
 			return m.Validate()
 		}
 	case nil:
 	default:
 		if !isNilPointer(msg) {
-			// A type of the caller's own that embeds a message: Message
-			// is implemented by this package's types alone.
-			c.stats.rejInvalid.Add(1)
 			return &FieldError{Type: "analytics.Message", Name: "(message)", Reason: "not one of the six message types, or a pointer to one"}
 		}
 	}
-	c.stats.rejInvalid.Add(1)
+	return noMessage()
+}
+
+// noMessage is the error of a nil message or nil pointer: a new one each
+// time, since a caller may change what it gets.
+func noMessage() error {
 	return &FieldError{Type: "analytics.Message", Name: "(nil)", Reason: "a message is required"}
 }
 

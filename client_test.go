@@ -421,7 +421,6 @@ func TestCallbackPanicIsRecovered(t *testing.T) {
 	})
 }
 
-// concurrency wraps a RoundTripper and records the most requests it had in
 // TestEnqueueKeepsTheMessageOnTheCallersStack: Enqueue of a message with
 // its MessageId set (no id to make) and no Callback (nothing to keep)
 // allocates nothing, so the caller's Track, passed by value or by
@@ -457,6 +456,7 @@ func TestEnqueueKeepsTheMessageOnTheCallersStack(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { enqueue(true) }), "allocations per Enqueue(*Track)")
 }
 
+// concurrency wraps a RoundTripper and records the most requests it had in
 // flight at once. It also counts CloseIdleConnections calls.
 type concurrency struct {
 	next               http.RoundTripper
