@@ -162,16 +162,22 @@ func (o *object) str(k, v string) {
 		e.string(v)
 		return
 	}
-	b := e.buf
-	if !o.empty {
+	e.buf = appendPlainMember(e.buf, o.empty, k, v)
+	o.empty = false
+}
+
+// appendPlainMember appends the member "k":"v" to b, after a comma unless
+// it is the first: k and v need no escaping, and the caller has checked
+// that they fit.
+func appendPlainMember(b []byte, first bool, k, v string) []byte {
+	if !first {
 		b = append(b, ',')
 	}
-	o.empty = false
 	b = append(b, '"')
 	b = append(b, k...)
 	b = append(b, '"', ':', '"')
 	b = append(b, v...)
-	e.buf = append(b, '"')
+	return append(b, '"')
 }
 
 // time writes a timestamp member in the wire layout, omitted when zero:
@@ -264,14 +270,7 @@ func (e *encoder) smallObject(m map[string]any) error {
 			if e.countKept {
 				e.kept += boxKept(p.v)
 			}
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = append(b, p.k...)
-			b = append(b, '"', ':', '"')
-			b = append(b, v...)
-			b = append(b, '"')
+			b = appendPlainMember(b, j == 0, p.k, v)
 			continue
 		}
 		e.buf = b
