@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dualpath/analytics-go/internal/jsontime"
+	"github.com/dualpath/analytics-go/internal/defaults"
 )
 
 // maxDepth bounds the nesting of maps and slices in a message. Deeper means
@@ -48,7 +48,7 @@ type encoder struct {
 	// on its encoded size; 0 until then.
 	over int
 	// times writes timestamps; those of a burst share their second's text.
-	times jsontime.Cache
+	times timeCache
 	// v3Wire writes the message as segmentio/analytics-go v3 did
 	// (WithV3Wire): no context.library, a context only when the message
 	// has one, timestamps as encoding/json writes a time.Time. The caller
@@ -190,10 +190,36 @@ func (o *object) time(k string, t time.Time) {
 		if o.e.v3Wire {
 			b = t.AppendFormat(b, time.RFC3339Nano)
 		} else {
-			b = o.e.times.Append(b, t)
+			b = o.e.times.append(b, t)
 		}
 		o.e.buf = append(b, '"')
 	}
+}
+
+// timeCache writes times in the wire layout, defaults.TimeLayout, keeping
+// the text of the second it wrote last: the events of a burst share it,
+// and a time costs a copy and three digits instead of a calendar
+// computation. The zero value is ready to use.
+type timeCache struct {
+	sec    int64                          // the Unix second of text
+	text   [len(defaults.TimeLayout)]byte // that second's text, milliseconds aside
+	filled bool
+}
+
+// append appends t as t.UTC().AppendFormat(dst, defaults.TimeLayout) does.
+func (c *timeCache) append(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	if year := t.Year(); year < 0 || year > 9999 {
+		return t.AppendFormat(dst, defaults.TimeLayout) // beyond four digits: not cached
+	}
+	if sec := t.Unix(); !c.filled || sec != c.sec {
+		t.AppendFormat(c.text[:0], defaults.TimeLayout)
+		c.sec, c.filled = sec, true
+	}
+	const secondLen = len("2006-01-02T15:04:05.")
+	ms := t.Nanosecond() / int(time.Millisecond)
+	dst = append(dst, c.text[:secondLen]...)
+	return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
 // fields writes the map member k, omitted when m is empty. Its errors name

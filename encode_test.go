@@ -7,9 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dualpath/analytics-go/internal/defaults"
 )
 
 // refuseBudget is how many bytes refusing an oversized message may
@@ -225,5 +228,27 @@ func TestKeyOrderOrdersByKey(t *testing.T) {
 		for i := 1; i < n; i++ {
 			require.Less(t, p[order[i-1]].k, p[order[i]].k, "keys %d and %d of %v in order %v", i-1, i, p, order[:n])
 		}
+	}
+}
+
+// timeCache writes what time's own formatting writes, through runs of
+// times in one second, across seconds and zones, and for the years it
+// hands to time because they do not fit four digits.
+func TestTimeCacheMatchesTheLayout(t *testing.T) {
+	var c timeCache
+	base := time.Date(2026, 11, 29, 23, 59, 58, 0, time.UTC)
+	var times []time.Time
+	for ms := 0; ms < 3000; ms += 7 {
+		times = append(times, base.Add(time.Duration(ms)*time.Millisecond+123*time.Microsecond))
+	}
+	times = append(times,
+		base.In(time.FixedZone("X", -7200)), // the same second, in another zone
+		time.Date(2024, 2, 29, 1, 2, 3, 4_000_000, time.FixedZone("Y", 19800)),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 5_000_000, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC),
+		base, base.Add(-time.Second), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Now())
+	for _, tm := range times {
+		require.Equal(t, tm.UTC().Format(defaults.TimeLayout), string(c.append(nil, tm)), "timeCache.append(%v)", tm)
 	}
 }

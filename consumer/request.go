@@ -13,7 +13,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/dualpath/analytics-go/internal/jsontime"
+	"github.com/dualpath/analytics-go/internal/defaults"
 )
 
 // newRequest builds the POST of one attempt: the body (id is the batch's
@@ -77,9 +77,9 @@ type envelope struct {
 
 // size is the most bytes the envelope takes around the events.
 func (env envelope) size() int {
-	n := len(bodyOpen) + len(bodySentAt) + len(jsontime.Layout) + len(bodyContext) + len(env.context) + len(bodyClose)
+	n := len(bodyOpen) + len(bodySentAt) + len(defaults.TimeLayout) + len(bodyContext) + len(env.context) + len(bodyClose)
 	if env.jsonTimes {
-		n += jsonTimeMax - len(jsontime.Layout)
+		n += jsonTimeMax - len(defaults.TimeLayout)
 	}
 	if env.batchID {
 		n += len(bodyMessageID) + batchIDLen + len(bodyIDSentAt) - len(bodySentAt)
@@ -125,9 +125,7 @@ func newBatchBody(events [][]byte, env envelope, id string, sentAt time.Time) ba
 	if env.jsonTimes {
 		tail = sentAt.AppendFormat(tail, time.RFC3339Nano)
 	} else {
-		// Once a batch: time's own formatting, which jsontime.Append
-		// matches byte for byte, is fast enough here.
-		tail = sentAt.UTC().AppendFormat(tail, jsontime.Layout)
+		tail = sentAt.UTC().AppendFormat(tail, defaults.TimeLayout)
 	}
 	tail = append(tail, bodyContext...)
 	tail = append(tail, env.context...)

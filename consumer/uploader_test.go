@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dualpath/analytics-go/internal/jsontime"
+	"github.com/dualpath/analytics-go/internal/defaults"
 	"github.com/dualpath/analytics-go/retry"
 )
 
@@ -68,14 +68,14 @@ func TestBodyIdenticalOnEveryAttemptButSentAt(t *testing.T) {
 		require.NoError(t, one(t, r.deliver(context.Background(), 5), 5))
 		reqs := r.tr.requests()
 		require.Len(t, reqs, 4)
-		firstAt, err := time.Parse(jsontime.Layout, reqs[0].batch.SentAt)
+		firstAt, err := time.Parse(defaults.TimeLayout, reqs[0].batch.SentAt)
 		require.NoError(t, err)
 		for i, s := range reqs {
 			// Everything up to sentAt is the same bytes.
 			head := s.body[:bytes.Index(s.body, []byte(`,"sentAt":`))]
 			first := reqs[0].body[:bytes.Index(reqs[0].body, []byte(`,"sentAt":`))]
 			assert.Equal(t, string(first), string(head), "attempt %d: the events", i)
-			at, err := time.Parse(jsontime.Layout, s.batch.SentAt)
+			at, err := time.Parse(defaults.TimeLayout, s.batch.SentAt)
 			require.NoError(t, err, "attempt %d sentAt %q", i, s.batch.SentAt)
 			assert.WithinDuration(t, s.at.UTC().Truncate(time.Millisecond), at, 0, "attempt %d: sentAt is the attempt's time", i)
 			if i > 0 {

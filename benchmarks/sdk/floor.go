@@ -14,7 +14,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	ours "github.com/dualpath/analytics-go"
-	"github.com/dualpath/analytics-go/internal/jsontime"
 )
 
 // floorBatch and floorUploads are ours's defaults: 250 events a request,
@@ -47,7 +46,7 @@ type floorClient struct {
 
 	mu    sync.Mutex
 	batch *floorBody
-	times jsontime.Cache // guarded by mu
+	times floorTimes // guarded by mu
 
 	bodies  chan *floorBody
 	pool    sync.Pool // *floorBody
@@ -106,13 +105,34 @@ func (f *floorClient) Track(id, userID string) error {
 	return nil
 }
 
+// timeLayout is the wire format of times, ours's.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// floorTimes writes times in timeLayout as ours's encoder does: time's
+// own formatting once a second, and the milliseconds of each time after
+// that second's text.
+type floorTimes struct {
+	sec  int64
+	text []byte
+}
+
+func (c *floorTimes) append(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	if sec := t.Unix(); c.text == nil || sec != c.sec {
+		c.sec, c.text = sec, t.AppendFormat(c.text[:0], timeLayout)
+	}
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, c.text[:len(c.text)-4]...)
+	return append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
 // appendTrack appends the event as ours writes it. f.mu is held (for
 // f.times).
 func (f *floorClient) appendTrack(b []byte, id, userID string, now time.Time, props ours.Properties) []byte {
 	b = append(b, `{"type":"track","messageId":`...)
 	b = appendString(b, id)
 	b = append(b, `,"timestamp":"`...)
-	b = f.times.Append(b, now)
+	b = f.times.append(b, now)
 	b = append(b, `","userId":`...)
 	b = appendString(b, userID)
 	b = append(b, `,"event":`...)
@@ -194,7 +214,7 @@ func (f *floorClient) upload() {
 		zw.Reset(&zbuf)
 		head = append(head[:0], `{"batch":[`...)
 		tail = append(tail[:0], `],"sentAt":"`...)
-		tail = jsontime.Append(tail, time.Now())
+		tail = time.Now().UTC().AppendFormat(tail, timeLayout)
 		tail = append(tail, `","context":`...)
 		tail = append(tail, floorLibrary...)
 		tail = append(tail, '}')

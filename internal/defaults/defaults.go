@@ -33,3 +33,9 @@ const MaxWait = 7 * 24 * time.Hour
 // MaxBatchBytes is the largest batch body the SDK sends, and the tracking
 // API takes, envelope included, before compression (docs/SPEC.md §3).
 const MaxBatchBytes = 500_000
+
+// TimeLayout is the wire format of times (docs/SPEC.md §2, §4), a layout
+// of package time: RFC 3339 in UTC with milliseconds. The root's encoder
+// writes each message's timestamp in it, package consumer each body's
+// sentAt.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
