@@ -34,9 +34,9 @@ func (discard) RoundTrip(r *http.Request) (*http.Response, error) {
 // quietClient uploads nothing on its own: the benchmark drains its queue,
 // outside the timer, before it reaches FlushAt (MaxBatchEvents, the most
 // there is), so Enqueue is measured alone on a queue of realistic size.
-func quietClient(b *testing.B) *Client {
-	c, err := New("wk", WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
-		WithMaxQueueSize(quietQueue), WithFlushAt(MaxBatchEvents), WithFlushInterval(time.Hour))
+func quietClient(b *testing.B, opts ...Option) *Client {
+	c, err := New("wk", append([]Option{WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
+		WithMaxQueueSize(quietQueue), WithFlushAt(MaxBatchEvents), WithFlushInterval(time.Hour)}, opts...)...)
 	require.NoError(b, err, "New")
 	return c
 }
@@ -54,7 +54,7 @@ func drain(c *Client) {
 	batch := q.Drain()
 	size := 0
 	for _, it := range batch.Items {
-		size += len(it.Data)
+		size += it.Size()
 	}
 	q.Release(len(batch.Items), size)
 }
@@ -79,6 +79,39 @@ func BenchmarkEnqueue(b *testing.B) {
 		if err := c.Enqueue(msg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEnqueueFreshMessage is Enqueue as an application calls it: a
+// Track and its 5-property map built for the call, with no Callback
+// (nothing kept: the map stays on the caller's stack) and with one (the
+// copy a callback gets is made and kept).
+func BenchmarkEnqueueFreshMessage(b *testing.B) {
+	for _, cb := range []struct {
+		name string
+		opts []Option
+	}{
+		{"no-callback", nil},
+		{"callback", []Option{WithCallback(CallbackFunc(func(Message, error) {}))}},
+	} {
+		b.Run(cb.name, func(b *testing.B) {
+			c := quietClient(b, cb.opts...)
+			defer c.Close()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i%quietDrain == 0 {
+					b.StopTimer()
+					drain(c)
+					b.StartTimer()
+				}
+				err := c.Enqueue(Track{UserId: "user-12345", Event: "Order Completed", Properties: Properties{
+					"plan": "pro", "currency": "USD", "coupon": "WINTER", "sku": "sku-42", "category": "books",
+				}})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/dualpath/analytics-go/analyticstest"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // blockingCallback blocks every Success until release is closed.
@@ -96,4 +98,64 @@ func typeOf(m Message) string {
 		return m.Type
 	}
 	return fmt.Sprintf("not a message value: %T", m)
+}
+
+// A callback's message is a copy taken at Enqueue: the same fields and
+// members, in maps and a Context of its own, so that what the caller does
+// to its message afterwards shows neither in what was sent nor in what
+// the callback gets, and the other way round. Its Timestamp is the same
+// instant, in UTC, Local, or a fixed zone of the same name and offset.
+func TestCallbackGetsACopyOfTheMessage(t *testing.T) {
+	zone := time.FixedZone("XST", -7*3600)
+	stamps := []time.Time{
+		time.Date(2026, 12, 2, 10, 0, 0, 123_000_000, time.UTC),
+		time.Date(2026, 12, 2, 10, 0, 0, 0, time.Local),
+		time.Date(2026, 12, 2, 10, 0, 0, 0, zone),
+	}
+	e := newEnv(t, newAPI())
+	props := Properties{"plan": "pro", "nested": map[string]any{"a": 1}}
+	ctx := &Context{Locale: "en-US", Traits: Traits{"t": "v"}}
+	integrations := Integrations{"All": false}
+	for i, ts := range stamps {
+		e.enqueue(Track{MessageId: fmt.Sprint("m", i), UserId: "u", Event: "E", Timestamp: ts,
+			Properties: props, Context: ctx, Integrations: integrations})
+	}
+	e.enqueue(&Page{MessageId: "p", UserId: "u", Name: "Home", Properties: props})
+	props["plan"], props["added"] = "changed", true
+	ctx.Locale = "fr-FR"
+	integrations["All"] = true
+	e.close()
+
+	got := e.out.Successes()
+	require.Len(t, got, 4, "callbacks")
+	for i, ts := range stamps {
+		tr, ok := got[i].(Track)
+		require.True(t, ok, "a Track: %T", got[i])
+		assert.Equal(t, fmt.Sprint("m", i), tr.MessageId)
+		assert.Equal(t, Properties{"plan": "pro", "nested": map[string]any{"a": 1}}, tr.Properties, "properties as enqueued")
+		assert.Equal(t, Integrations{"All": false}, tr.Integrations, "integrations as enqueued")
+		assert.Equal(t, "en-US", tr.Context.Locale, "the context as enqueued")
+		assert.Equal(t, Traits{"t": "v"}, tr.Context.Traits)
+		assert.True(t, tr.Timestamp.Equal(ts), "the same instant: %v, %v", tr.Timestamp, ts)
+		gotName, gotOff := tr.Timestamp.Zone()
+		wantName, wantOff := ts.Zone()
+		assert.Equal(t, wantName, gotName, "zone name")
+		assert.Equal(t, wantOff, gotOff, "zone offset")
+		tr.Properties["x"] = 1 // the callback's map is its own
+	}
+	assert.Equal(t, time.UTC, got[0].(Track).Timestamp.Location(), "a UTC time stays in UTC")
+	assert.Equal(t, time.Local, got[1].(Track).Timestamp.Location(), "a Local time stays in Local")
+	pg, ok := got[3].(Page)
+	require.True(t, ok, "a Page: %T", got[3])
+	assert.Equal(t, "pro", pg.Properties["plan"], "a pointer's message is copied too")
+	assert.NotContains(t, props, "x", "the callback's map is not the caller's")
+	var sent int
+	for _, r := range e.api.Requests() {
+		for _, ev := range r.Events {
+			assert.Equal(t, "pro", ev["properties"].(map[string]any)["plan"], "sent as enqueued")
+			assert.NotContains(t, ev["properties"], "added", "sent as enqueued")
+			sent++
+		}
+	}
+	assert.Equal(t, 4, sent, "events sent")
 }

@@ -164,7 +164,7 @@ func measureKept(tb testing.TB, shape func(int) Message, n int) (heap, encoded, 
 		if generated {
 			id = string(e.id[:])
 		}
-		kept[i] = msg.withDefaults(id, now)
+		kept[i] = msg.kept(id, now)
 		encodedSum += len(e.buf)
 		estimateSum += keptBytes(msg, e.buf, e.kept)
 	}
@@ -417,7 +417,7 @@ func TestKeptBytesOfEveryShape(t *testing.T) {
 			if generated {
 				id = string(e.id[:])
 			}
-			value := msg.withDefaults(id, now)
+			value := msg.kept(id, now)
 			want := max(len(e.buf)-envelopeBytes, 0) + keptBeyondStrings[name]
 			assert.Equal(t, want, keptBytes(value, e.buf, e.kept), "%s (v3 wire %v)", name, v3)
 

@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"reflect"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -16,9 +17,9 @@ type Message interface {
 	// encode appends the message's JSON to e, using id and ts where the
 	// message has no MessageId or Timestamp of its own.
 	encode(e *encoder, id []byte, ts time.Time) error
-	// withDefaults returns a copy with Type, MessageId and Timestamp
-	// filled: the message a Callback gets.
-	withDefaults(id string, ts time.Time) Message
+	// kept returns what a Callback gets: a copy with Type, MessageId
+	// and Timestamp filled that keeps nothing of the caller's (see Track's).
+	kept(id string, ts time.Time) Message
 	// id returns the MessageId field.
 	id() string
 }
@@ -198,34 +199,100 @@ func (m Alias) Validate() error {
 	return nil
 }
 
-func (m Track) withDefaults(id string, ts time.Time) Message {
-	m.Type, m.MessageId, m.Timestamp = "track", or(m.MessageId, id), orTime(m.Timestamp, ts)
-	return m
+// The kept methods return what a Callback gets: a copy of the message
+// with Type, MessageId (id when it has none) and Timestamp (ts when zero)
+// filled, that shares no memory with the caller's message but the values
+// inside its maps: its strings are copies, and its maps and Context are
+// new ones holding the same members. So Enqueue keeps nothing the caller
+// passed, and the caller's message, strings and maps may stay on its
+// stack (see enqueue). Each field is copied by name into a new value: a
+// copy of the whole message would make the compiler keep the caller's
+// message on the heap.
+
+func (m Track) kept(id string, ts time.Time) Message {
+	return Track{Type: "track", MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
+		UserId: strings.Clone(m.UserId), Event: strings.Clone(m.Event), Timestamp: keptTime(m.Timestamp, ts),
+		Context: m.Context.kept(), Properties: keptMap(m.Properties), Integrations: keptMap(m.Integrations)}
 }
 
-func (m Identify) withDefaults(id string, ts time.Time) Message {
-	m.Type, m.MessageId, m.Timestamp = "identify", or(m.MessageId, id), orTime(m.Timestamp, ts)
-	return m
+func (m Identify) kept(id string, ts time.Time) Message {
+	return Identify{Type: "identify", MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
+		UserId: strings.Clone(m.UserId), Timestamp: keptTime(m.Timestamp, ts),
+		Context: m.Context.kept(), Traits: keptMap(m.Traits), Integrations: keptMap(m.Integrations)}
 }
 
-func (m Page) withDefaults(id string, ts time.Time) Message {
-	m.Type, m.MessageId, m.Timestamp = "page", or(m.MessageId, id), orTime(m.Timestamp, ts)
-	return m
+func (m Page) kept(id string, ts time.Time) Message {
+	return Page{Type: "page", MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
+		UserId: strings.Clone(m.UserId), Name: strings.Clone(m.Name), Category: strings.Clone(m.Category),
+		Timestamp: keptTime(m.Timestamp, ts), Context: m.Context.kept(), Properties: keptMap(m.Properties),
+		Integrations: keptMap(m.Integrations)}
 }
 
-func (m Screen) withDefaults(id string, ts time.Time) Message {
-	m.Type, m.MessageId, m.Timestamp = "screen", or(m.MessageId, id), orTime(m.Timestamp, ts)
-	return m
+func (m Screen) kept(id string, ts time.Time) Message {
+	return Screen{Type: "screen", MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
+		UserId: strings.Clone(m.UserId), Name: strings.Clone(m.Name), Category: strings.Clone(m.Category),
+		Timestamp: keptTime(m.Timestamp, ts), Context: m.Context.kept(), Properties: keptMap(m.Properties),
+		Integrations: keptMap(m.Integrations)}
 }
 
-func (m Group) withDefaults(id string, ts time.Time) Message {
-	m.Type, m.MessageId, m.Timestamp = "group", or(m.MessageId, id), orTime(m.Timestamp, ts)
-	return m
+func (m Group) kept(id string, ts time.Time) Message {
+	return Group{Type: "group", MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
+		UserId: strings.Clone(m.UserId), GroupId: strings.Clone(m.GroupId), Timestamp: keptTime(m.Timestamp, ts),
+		Context: m.Context.kept(), Traits: keptMap(m.Traits), Integrations: keptMap(m.Integrations)}
 }
 
-func (m Alias) withDefaults(id string, ts time.Time) Message {
-	m.Type, m.MessageId, m.Timestamp = "alias", or(m.MessageId, id), orTime(m.Timestamp, ts)
-	return m
+func (m Alias) kept(id string, ts time.Time) Message {
+	return Alias{Type: "alias", MessageId: orClone(m.MessageId, id), PreviousId: strings.Clone(m.PreviousId),
+		UserId: strings.Clone(m.UserId), Timestamp: keptTime(m.Timestamp, ts),
+		Context: m.Context.kept(), Integrations: keptMap(m.Integrations)}
+}
+
+// orClone returns a copy of s, or def when s is empty.
+func orClone(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return strings.Clone(s)
+}
+
+// keptMap returns a new map with m's members, nil for nil.
+func keptMap[M ~map[string]any](m M) M {
+	if m == nil {
+		return nil
+	}
+	k := make(M, len(m))
+	for key, v := range m {
+		k[key] = v
+	}
+	return k
+}
+
+// kept returns a copy of c, nil for nil. Its strings and maps are c's:
+// only the struct is new.
+func (c *Context) kept() *Context {
+	if c == nil {
+		return nil
+	}
+	k := *c
+	return &k
+}
+
+// keptTime returns t, or def when t is zero, as a time made anew from its
+// instant and zone: the same instant, in UTC or Local when t is in one of
+// them, else in a fixed zone of t's name and offset; without a monotonic
+// clock reading when t is the caller's.
+func keptTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	k := time.Unix(t.Unix(), int64(t.Nanosecond()))
+	switch t.Location() {
+	case time.UTC:
+		return k.UTC()
+	case time.Local:
+		return k
+	}
+	return k.In(time.FixedZone(t.Zone()))
 }
 
 // keptBytes estimates the heap that msg, kept for the callback, holds: the
@@ -247,7 +314,7 @@ func (m Alias) withDefaults(id string, ts time.Time) Message {
 // Enqueue with a callback (instructions, with 5 and 20 properties).
 func keptBytes(msg Message, encoded []byte, reached int) int {
 	n := max(len(encoded)-envelopeBytes, 0) + reached
-	// The message struct: withDefaults hands back a value of one of the
+	// The message struct: kept hands back a value of one of the
 	// six types, whose size this is.
 	switch m := msg.(type) {
 	case Track:

@@ -16,34 +16,36 @@ import (
 // Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
 // the defaults of docs/SPEC.md §2, filled once, at Enqueue. It returns
 // whether it generated the id. e.buf holds the JSON, which must be copied
-// before e is reused.
+// before e is reused. Enqueue does the same steps on each message's own
+// type (enqueuing).
 func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	return encodeAs(e, m, ts)
-}
-
-// encodeAs is encodeMessage with the message's methods called on its own
-// type M, so that Enqueue's caller keeps its message on its stack: called
-// through the interface, they would make every message escape.
-func encodeAs[M Message](e *encoder, m M, ts time.Time) (generated bool, err error) {
-	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
+	e.reset()
 	var id []byte
 	if m.id() == "" {
 		e.newID()
 		id, generated = e.id[:], true
 	}
-	err = m.encode(e, id, ts)
-	if e.over > 0 {
+	return generated, e.checkSize(m.encode(e, id, ts))
+}
+
+// reset readies e for the next message.
+func (e *encoder) reset() {
+	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
+}
+
+// checkSize returns err, the encoding's, or ErrMessageTooLarge for a
+// message found too large before its end or over MaxMessageBytes once
+// written.
+func (e *encoder) checkSize(err error) error {
+	switch {
+	case e.over > 0:
 		// Found too large before the end: what is left unwritten would
 		// only add to the size.
-		return generated, fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
+		return fmt.Errorf("%w: at least %d bytes, the limit is %d", ErrMessageTooLarge, e.over, MaxMessageBytes)
+	case err == nil && len(e.buf) > MaxMessageBytes:
+		return fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
 	}
-	if err != nil {
-		return generated, err
-	}
-	if len(e.buf) > MaxMessageBytes {
-		return generated, fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrMessageTooLarge, len(e.buf), MaxMessageBytes)
-	}
-	return generated, nil
+	return err
 }
 
 // newID writes a new random (version 4, RFC 9562) UUID into e.id.
@@ -96,16 +98,16 @@ func (m Track) encode(e *encoder, id []byte, ts time.Time) error {
 	o.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("event", m.Event)
 	return o.tail("analytics.Track", m.Context,
-		namedMap{"properties", "Properties", m.Properties},
-		namedMap{"integrations", "Integrations", m.Integrations})
+		namedMap{"properties", m.Properties},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Identify) encode(e *encoder, id []byte, ts time.Time) error {
 	o := e.openObject()
 	o.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	return o.tail("analytics.Identify", m.Context,
-		namedMap{"traits", "Traits", m.Traits},
-		namedMap{"integrations", "Integrations", m.Integrations})
+		namedMap{"traits", m.Traits},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Page) encode(e *encoder, id []byte, ts time.Time) error {
@@ -114,8 +116,8 @@ func (m Page) encode(e *encoder, id []byte, ts time.Time) error {
 	o.str("name", m.Name)
 	o.str("category", m.Category)
 	return o.tail("analytics.Page", m.Context,
-		namedMap{"properties", "Properties", m.Properties},
-		namedMap{"integrations", "Integrations", m.Integrations})
+		namedMap{"properties", m.Properties},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Screen) encode(e *encoder, id []byte, ts time.Time) error {
@@ -124,8 +126,8 @@ func (m Screen) encode(e *encoder, id []byte, ts time.Time) error {
 	o.str("name", m.Name)
 	o.str("category", m.Category)
 	return o.tail("analytics.Screen", m.Context,
-		namedMap{"properties", "Properties", m.Properties},
-		namedMap{"integrations", "Integrations", m.Integrations})
+		namedMap{"properties", m.Properties},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Group) encode(e *encoder, id []byte, ts time.Time) error {
@@ -133,8 +135,8 @@ func (m Group) encode(e *encoder, id []byte, ts time.Time) error {
 	o.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("groupId", m.GroupId)
 	return o.tail("analytics.Group", m.Context,
-		namedMap{"traits", "Traits", m.Traits},
-		namedMap{"integrations", "Integrations", m.Integrations})
+		namedMap{"traits", m.Traits},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
@@ -142,7 +144,7 @@ func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
 	o.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
 	o.str("previousId", m.PreviousId)
 	return o.tail("analytics.Alias", m.Context,
-		namedMap{"integrations", "Integrations", m.Integrations})
+		namedMap{"integrations", m.Integrations})
 }
 
 // head writes the members every message starts with: the message's own
@@ -185,16 +187,30 @@ func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
 	}
 	for _, m := range maps {
 		if err := o.fields(m.key, m.m); err != nil {
-			return fieldError(typ, m.field, err)
+			return fieldError(typ, m.field(), err)
 		}
 	}
 	o.close()
 	return nil
 }
 
+// namedMap is a map member of a message: its JSON key and the map.
 type namedMap struct {
-	key, field string
-	m          map[string]any
+	key string
+	m   map[string]any
+}
+
+// field is the Go name of the message's field that the member writes, for
+// an error: a constant, so that an error keeps no string of the caller's
+// message (Enqueue keeps none; see enqueue).
+func (n namedMap) field() string {
+	switch n.key {
+	case "properties":
+		return "Properties"
+	case "traits":
+		return "Traits"
+	}
+	return "Integrations"
 }
 
 func fieldError(typ, field string, err error) error {
@@ -313,13 +329,6 @@ const libraryContextJSON = `{"library":` + libraryJSON + `}`
 // each batch, whatever its release (v3.3.0 still said 3.0.0): the batch's
 // library on the v3 wire (WithV3Wire).
 const v3LibraryJSON = `{"name":"analytics-go","version":"3.0.0"}`
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
 
 func orTime(t, def time.Time) time.Time {
 	if t.IsZero() {

@@ -19,7 +19,7 @@ import (
 // as defaults for an unset MessageId and Timestamp.
 func encodeMessage(m Message, id string, ts time.Time) ([]byte, error) {
 	if m.id() == "" && id != "" {
-		m = m.withDefaults(id, time.Time{})
+		m = m.kept(id, time.Time{})
 	}
 	e := getEncoder()
 	defer putEncoder(e)

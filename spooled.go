@@ -30,6 +30,6 @@ func (m Spooled) Validate() error {
 
 func (m Spooled) encode(*encoder, []byte, time.Time) error { return m.Validate() }
 
-func (m Spooled) withDefaults(string, time.Time) Message { return m }
+func (m Spooled) kept(string, time.Time) Message { return m }
 
 func (m Spooled) id() string { return m.MessageId }
