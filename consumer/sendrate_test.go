@@ -152,7 +152,7 @@ func TestOutageWithTheSendRateOff(t *testing.T) {
 			assert.Equal(t, 1750*time.Millisecond, o.at.Sub(start), "batch %s failed after 250ms+500ms+1s", o.id)
 		}
 		assert.Len(t, r.tr.requests(), 16*4, "attempts: 4 of each batch")
-		assert.Equal(t, SendRateStats{}, r.up.SendRate(), "the send rate's state when off")
+		assert.Equal(t, retry.GateState{}, r.up.SendRate(), "the send rate's state when off")
 	})
 }
 
@@ -211,7 +211,7 @@ func TestRecoveryRampsUp(t *testing.T) {
 			}
 		}
 		// Then the limit, no longer binding, is lifted.
-		assert.Equal(t, SendRateStats{}.Limit, r.up.SendRate().Limit, "the limit at the end")
+		assert.Equal(t, retry.GateState{}.Limit, r.up.SendRate().Limit, "the limit at the end")
 	})
 }
 

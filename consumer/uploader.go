@@ -88,7 +88,7 @@ type Config struct {
 	// Policy is the retry policy.
 	Policy retry.Policy
 	// AdaptiveSendRate turns on the client-wide send rate
-	// (retry.SendRate): every attempt waits for its turn, so that during
+	// (retry.Gate): every attempt waits for its turn, so that during
 	// an outage the client probes instead of retrying every batch, and
 	// after it the backlog goes out at a rising rate. Off, attempts wait
 	// only for their own backoff and the rate-limit pause, and a pause

@@ -50,10 +50,10 @@ type Policy struct {
 	// asked for.
 	RateLimitRetryAfterCap time.Duration
 	// ProbeInterval caps the backoff schedule's spacing of the client-wide
-	// probe (see SendRate): while the API is down, one attempt at a time
+	// probe (see Gate): while the API is down, one attempt at a time
 	// goes out, spaced as the backoff schedule says but never more than this
 	// apart, so that the client notices the API is back within about this
-	// long. SendRate spaces a quiet client's probes further, to an eighth of
+	// long. The send rate spaces a quiet client's probes further, to an eighth of
 	// its healthy rate (SPEC §5). 0 or less: no cap but BackoffCap's.
 	ProbeInterval time.Duration
 	// Backoff, when set, is the wait before backoff retry n (n = 1, 2,
@@ -305,7 +305,7 @@ func (b *Budget) backoff(now time.Time) Decision {
 }
 
 // HoldFits reports whether the batch may be held back from sending, at
-// now, for wait more (by the client's send rate, see SendRate). Being held
+// now, for wait more (by the client's send rate, see Gate). Being held
 // spends no retry, only time: once the batch has had a backoff-path
 // failure, the hold must end within MaxTotalBackoffDuration of it, as
 // every backoff wait must (SPEC §5). Before that, nothing bounds it but the
