@@ -82,12 +82,13 @@ func sleep(ctx context.Context, until time.Time, wake <-chan struct{}) error {
 // MaxConcurrentRequests an Uploader allows, as a rate.Reservation carries
 // its token (SPEC §4). acquire takes one and release gives it back. release
 // acts once, however often it is called, so a slot is never given back
-// twice; deliverOn releases the slot it is handed whatever happens, so
+// twice; deliver releases the slot it is handed whatever happens, so
 // none is kept. The zero slot, a nil *slot and a released one hold
 // nothing. The Loop takes the first slot of each batch in the order it
-// cuts them. release is safe to call from any goroutine.
+// cuts them; its batch tokens (Loop.batches) are slots too. release is
+// safe to call from any goroutine.
 type slot struct {
-	tokens   chan struct{} // the Uploader's; nil for the zero slot
+	tokens   chan struct{} // the Uploader's (or the Loop's); nil for the zero slot
 	released atomic.Bool
 }
 

@@ -44,7 +44,7 @@ func (r *rig) deliverMany(prefix string, n int, every time.Duration) []batchRun 
 				return
 			}
 			ev := fmt.Appendf(nil, `{"type":"track","event":"E","userId":"u","messageId":%q}`, id)
-			r.up.deliverOn(ctx, slot, [][]byte{ev}, func(_, _ int, err error) {
+			r.up.deliver(ctx, slot, [][]byte{ev}, func(_, _ int, err error) {
 				out[i] = batchRun{id: id, err: err, at: time.Now()}
 			})
 		})

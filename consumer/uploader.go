@@ -188,17 +188,7 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // When ctx ends, the events not yet delivered are reported with a
 // *BatchError whose Reason is context.Cause(ctx).
 func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo, hi int, err error)) {
-	u.deliverOn(ctx, nil, events, report)
-}
-
-// deliverOn is Deliver with s, the request slot of the first attempt,
-// taken with acquire, so that batches go out in the order their slots were
-// taken. It releases s, whatever happens. A slot that holds nothing (the
-// zero slot, nil, or one already released) makes the first attempt take
-// a slot of its own.
-func (u *Uploader) deliverOn(ctx context.Context, s *slot, events [][]byte, report func(lo, hi int, err error)) {
-	defer s.release()
-	u.deliver(ctx, s, events, 0, report)
+	u.deliver(ctx, nil, events, report)
 }
 
 // StopRetries ends every batch's retries, from now on: a batch waiting to
@@ -211,16 +201,19 @@ func (u *Uploader) deliverOn(ctx context.Context, s *slot, events [][]byte, repo
 // goroutine.
 func (u *Uploader) StopRetries() { u.gate.Stop() }
 
-// deliver runs the loop of one batch (SPEC §5). slot, if it still holds one, is the
-// slot of the first attempt.
-func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
-	end := offset + len(events)
+// deliver is Deliver with slot, the request slot of the first attempt,
+// taken with acquire, so that batches go out in the order their slots were
+// taken (SPEC §5). It releases slot, whatever happens. A slot that holds
+// nothing (the zero slot, nil, or one already released) makes the first
+// attempt take a slot of its own.
+func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, report func(lo, hi int, err error)) {
+	defer slot.release()
 	// Spliced first, checked second: a batch over the API's limits, a body
 	// over MaxBodyBytes or more events than the API takes in a request, is
 	// split before it is sent (SPEC §3). A single event always fits: the
 	// analytics package refuses events over MaxMessageBytes at Enqueue.
 	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events)+u.env.size() > u.maxBody {
-		u.split(ctx, slot, events, offset, report)
+		u.split(ctx, slot, events, report)
 		return
 	}
 
@@ -232,7 +225,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 	var last error
 	fail := func(reason error, attempts int) {
 		u.stats.failed.Add(1)
-		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
+		report(0, len(events), &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
 		held, admitted, err := u.ready(ctx, slot, budget)
@@ -253,10 +246,10 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 		switch d.Action {
 		case retry.ActionDeliver:
 			u.stats.delivered.Add(1)
-			report(offset, end, nil)
+			report(0, len(events), nil)
 			return
 		case retry.ActionSplit:
-			u.split(ctx, slot, events, offset, report)
+			u.split(ctx, slot, events, report)
 			return
 		case retry.ActionFail:
 			fail(d.Reason, budget.Attempts())
@@ -300,11 +293,11 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 
 // split sends each half of events as a batch of its own. The first half's
 // first attempt uses slot if it still holds one.
-func (u *Uploader) split(ctx context.Context, slot *slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
+func (u *Uploader) split(ctx context.Context, slot *slot, events [][]byte, report func(lo, hi int, err error)) {
 	u.stats.splits.Add(1)
 	mid := len(events) / 2
-	u.deliver(ctx, slot, events[:mid], offset, report)
-	u.deliver(ctx, slot, events[mid:], offset+mid, report)
+	u.deliver(ctx, slot, events[:mid], report)
+	u.deliver(ctx, nil, events[mid:], func(lo, hi int, err error) { report(mid+lo, mid+hi, err) })
 }
 
 func errString(err error) string {
