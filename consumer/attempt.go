@@ -169,7 +169,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 	u.stats.attempts.Add(1)
 	// Each attempt has its own deadline, from a context, so no transport
 	// level retry hidden in net/http can outlive it, nor can the resend.
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.RequestTimeout)
 	defer cancel()
 	var phase progress
 	req, err := u.newRequest(ctx, events, id, retryCount, auth, &phase)
@@ -178,7 +178,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 		// that cannot even be built will not build on a retry either.
 		return retry.Result{Outcome: retry.OutcomeFatal}, token, err
 	}
-	resp, err := u.client.Do(req)
+	resp, err := u.cfg.Client.Do(req)
 	if err != nil && lostToClose(ctx, &phase, err) {
 		resp, err = u.resend(req, len(events), retryCount, err)
 	}
@@ -219,7 +219,7 @@ func lostToClose(ctx context.Context, phase *progress, err error) bool {
 // client should not retry a failed automatic retry).
 func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error) (*http.Response, error) {
 	u.stats.resends.Add(1)
-	u.log.LogAttrs(req.Context(), slog.LevelDebug, "analytics: kept-alive connection closed without an answer, batch resent",
+	u.cfg.Logger.LogAttrs(req.Context(), slog.LevelDebug, "analytics: kept-alive connection closed without an answer, batch resent",
 		slog.Int("attempt", retryCount+1),
 		slog.Int("events", events),
 		slog.String("error", errString(u.scrub.error(lost))),
@@ -230,7 +230,7 @@ func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error)
 		return nil, err
 	}
 	again.Body = body
-	return u.client.Do(again)
+	return u.cfg.Client.Do(again)
 }
 
 // trace records in phase how far each send of a request gets (SPEC §5,

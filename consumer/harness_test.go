@@ -208,7 +208,7 @@ func newRig(t *testing.T, script ...answer) *rig {
 }
 
 func (r *rig) policy(edit func(p *retry.Policy)) *rig {
-	edit(&r.up.policy)
+	edit(&r.up.cfg.Policy)
 	return r
 }
 

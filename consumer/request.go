@@ -23,7 +23,7 @@ func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, r
 	body := newBatchBody(events, u.env, id, time.Now())
 	var reader func() io.Reader
 	length := body.Len()
-	if u.gzip {
+	if u.cfg.Gzip {
 		payload := compress(body)
 		length = len(payload)
 		reader = func() io.Reader { return bytes.NewReader(payload) }
@@ -41,8 +41,8 @@ func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, r
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", auth)
-	req.Header.Set("User-Agent", u.userAgent)
-	if u.gzip {
+	req.Header.Set("User-Agent", u.cfg.UserAgent)
+	if u.cfg.Gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
 	if retryCount > 0 {

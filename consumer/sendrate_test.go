@@ -143,7 +143,7 @@ func TestOutageSendsOnlyTheProbe(t *testing.T) {
 func TestOutageWithTheSendRateOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t).policy(func(p *retry.Policy) { p.RetryCount = 3 })
-		r.up.gate = retry.NewGate(&r.up.policy, false) // as New makes it with AdaptiveSendRate false
+		r.up.gate = retry.NewGate(&r.up.cfg.Policy, false) // as New makes it with AdaptiveSendRate false
 		start := time.Now()
 		r.tr.rule = downUntil(start.Add(40*time.Second), status(503))
 		out := r.deliverMany("m", 16, 0)
@@ -222,7 +222,7 @@ func TestRecoveryWakesALongBackoff(t *testing.T) {
 		t.Run(fmt.Sprintf("adaptive=%v", adaptive), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t)
-				r.up.gate = retry.NewGate(&r.up.policy, adaptive)
+				r.up.gate = retry.NewGate(&r.up.cfg.Policy, adaptive)
 				start := time.Now()
 				r.tr.rule = downUntil(start.Add(20*time.Second), status(503))
 				var wg sync.WaitGroup
@@ -269,9 +269,9 @@ func TestRetryAfterPauseEndsWithTheClientsJitter(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var logs strings.Builder
 				r := newRig(t, retryAfter(429, tt.ra)).policy(func(p *retry.Policy) { jitter.Set(p, tt.jitter) })
-				r.up.log = slog.New(slog.NewTextHandler(&logs, nil))
+				r.up.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 				if !tt.adaptive {
-					r.up.gate = retry.NewGate(&r.up.policy, false)
+					r.up.gate = retry.NewGate(&r.up.cfg.Policy, false)
 				}
 				require.NoError(t, one(t, r.deliver(context.Background(), 1), 1))
 				assert.Equal(t, []time.Duration{tt.want}, r.waits(), "the wait before the retry")

@@ -36,7 +36,7 @@ func free(t *testing.T, u *Uploader) int {
 func TestReleaseTwiceGivesBackOneSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		r.up = New(Config{Client: r.up.client, MaxConcurrentRequests: 2})
+		r.up = New(Config{Client: r.up.cfg.Client, MaxConcurrentRequests: 2})
 		a, err := r.up.acquire(context.Background())
 		require.NoError(t, err)
 		b, err := r.up.acquire(context.Background())

@@ -104,18 +104,12 @@ type Config struct {
 // share one rate-limit pause, one send rate and the MaxConcurrentRequests
 // request slots.
 type Uploader struct {
-	url       string
-	auth      string       // the write key's Basic credentials
-	tokens    *tokenSource // with OAuth, the access token in their place
-	scrub     *scrubber    // removes the write key from what servers send back
-	userAgent string
-	env       envelope
-	client    *http.Client
-	gzip      bool
-	timeout   time.Duration
-	maxBody   int
-	policy    retry.Policy
-	log       *slog.Logger
+	cfg    Config       // as New was given it, with a Logger and without the WriteKey
+	url    string       // Endpoint + BatchPath
+	auth   string       // the write key's Basic credentials
+	tokens *tokenSource // with OAuth, the access token in their place
+	scrub  *scrubber    // removes the write key from what servers send back
+	env    envelope
 
 	gate     *retry.Gate   // the pause and the send rate (when on)
 	requests chan struct{} // a token per request in flight: see slot
@@ -127,22 +121,17 @@ type Uploader struct {
 func New(cfg Config) *Uploader {
 	env := envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID}
 	u := &Uploader{
-		url:       cfg.Endpoint + BatchPath,
-		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
-		scrub:     newScrubber(cfg.WriteKey),
-		userAgent: cfg.UserAgent,
-		env:       env,
-		client:    cfg.Client,
-		gzip:      cfg.Gzip,
-		timeout:   cfg.RequestTimeout,
-		maxBody:   cfg.MaxBodyBytes,
-		policy:    cfg.Policy,
-		log:       cfg.Logger,
-		requests:  make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
+		cfg:      cfg,
+		url:      cfg.Endpoint + BatchPath,
+		auth:     "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
+		scrub:    newScrubber(cfg.WriteKey),
+		env:      env,
+		requests: make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
 	}
-	u.gate = retry.NewGate(&u.policy, cfg.AdaptiveSendRate)
-	if u.log == nil {
-		u.log = slog.New(slog.DiscardHandler)
+	u.cfg.WriteKey = "" // kept only where it is sent: auth, and the OAuth body's writeKey
+	u.gate = retry.NewGate(&u.cfg.Policy, cfg.AdaptiveSendRate)
+	if u.cfg.Logger == nil {
+		u.cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.OAuth != nil {
 		key, _ := json.Marshal(cfg.WriteKey) // a string: never fails
@@ -155,7 +144,7 @@ func New(cfg Config) *Uploader {
 // eventBytes is how many bytes the events of one batch may take, joined by
 // commas, so that the whole body stays within Config.MaxBodyBytes.
 func (u *Uploader) eventBytes() int {
-	return u.maxBody - u.env.size()
+	return u.cfg.MaxBodyBytes - u.env.size()
 }
 
 // eventsDoneAtReturn reports whether nothing reads a batch's events once
@@ -164,7 +153,7 @@ func (u *Uploader) eventBytes() int {
 // before it is sent. Without gzip the body is read from the events as the
 // transport writes it, and an http.RoundTripper may go on reading it after
 // the round trip has returned.
-func (u *Uploader) eventsDoneAtReturn() bool { return u.gzip }
+func (u *Uploader) eventsDoneAtReturn() bool { return u.cfg.Gzip }
 
 // Counters returns a snapshot of the Uploader's counters.
 func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
@@ -212,12 +201,12 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 	// over MaxBodyBytes or more events than the API takes in a request, is
 	// split before it is sent (SPEC §3). A single event always fits: the
 	// analytics package refuses events over MaxMessageBytes at Enqueue.
-	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events)+u.env.size() > u.maxBody {
+	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events)+u.env.size() > u.cfg.MaxBodyBytes {
 		u.split(ctx, slot, events, report)
 		return
 	}
 
-	budget := u.policy.NewBudget(len(events))
+	budget := u.cfg.Policy.NewBudget(len(events))
 	var id string // the batch's messageId, when the body carries one
 	if u.env.batchID {
 		id = uuid.NewString()
@@ -271,7 +260,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 			}
 		}
 		attrs = append(attrs, slog.String("error", errString(last)))
-		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
+		u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
 		switch d.Path {
 		case retry.TokenPath:
 			// At once, with a fresh token: the attempt dropped the one refused.

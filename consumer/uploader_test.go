@@ -24,7 +24,7 @@ func TestHeadersOnEveryAttempt(t *testing.T) {
 		t.Run(fmt.Sprintf("gzip=%v", gzipOn), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, status(500), retryAfter(429, "1"))
-				r.up.gzip = gzipOn
+				r.up.cfg.Gzip = gzipOn
 				require.NoError(t, one(t, r.deliver(context.Background(), 3), 3))
 				reqs := r.tr.requests()
 				require.Len(t, reqs, 3)
@@ -227,7 +227,7 @@ func TestRedirectRule(t *testing.T) {
 	t.Run("a user client that follows 301 into a GET", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newRig(t, moved(301))
-			r.up.client = &http.Client{Transport: r.tr} // net/http's default policy follows 301
+			r.up.cfg.Client = &http.Client{Transport: r.tr} // net/http's default policy follows 301
 			err := one(t, r.deliver(context.Background(), 1), 1)
 			assert.ErrorIs(t, err, retry.ErrRedirect)
 			var he *HTTPError
@@ -370,7 +370,7 @@ func TestCancelDuringBackoffReportsTheCause(t *testing.T) {
 		r := newRig(t, status(503))
 		ctx, cancel := context.WithCancelCause(context.Background())
 		shutdown := errors.New("shutdown deadline")
-		r.up.client.Transport = cancelAfter{r.tr, func() { cancel(shutdown) }}
+		r.up.cfg.Client.Transport = cancelAfter{r.tr, func() { cancel(shutdown) }}
 		err := one(t, r.deliver(ctx, 2), 2)
 		assert.ErrorIs(t, err, shutdown)
 		var be *BatchError
