@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"testing"
@@ -411,10 +412,9 @@ func TestV3EnvelopeSizeIsItsLongest(t *testing.T) {
 	longest := time.Date(2026, 1, 2, 3, 4, 5, 123_456_789, time.FixedZone("", -7*3600))
 	b := newBatchBody(evs, env, id, longest)
 	assert.Equal(t, env.size(), b.Len()-len(evs[0]))
-	var w bytes.Buffer
-	_, err := b.WriteTo(&w)
+	w, err := io.ReadAll(b.Reader())
 	require.NoError(t, err)
-	assert.Equal(t, `{"batch":[`+string(evs[0])+`],"messageId":"`+id+`","sentAt":"2026-01-02T03:04:05.123456789-07:00","context":{"library":{}}}`, w.String())
+	assert.Equal(t, `{"batch":[`+string(evs[0])+`],"messageId":"`+id+`","sentAt":"2026-01-02T03:04:05.123456789-07:00","context":{"library":{}}}`, string(w))
 	short := newBatchBody(evs, env, id, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	assert.Less(t, short.Len()-len(evs[0]), env.size())
 }
@@ -446,7 +446,7 @@ func TestPhaseIsThatOfTheLastSend(t *testing.T) {
 	})
 }
 
-func TestBodyReaderWriterAndLenAgree(t *testing.T) {
+func TestBodyReaderAndLenAgree(t *testing.T) {
 	ctx := []byte(`{"library":{"name":"analytics-go","version":"t"}}`)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
 	for _, n := range []int{0, 1, 2, 7, 250} {
@@ -460,9 +460,6 @@ func TestBodyReaderWriterAndLenAgree(t *testing.T) {
 			want.Write(e)
 		}
 		want.WriteString(`],"sentAt":"2026-01-02T03:04:05.006Z","context":` + string(ctx) + `}`)
-		var written bytes.Buffer
-		_, err := b.WriteTo(&written)
-		require.NoError(t, err)
 		// Read in awkward chunk sizes to cross piece boundaries.
 		var read []byte
 		r := b.Reader()
@@ -474,7 +471,6 @@ func TestBodyReaderWriterAndLenAgree(t *testing.T) {
 				break
 			}
 		}
-		assert.Equal(t, want.String(), written.String(), "%d events: WriteTo", n)
 		assert.Equal(t, want.String(), string(read), "%d events: Reader", n)
 		assert.Equal(t, want.Len(), b.Len(), "%d events: Len", n)
 	}
