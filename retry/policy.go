@@ -120,12 +120,6 @@ func (p *Policy) backoffCeiling(n int) time.Duration {
 // jitter returns a uniformly random duration in [0, n) for n > 0.
 func (p *Policy) jitter(n time.Duration) time.Duration { return jitter.N(&p.draw, n) }
 
-// rateLimitWait returns how long the rate-limit path waits for a server's
-// Retry-After: min(retryAfter, RateLimitRetryAfterCap) (SPEC §5).
-func (p *Policy) rateLimitWait(retryAfter time.Duration) time.Duration {
-	return min(retryAfter, p.RateLimitRetryAfterCap)
-}
-
 // maxResumeJitter bounds the jitter added to the end of a Retry-After
 // pause: a tenth of the wait, at most this.
 const maxResumeJitter = time.Second
@@ -280,7 +274,8 @@ func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
 	if !b.rateLimitStarted {
 		b.rateLimitStarted, b.rateLimitStart = true, now
 	}
-	wait := b.policy.rateLimitWait(retryAfter)
+	// The server's Retry-After, capped (SPEC §5).
+	wait := min(retryAfter, b.policy.RateLimitRetryAfterCap)
 	if !fits(now.Sub(b.rateLimitStart), wait, b.policy.MaxRateLimitDuration) {
 		return Decision{Action: ActionFail, Reason: ErrRateLimitBudgetExceeded}
 	}

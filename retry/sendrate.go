@@ -189,7 +189,9 @@ func (s *sendRate) settle(now time.Time) {
 		return
 	}
 	if now.Sub(s.lastFail) >= quietToHealthy || s.recent.throttle(now) == 0 {
-		s.toHealthy(now)
+		// Lifted: the healthy rate is measured afresh, from now.
+		s.mode, s.lim, s.atCeiling = sendHealthy, nil, time.Time{}
+		s.meter = healthyRate{at: now, since: now}
 	}
 }
 
@@ -322,14 +324,6 @@ func (s *sendRate) raise(now time.Time) {
 		s.ceiling *= ceilingRise
 		s.atCeiling = now
 	}
-}
-
-// toHealthy lifts the limit at now, and starts measuring the healthy rate
-// afresh.
-func (s *sendRate) toHealthy(now time.Time) {
-	s.mode = sendHealthy
-	s.lim, s.atCeiling = nil, time.Time{}
-	s.meter.restart(now)
 }
 
 // measure sets the healthy rate, the rate of attempts per second while
@@ -510,11 +504,6 @@ func (h *healthyRate) count(now time.Time) {
 	h.avg = h.avg*decay(now.Sub(h.at)) + 1/healthyWindow.Seconds()
 	h.at = now
 	h.n++
-}
-
-// restart forgets every attempt counted: counting begins again at now.
-func (h *healthyRate) restart(now time.Time) {
-	*h = healthyRate{at: now, since: now}
 }
 
 // age is how long the rate has been measured at now.
