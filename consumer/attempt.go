@@ -339,10 +339,11 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 		drain(resp.Body)
 		return res, nil
 	}
-	body, cut, bodyErr := excerpt(resp.Body)
+	// The start of the body, and whether it was cut at excerptBytes.
+	body, bodyErr := io.ReadAll(io.LimitReader(resp.Body, excerptBytes))
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       u.scrub.with(token).excerpt(body, cut),
+		Body:       u.scrub.with(token).excerpt(strings.ToValidUTF8(string(body), "\uFFFD"), len(body) == excerptBytes),
 		RetryAfter: res.RetryAfter,
 		BodyErr:    bodyErr,
 	}
@@ -354,14 +355,6 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 	}
 	drain(resp.Body)
 	return res, herr
-}
-
-// excerpt reads the start of an error response's body, and reports
-// whether it was cut at excerptBytes, and the error that ended the read
-// early, if any.
-func excerpt(body io.Reader) (string, bool, error) {
-	b, err := io.ReadAll(io.LimitReader(body, excerptBytes))
-	return strings.ToValidUTF8(string(b), "\uFFFD"), len(b) == excerptBytes, err
 }
 
 // drain reads what is left of a body, up to a bound, so that closing it

@@ -62,7 +62,9 @@ type counters struct {
 	bytesSent, notWritten, written              atomic.Int64
 }
 
-func (c *counters) snapshot() Counters {
+// Counters returns a snapshot of the Uploader's counters.
+func (u *Uploader) Counters() Counters {
+	c := &u.stats
 	return Counters{
 		BatchesDelivered: c.delivered.Load(),
 		BatchesFailed:    c.failed.Load(),

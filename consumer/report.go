@@ -67,8 +67,8 @@ type Outcomes interface {
 // the first Called (CallsMayBlock).
 func (l *Loop) send(b queue.Batch[Event], batch, s *slot) {
 	r := &report{items: b.Items, batch: batch}
-	defer s.release() // deliver releases it; this covers a panic before deliver runs
 	defer func() {
+		s.release() // deliver releases it; this covers a batch it never gets
 		l.batchDone(b.Seq)
 		batch.release()
 		l.uploads.Done()

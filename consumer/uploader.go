@@ -155,8 +155,6 @@ func (u *Uploader) eventBytes() int {
 // the round trip has returned.
 func (u *Uploader) eventsDoneAtReturn() bool { return u.cfg.Gzip }
 
-// Counters returns a snapshot of the Uploader's counters.
-func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 
 // Deliver sends events (each one encoded JSON object) as one batch and runs
 // its retry loop until every event has a final outcome. It calls report

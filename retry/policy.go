@@ -222,11 +222,10 @@ type Budget struct {
 	attempts int
 	retries  int
 
-	backoffStarted   bool
-	backoffStart     time.Time
-	rateLimitStarted bool
-	rateLimitStart   time.Time
-	tokenRetried     bool
+	tokenRetried bool
+	// When each duration budget started: zero until then (a time from
+	// time.Now is never zero).
+	backoffStart, rateLimitStart time.Time
 }
 
 // Attempts returns how many attempts have been decided on so far. Before an
@@ -271,8 +270,8 @@ func (b *Budget) Next(r Result, now time.Time) Decision {
 // rateLimited is the rate-limit path (SPEC §5): it does not spend the retry
 // count.
 func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
-	if !b.rateLimitStarted {
-		b.rateLimitStarted, b.rateLimitStart = true, now
+	if b.rateLimitStart.IsZero() {
+		b.rateLimitStart = now
 	}
 	// The server's Retry-After, capped (SPEC §5).
 	wait := min(retryAfter, b.policy.RateLimitRetryAfterCap)
@@ -285,8 +284,8 @@ func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
 // backoff is the counted path (SPEC §5): check what is left, then spend one
 // retry.
 func (b *Budget) backoff(now time.Time) Decision {
-	if !b.backoffStarted {
-		b.backoffStarted, b.backoffStart = true, now
+	if b.backoffStart.IsZero() {
+		b.backoffStart = now
 	}
 	if b.retries >= b.policy.RetryCount {
 		return Decision{Action: ActionFail, Reason: ErrRetriesExhausted}
@@ -306,14 +305,14 @@ func (b *Budget) backoff(now time.Time) Decision {
 // every backoff wait must (SPEC §5). Before that, nothing bounds it but the
 // caller's context.
 func (b *Budget) HoldFits(now time.Time, wait time.Duration) bool {
-	return !b.backoffStarted || fits(now.Sub(b.backoffStart), wait, b.policy.MaxTotalBackoffDuration)
+	return b.backoffStart.IsZero() || fits(now.Sub(b.backoffStart), wait, b.policy.MaxTotalBackoffDuration)
 }
 
 // BackoffDeadline returns when the batch's backoff budget ends, and false
 // before its first backoff-path failure, when none runs. A batch held back
 // by the send rate fails with ErrBackoffBudgetExceeded at that time.
 func (b *Budget) BackoffDeadline() (time.Time, bool) {
-	if !b.backoffStarted {
+	if b.backoffStart.IsZero() {
 		return time.Time{}, false
 	}
 	return b.backoffStart.Add(b.policy.MaxTotalBackoffDuration), true
