@@ -13,7 +13,6 @@ import (
 // redirect followed so far), passes it when len(via) > maxRedirects.
 const maxRedirects = 10
 
-
 // NewHTTPClient returns the SDK's default HTTP client: its own transport,
 // with at most maxConns connections to the endpoint, all kept for reuse
 // (an upload that starts while the previous one's connection is on its way

@@ -155,7 +155,6 @@ func (u *Uploader) eventBytes() int {
 // the round trip has returned.
 func (u *Uploader) eventsDoneAtReturn() bool { return u.cfg.Gzip }
 
-
 // Deliver sends events (each one encoded JSON object) as one batch and runs
 // its retry loop until every event has a final outcome. It calls report
 // once for each run events[lo:hi] that ended: err nil means delivered, else
