@@ -137,15 +137,14 @@ func (s *tokenSource) get(ctx context.Context) (string, retry.Result, error) {
 		f.res, f.err, f.abandoned = a.res, a.err, ctx.Err() != nil
 		s.mu.Unlock()
 		close(f.done)
-		switch {
-		case a.err == nil:
-			return token, retry.Result{}, nil
-		case stale:
+		if a.err != nil && !stale {
+			return "", a.res, a.err
+		}
+		if a.err != nil {
 			s.u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: OAuth token refresh failed; the current token serves until it expires",
 				slog.Time("expires", expires), slog.String("error", a.err.Error()))
-			return token, retry.Result{}, nil
 		}
-		return "", a.res, a.err
+		return token, retry.Result{}, nil
 	}
 }
 

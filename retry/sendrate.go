@@ -251,8 +251,14 @@ func (s *sendRate) fail(now time.Time, o Outcome) {
 		s.measure(now)
 	}
 	// After a rate-limited answer the pause spaces what follows, but
-	// for the eighth of the healthy rate.
-	spacing := s.jittered(s.leastSpacing())
+	// for the eighth of the healthy rate, plus a jitter of up to half of
+	// it: clients that fail at the same instant (a fleet's replicas, all
+	// of whose batches went at the outage's first second) do not probe,
+	// and find the API back, in the same instant.
+	spacing := s.leastSpacing()
+	if spacing/2 > 0 {
+		spacing += s.policy.jitter(spacing / 2)
+	}
 	if o == OutcomeRetryable {
 		s.streak++
 		sk := s.policy.probeSpacing(s.streak)
@@ -355,18 +361,6 @@ const longestSpacing = 64
 // probes of a client that sends little cost the API little.
 func (s *sendRate) spacing(k int) time.Duration {
 	return max(s.policy.probeSpacing(k), s.leastSpacing())
-}
-
-// jittered is d, the healthy rate's share of the probe's spacing, plus a
-// jitter of up to half of it: clients that fail at the same instant (a
-// fleet's replicas, all of whose batches went at the outage's first
-// second) do not probe, and find the API back, in the same instant. (The
-// backoff schedule's share is jittered the other way, earlier: see fail.)
-func (s *sendRate) jittered(d time.Duration) time.Duration {
-	if d/2 <= 0 {
-		return d
-	}
-	return d + s.policy.jitter(d/2)
 }
 
 // leastSpacing is the shortest spacing of the probe: 1/(probeShare × the
