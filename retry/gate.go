@@ -125,14 +125,14 @@ func (g *Gate) Admit(now time.Time, w *Waiter, b *Budget, slot bool) (Admission,
 		if b.Attempts() > 0 {
 			return Admission{}, ErrRetriesStopped
 		}
-		return Admission{Go: slot, Slot: !slot, Recovered: g.recovered}, nil
-	}
-	if d, err := g.pause.wait(now, g.policy); err != nil || d > 0 {
+	} else if d, err := g.pause.wait(now, g.policy); err != nil || d > 0 {
 		// An attempt waits at the pause out of line; it comes back last.
 		g.leave(w)
 		return Admission{Until: now.Add(d), Wake: g.changed, Paused: true}, err
 	}
-	if g.rate == nil || !w.inLine && len(g.line) == 0 && !slot {
+	// Stopped, the send rate off, or nothing in line and no slot yet: no
+	// turn to wait for.
+	if g.stopped || g.rate == nil || !w.inLine && len(g.line) == 0 && !slot {
 		return Admission{Go: slot, Slot: !slot, Recovered: g.recovered}, nil
 	}
 	deadline, bounded := b.BackoffDeadline()
