@@ -8,6 +8,7 @@ import (
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/queue"
+	"github.com/dualpath/analytics-go/retry"
 )
 
 // Stats is a snapshot of a client's counters since New (SPEC §8). Each
@@ -159,7 +160,7 @@ type RetryStats = consumer.RetryStats
 type TransportErrorStats = consumer.TransportErrorStats
 
 // SendRateStats is the state of the adaptive client-wide send rate
-// (WithAdaptiveSendRate, SPEC §5). It is [consumer.SendRateStats]; its JSON
+// (WithAdaptiveSendRate, SPEC §5). It is [retry.GateState]; its JSON
 // names are its fields' in snake_case.
 //
 // Its fields:
@@ -173,7 +174,7 @@ type TransportErrorStats = consumer.TransportErrorStats
 //     pause.
 //   - Held: the attempts that had to wait for their turn, since New.
 //   - Waiting: the attempts waiting for their turn now.
-type SendRateStats = consumer.SendRateStats
+type SendRateStats = retry.GateState
 
 // counters are the client's own; the uploader keeps the per-attempt ones.
 type counters struct {

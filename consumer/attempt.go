@@ -82,12 +82,13 @@ func sleep(ctx context.Context, until time.Time, wake <-chan struct{}) error {
 // MaxConcurrentRequests an Uploader allows, as a rate.Reservation carries
 // its token (SPEC §4). acquire takes one and release gives it back. release
 // acts once, however often it is called, so a slot is never given back
-// twice; deliverOn releases the slot it is handed whatever happens, so
+// twice; deliver releases the slot it is handed whatever happens, so
 // none is kept. The zero slot, a nil *slot and a released one hold
 // nothing. The Loop takes the first slot of each batch in the order it
-// cuts them. release is safe to call from any goroutine.
+// cuts them; its batch tokens (Loop.batches) are slots too. release is
+// safe to call from any goroutine.
 type slot struct {
-	tokens   chan struct{} // the Uploader's; nil for the zero slot
+	tokens   chan struct{} // the Uploader's (or the Loop's); nil for the zero slot
 	released atomic.Bool
 }
 
@@ -168,7 +169,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 	u.stats.attempts.Add(1)
 	// Each attempt has its own deadline, from a context, so no transport
 	// level retry hidden in net/http can outlive it, nor can the resend.
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.RequestTimeout)
 	defer cancel()
 	var phase progress
 	req, err := u.newRequest(ctx, events, id, retryCount, auth, &phase)
@@ -177,7 +178,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 		// that cannot even be built will not build on a retry either.
 		return retry.Result{Outcome: retry.OutcomeFatal}, token, err
 	}
-	resp, err := u.client.Do(req)
+	resp, err := u.cfg.Client.Do(req)
 	if err != nil && lostToClose(ctx, &phase, err) {
 		resp, err = u.resend(req, len(events), retryCount, err)
 	}
@@ -218,7 +219,7 @@ func lostToClose(ctx context.Context, phase *progress, err error) bool {
 // client should not retry a failed automatic retry).
 func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error) (*http.Response, error) {
 	u.stats.resends.Add(1)
-	u.log.LogAttrs(req.Context(), slog.LevelDebug, "analytics: kept-alive connection closed without an answer, batch resent",
+	u.cfg.Logger.LogAttrs(req.Context(), slog.LevelDebug, "analytics: kept-alive connection closed without an answer, batch resent",
 		slog.Int("attempt", retryCount+1),
 		slog.Int("events", events),
 		slog.String("error", errString(u.scrub.error(lost))),
@@ -229,7 +230,7 @@ func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error)
 		return nil, err
 	}
 	again.Body = body
-	return u.client.Do(again)
+	return u.cfg.Client.Do(again)
 }
 
 // trace records in phase how far each send of a request gets (SPEC §5,
@@ -338,10 +339,11 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 		drain(resp.Body)
 		return res, nil
 	}
-	body, cut, bodyErr := excerpt(resp.Body)
+	// The start of the body, and whether it was cut at excerptBytes.
+	body, bodyErr := io.ReadAll(io.LimitReader(resp.Body, excerptBytes))
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       u.scrub.with(token).excerpt(body, cut),
+		Body:       u.scrub.with(token).excerpt(strings.ToValidUTF8(string(body), "\uFFFD"), len(body) == excerptBytes),
 		RetryAfter: res.RetryAfter,
 		BodyErr:    bodyErr,
 	}
@@ -353,14 +355,6 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 	}
 	drain(resp.Body)
 	return res, herr
-}
-
-// excerpt reads the start of an error response's body, and reports
-// whether it was cut at excerptBytes, and the error that ended the read
-// early, if any.
-func excerpt(body io.Reader) (string, bool, error) {
-	b, err := io.ReadAll(io.LimitReader(body, excerptBytes))
-	return strings.ToValidUTF8(string(b), "\uFFFD"), len(b) == excerptBytes, err
 }
 
 // drain reads what is left of a body, up to a bound, so that closing it

@@ -62,7 +62,9 @@ type counters struct {
 	bytesSent, notWritten, written              atomic.Int64
 }
 
-func (c *counters) snapshot() Counters {
+// Counters returns a snapshot of the Uploader's counters.
+func (u *Uploader) Counters() Counters {
+	c := &u.stats
 	return Counters{
 		BatchesDelivered: c.delivered.Load(),
 		BatchesFailed:    c.failed.Load(),
@@ -76,34 +78,7 @@ func (c *counters) snapshot() Counters {
 	}
 }
 
-// SendRateStats is the state of the Uploader's client-wide send rate
-// (Config.AdaptiveSendRate): all zero when it is off. The
-// analytics package names it analytics.SendRateStats, in Stats.SendRate.
-type SendRateStats struct {
-	// Limit is the attempts per second the client allows itself now: the
-	// lowered limit after failures, or one over the probe's spacing while
-	// probing (0 when that spacing is 0); 0 while the API answers and
-	// nothing is limited.
-	Limit float64 `json:"limit"`
-	// Probing is true while the API seems down: one attempt at a time goes
-	// out, spaced as retry.SendRate says: by the backoff schedule, up to
-	// the Policy's ProbeInterval apart, but further for a client that
-	// sends little (its probes cost at most an eighth of its healthy
-	// rate), and after a rate-limited answer by the pause.
-	Probing bool `json:"probing"`
-	// Held counts attempts that had to wait for their turn, since New.
-	Held int64 `json:"held"`
-	// Waiting is the attempts waiting for their turn now.
-	Waiting int `json:"waiting"`
-}
-
-// SendRate returns a snapshot of the send rate.
-func (u *Uploader) SendRate() SendRateStats {
-	st := u.gate.State(time.Now())
-	return SendRateStats{
-		Limit:   st.SendRate.Limit,
-		Probing: st.SendRate.Mode == retry.SendProbing,
-		Held:    st.Held,
-		Waiting: st.Waiting,
-	}
-}
+// SendRate returns a snapshot of the client-wide send rate
+// (Config.AdaptiveSendRate): all zero when it is off. The analytics
+// package names it analytics.SendRateStats, in Stats.SendRate.
+func (u *Uploader) SendRate() retry.GateState { return u.gate.State(time.Now()) }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,17 +124,17 @@ const (
 // server may have received it.
 func (p Phase) Written() bool { return p >= PhaseWritten }
 
+var phaseNames = [...]string{
+	PhaseNotConnected: "not connected, request not written",
+	PhaseConnected:    "connected, request not written",
+	PhaseWritten:      "request written, no response",
+	PhaseResponding:   "response started",
+}
+
 // String names the phase, e.g. "request written, no response".
 func (p Phase) String() string {
-	switch p {
-	case PhaseNotConnected:
-		return "not connected, request not written"
-	case PhaseConnected:
-		return "connected, request not written"
-	case PhaseWritten:
-		return "request written, no response"
-	case PhaseResponding:
-		return "response started"
+	if p > 0 && int(p) < len(phaseNames) {
+		return phaseNames[p]
 	}
 	return "unknown phase"
 }
@@ -213,12 +214,5 @@ func (e *BatchError) Error() string {
 
 // Unwrap returns Reason and Err, for errors.Is and errors.As.
 func (e *BatchError) Unwrap() []error {
-	errs := make([]error, 0, 2)
-	if e.Reason != nil {
-		errs = append(errs, e.Reason)
-	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	return errs
+	return slices.DeleteFunc([]error{e.Reason, e.Err}, func(err error) bool { return err == nil })
 }

@@ -208,7 +208,7 @@ func newRig(t *testing.T, script ...answer) *rig {
 }
 
 func (r *rig) policy(edit func(p *retry.Policy)) *rig {
-	edit(&r.up.policy)
+	edit(&r.up.cfg.Policy)
 	return r
 }
 
@@ -223,7 +223,7 @@ func (r *rig) deliverEvents(ctx context.Context, evs [][]byte) []outcome {
 	r.start = time.Now()
 	slot, err := r.up.acquire(ctx)
 	require.NoError(r.t, err)
-	r.up.deliverOn(ctx, slot, evs, func(lo, hi int, err error) {
+	r.up.deliver(ctx, slot, evs, func(lo, hi int, err error) {
 		out = append(out, outcome{lo, hi, err})
 	})
 	r.end = time.Now()
@@ -380,7 +380,7 @@ func deliverOnce(t *testing.T, ctx context.Context, up *Uploader) error {
 			out = append(out, outcome{0, 1, err})
 			return
 		}
-		up.deliverOn(ctx, slot, events(1), func(lo, hi int, err error) {
+		up.deliver(ctx, slot, events(1), func(lo, hi int, err error) {
 			out = append(out, outcome{lo, hi, err})
 		})
 	}()

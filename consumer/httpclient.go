@@ -8,13 +8,10 @@ import (
 )
 
 // maxRedirects bounds the redirects followed for one attempt, by the SDK's
-// own client and by a user's client without a redirect policy.
+// own client and by a user's client without a redirect policy: following
+// one more, after the requests in via (the first request and every
+// redirect followed so far), passes it when len(via) > maxRedirects.
 const maxRedirects = 10
-
-// tooManyHops reports whether following one more redirect, after the
-// requests in via, would pass maxRedirects: via holds the first request
-// and every redirect followed so far.
-func tooManyHops(via []*http.Request) bool { return len(via) > maxRedirects }
 
 // NewHTTPClient returns the SDK's default HTTP client: its own transport,
 // with at most maxConns connections to the endpoint, all kept for reuse
@@ -42,7 +39,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 // as a 3xx response and fails the batch with retry.ErrRedirect. The
 // analytics package's CheckRedirect calls it.
 func CheckRedirect(req *http.Request, via []*http.Request) error {
-	if tooManyHops(via) || req.Response == nil || downgrade(req, via) {
+	if len(via) > maxRedirects || req.Response == nil || downgrade(req, via) {
 		return http.ErrUseLastResponse
 	}
 	if retry.MayFollowRedirect(req.Response.StatusCode) {
@@ -73,7 +70,7 @@ func GuardRedirects(client *http.Client) *http.Client {
 		if policy != nil {
 			return policy(req, via)
 		}
-		if tooManyHops(via) {
+		if len(via) > maxRedirects {
 			return http.ErrUseLastResponse
 		}
 		return nil

@@ -80,16 +80,12 @@ type LoopConfig struct {
 // Its methods are safe for concurrent use.
 type Loop struct {
 	cfg LoopConfig
-	q   *queue.Queue[Event]
-	up  *Uploader
-	out Outcomes
-	log *slog.Logger
 
 	wake      chan struct{} // Wake: the queue or the backlog changed
 	flushReq  chan uint64   // Flush: send everything numbered below this
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
-	batches   chan struct{} // a token per batch cut and not yet finished
+	batches   chan struct{} // a token per batch cut and not yet finished: see send
 	done      chan struct{} // closed when the loop and every upload have ended
 	cut       atomic.Int64  // batches cut
 
@@ -115,24 +111,20 @@ type Loop struct {
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{
 		cfg:      cfg,
-		q:        cfg.Queue,
-		up:       cfg.Uploader,
-		out:      cfg.Outcomes,
-		log:      cfg.Logger,
 		wake:     make(chan struct{}, 1),
 		flushReq: make(chan uint64),
 		closing:  make(chan struct{}),
 		batches:  make(chan struct{}, batchesInFlight*cap(cfg.Uploader.requests)),
 		done:     make(chan struct{}),
 	}
-	if l.log == nil {
-		l.log = slog.New(slog.DiscardHandler)
+	if l.cfg.Logger == nil {
+		l.cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if l.cfg.Damaged == nil {
 		l.cfg.Damaged = errDamaged
 	}
 	if l.cfg.Accepted == nil {
-		l.cfg.Accepted = func() uint64 { pushed, _ := l.q.Counts(); return pushed }
+		l.cfg.Accepted = func() uint64 { pushed, _ := l.cfg.Queue.Counts(); return pushed }
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	return l
@@ -180,7 +172,7 @@ func (l *Loop) Batches() int64 { return l.cut.Load() }
 // as an upload reports them. Call it once Done is closed, after a Cancel
 // left events queued.
 func (l *Loop) Drain(err error) {
-	if left := l.q.Drain(); len(left.Items) > 0 {
+	if left := l.cfg.Queue.Drain(); len(left.Items) > 0 {
 		l.settle(&report{items: left.Items}, err)
 	}
 }
@@ -200,7 +192,7 @@ func (l *Loop) run() {
 				l.cfg.Halted()
 			}
 			l.cancel(fmt.Errorf("analytics: internal error: %v", p))
-			l.log.Error("analytics: internal error; the client stops", slog.Any("panic", p))
+			l.cfg.Logger.Error("analytics: internal error; the client stops", slog.Any("panic", p))
 		}
 	}()
 	l.loop()
@@ -221,9 +213,10 @@ func (l *Loop) loop() {
 		}
 		select {
 		case tokens <- struct{}{}:
+			batch := &slot{tokens: l.batches}
 			// The first attempts of batches take request slots here, in
 			// the order the batches are cut, so they go out in order.
-			s, err := l.up.acquire(l.ctx)
+			s, err := l.cfg.Uploader.acquire(l.ctx)
 			if err == nil && l.ctx.Err() != nil {
 				// Cancelled as the slot came free: acquire's select may
 				// take either, and a Cancel cuts nothing more.
@@ -231,10 +224,10 @@ func (l *Loop) loop() {
 				err = context.Cause(l.ctx)
 			}
 			if err != nil {
-				<-l.batches
+				batch.release()
 				return // cancelled
 			}
-			l.cutOne(s)
+			l.cutOne(batch, s)
 			timer.Reset(l.cfg.FlushInterval)
 		case <-l.wake:
 		case <-timer.C:
@@ -254,32 +247,32 @@ func (l *Loop) loop() {
 // queued, or events are queued that a flush asked for, or the queue is as
 // full as it gets while more wait in the backlog.
 func (l *Loop) wantCut(flushTo uint64, backlog bool) bool {
-	n := l.q.Len()
+	n := l.cfg.Queue.Len()
 	if n >= l.cfg.FlushAt || backlog && n > 0 {
 		return true
 	}
-	_, taken := l.q.Counts()
+	_, taken := l.cfg.Queue.Counts()
 	return n > 0 && taken < flushTo
 }
 
 // cutOne splices the next batch off the queue and starts its upload. The
-// caller holds a batch token and s, the request slot of the batch's first
-// attempt, which the upload gives back.
-func (l *Loop) cutOne(s *slot) {
+// caller holds batch, the batch's token, and s, the request slot of its
+// first attempt, which the upload gives back.
+func (l *Loop) cutOne(batch, s *slot) {
 	l.mu.Lock()
-	b := l.q.Take(l.cfg.FlushAt, l.up.eventBytes())
+	b := l.cfg.Queue.Take(l.cfg.FlushAt, l.cfg.Uploader.eventBytes())
 	if len(b.Items) > 0 {
 		l.inflight = append(l.inflight, b.Seq)
 	}
 	l.mu.Unlock()
 	if len(b.Items) == 0 {
 		s.release()
-		<-l.batches
+		batch.release()
 		return
 	}
 	l.cut.Add(1)
 	l.uploads.Add(1)
-	go l.send(b, s)
+	go l.send(b, batch, s)
 }
 
 // Flush makes the Loop send every event numbered below target (as the
@@ -342,7 +335,7 @@ func (l *Loop) EndFlushes(err error) {
 // flushedTo reports whether every event numbered below target has left the
 // queue and its batch has ended. l.mu is held.
 func (l *Loop) flushedTo(target uint64) bool {
-	if _, taken := l.q.Counts(); taken < target {
+	if _, taken := l.cfg.Queue.Counts(); taken < target {
 		return false
 	}
 	for _, seq := range l.inflight {

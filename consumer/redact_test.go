@@ -70,8 +70,8 @@ func TestTransportErrorsNeverCarryTheWriteKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			up := realUploader(t, rawServer(t, tc.serve), 5*time.Second, &logs)
-			up.policy.RetryCount = 1 // one retry: a per-attempt WARN line too
-			up.policy.BackoffBase = 0
+			up.cfg.Policy.RetryCount = 1 // one retry: a per-attempt WARN line too
+			up.cfg.Policy.BackoffBase = 0
 			err := deliverOnce(t, context.Background(), up)
 			var te *TransportError
 			require.ErrorAs(t, err, &te)

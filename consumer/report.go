@@ -62,13 +62,15 @@ type Outcomes interface {
 }
 
 // send uploads one batch, its first attempt on s, and reports every event
-// of it exactly once (SPEC §8).
-func (l *Loop) send(b queue.Batch[Event], s *slot) {
-	r := &report{items: b.Items, token: true}
-	defer s.release() // deliver releases it; this covers a panic before deliver runs
+// of it exactly once (SPEC §8). batch is the batch's token (a slot of
+// Loop.batches), which it gives back when the batch ends, or end before
+// the first Called (CallsMayBlock).
+func (l *Loop) send(b queue.Batch[Event], batch, s *slot) {
+	r := &report{items: b.Items, batch: batch}
 	defer func() {
+		s.release() // deliver releases it; this covers a batch it never gets
 		l.batchDone(b.Seq)
-		l.giveBackToken(r)
+		batch.release()
 		l.uploads.Done()
 	}()
 	defer func() {
@@ -78,7 +80,7 @@ func (l *Loop) send(b queue.Batch[Event], s *slot) {
 			// panic stopped. Logged last, so that nothing depends on the
 			// log call.
 			l.settle(r, &BatchError{Reason: fmt.Errorf("analytics: internal error: %v", p)})
-			l.log.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
+			l.cfg.Logger.Error("analytics: internal error while uploading a batch", slog.Any("panic", p))
 		}
 	}()
 	skip := damagedFirst(r.items)
@@ -92,7 +94,7 @@ func (l *Loop) send(b queue.Batch[Event], s *slot) {
 	for i, it := range b.Items[skip:] {
 		events[i] = it.Data
 	}
-	l.up.deliverOn(l.ctx, s, events, func(lo, hi int, err error) {
+	l.cfg.Uploader.deliver(l.ctx, s, events, func(lo, hi int, err error) {
 		lo, hi = lo+skip, hi+skip
 		if lo != r.ended {
 			// deliver reports runs in order; anything else is a bug of
@@ -101,13 +103,13 @@ func (l *Loop) send(b queue.Batch[Event], s *slot) {
 		}
 		l.end(r, hi, err)
 	})
-	if r.ended == len(b.Items) && l.up.eventsDoneAtReturn() {
+	if r.ended == len(b.Items) && l.cfg.Uploader.eventsDoneAtReturn() {
 		// Every attempt has ended and every event is reported: nothing
 		// reads the events' bytes any more, and their memory may take the
 		// next ones.
 		clear(events)
 		eventSlices.Put(&events)
-		l.q.Recycle(b)
+		l.cfg.Queue.Recycle(b)
 	}
 }
 
@@ -134,18 +136,7 @@ type report struct {
 	err    error // the outcome of events [called, ended)
 	called int   // events [0, called) have had Called
 	done   int   // events [0, done) have had Done
-	// token: r holds a batch token, which send gives back when the batch
-	// ends, or end before the first Called (CallsMayBlock).
-	token bool
-}
-
-// giveBackToken gives the batch's token back, if r still holds it, so
-// that the loop may cut another batch.
-func (l *Loop) giveBackToken(r *report) {
-	if r.token {
-		r.token = false
-		<-l.batches
-	}
+	batch  *slot // the batch's token: see send
 }
 
 // end records that the events up to hi ended with err (nil: delivered):
@@ -158,12 +149,12 @@ func (l *Loop) end(r *report, hi int, err error) {
 	for _, it := range run {
 		size += it.Size()
 	}
-	l.q.Release(len(run), size)
-	l.out.Ended(run, err)
+	l.cfg.Queue.Release(len(run), size)
+	l.cfg.Outcomes.Ended(run, err)
 	if l.cfg.CallsMayBlock {
 		// The calls may block: what the loop needs to cut the next batch
 		// is given back before they run.
-		l.giveBackToken(r)
+		r.batch.release()
 	}
 	l.callBack(r)
 }
@@ -174,12 +165,12 @@ func (l *Loop) callBack(r *report) {
 	for r.called < r.ended {
 		it := &r.items[r.called]
 		r.called++
-		l.out.Called(it, r.err)
+		l.cfg.Outcomes.Called(it, r.err)
 	}
 	if r.done < r.called {
 		lo := r.done
 		r.done = r.called
-		l.out.Done(r.items[lo:r.called], r.err)
+		l.cfg.Outcomes.Done(r.items[lo:r.called], r.err)
 	}
 }
 
@@ -203,7 +194,7 @@ func (l *Loop) settle(r *report, err error) {
 		}()
 	}
 	if again != nil {
-		l.log.Error("analytics: internal error while reporting events", slog.Any("panic", again))
+		l.cfg.Logger.Error("analytics: internal error while reporting events", slog.Any("panic", again))
 	}
 }
 

@@ -23,7 +23,7 @@ func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, r
 	body := newBatchBody(events, u.env, id, time.Now())
 	var reader func() io.Reader
 	length := body.Len()
-	if u.gzip {
+	if u.cfg.Gzip {
 		payload := compress(body)
 		length = len(payload)
 		reader = func() io.Reader { return bytes.NewReader(payload) }
@@ -41,8 +41,8 @@ func (u *Uploader) newRequest(ctx context.Context, events [][]byte, id string, r
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", auth)
-	req.Header.Set("User-Agent", u.userAgent)
-	if u.gzip {
+	req.Header.Set("User-Agent", u.cfg.UserAgent)
+	if u.cfg.Gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
 	if retryCount > 0 {
@@ -97,10 +97,7 @@ type batchBody struct {
 	tail   []byte
 }
 
-var (
-	open  = []byte(bodyOpen)
-	comma = []byte(",")
-)
+var open = []byte(bodyOpen)
 
 // eventsLen is the length of the events joined by commas.
 func eventsLen(events [][]byte) int {
@@ -136,87 +133,45 @@ func newBatchBody(events [][]byte, env envelope, id string, sentAt time.Time) ba
 // Len is the body's length in bytes.
 func (b batchBody) Len() int { return len(open) + eventsLen(b.events) + len(b.tail) }
 
-// WriteTo writes the body to w, piece by piece. The commas go through
-// WriteByte when w has it (a bufio.Writer): a call per event saved.
-func (b batchBody) WriteTo(w io.Writer) (int64, error) {
-	var total int64
-	write := func(p []byte) error {
-		n, err := w.Write(p)
-		total += int64(n)
-		return err
-	}
-	writeComma := func() error { return write(comma) }
-	if bw, ok := w.(io.ByteWriter); ok {
-		writeComma = func() error {
-			err := bw.WriteByte(',')
-			if err == nil {
-				total++
-			}
-			return err
-		}
-	}
-	if err := write(open); err != nil {
-		return total, err
-	}
-	for i, e := range b.events {
-		if i > 0 {
-			if err := writeComma(); err != nil {
-				return total, err
-			}
-		}
-		if err := write(e); err != nil {
-			return total, err
-		}
-	}
-	return total, write(b.tail)
-}
-
 // Reader returns a new reader of the body that copies from the events as
 // it goes: the uncompressed request body is never assembled in memory.
 func (b batchBody) Reader() io.Reader { return &bodyReader{body: b, cur: open} }
 
 // bodyReader reads open, e0, ",", e1, ..., e(n-1), tail.
 type bodyReader struct {
-	body  batchBody
-	cur   []byte // what is left of the current piece
-	piece int    // pieces of the events part handed out: event i is 2i, the comma after it 2i+1
-	tail  bool   // the tail has been handed out
+	body batchBody
+	cur  []byte // what is left of the current piece
+	next int    // the next event to hand out; past them, the tail, then none
 }
 
-// Read copies the next bytes of the body into p.
+// Read copies the next bytes of the body into p. The comma before an
+// event goes straight into p as the event is taken up.
 func (r *bodyReader) Read(p []byte) (int, error) {
 	n := 0
-	for n < len(p) {
-		if len(r.cur) == 0 && !r.advance() {
-			if n == 0 {
-				return 0, io.EOF
-			}
-			break
+	for events := r.body.events; n < len(p); {
+		if len(r.cur) > 0 {
+			c := copy(p[n:], r.cur)
+			r.cur = r.cur[c:]
+			n += c
+			continue
 		}
-		c := copy(p[n:], r.cur)
-		r.cur = r.cur[c:]
-		n += c
+		switch {
+		case r.next < len(events):
+			if r.next > 0 {
+				p[n] = ','
+				n++
+			}
+			r.cur = events[r.next]
+		case r.next == len(events):
+			r.cur = r.body.tail
+		case n == 0:
+			return 0, io.EOF
+		default:
+			return n, nil
+		}
+		r.next++
 	}
 	return n, nil
-}
-
-// advance moves to the next piece, reporting false at the end.
-func (r *bodyReader) advance() bool {
-	events := r.body.events
-	switch {
-	case r.piece < 2*len(events)-1:
-		if r.piece%2 == 0 {
-			r.cur = events[r.piece/2]
-		} else {
-			r.cur = comma
-		}
-		r.piece++
-	case !r.tail:
-		r.tail, r.cur = true, r.body.tail
-	default:
-		return false
-	}
-	return true
 }
 
 // gzipWriters keeps compressors between attempts: a gzip.Writer carries
@@ -224,8 +179,9 @@ func (r *bodyReader) advance() bool {
 // 15 times, at less than half the CPU of the default level. The writer is
 // klauspost/compress's: deflate took 12-24% of the client's CPU, and it
 // compresses a batch about twice as fast as compress/gzip, to the same
-// format. The buffer in front of it turns the many small writes of a body
-// (each event, each comma) into a few large ones.
+// format. The buffer in front of it gathers the many small pieces of a
+// body (each event, each comma), as its reader hands them out, into a few
+// large writes.
 var gzipWriters = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return &bufferedGzip{zw: zw, bw: bufio.NewWriterSize(zw, 32<<10)}
@@ -233,10 +189,12 @@ var gzipWriters = sync.Pool{New: func() any {
 
 // bufferedGzip is a compressor with its buffers. out is where it writes:
 // the payload is copied out of it at its exact size, so that how well a
-// body compresses (10 to 40 times) costs no guess and no growth.
+// body compresses (10 to 40 times) costs no guess and no growth. r reads
+// the body being compressed.
 type bufferedGzip struct {
 	zw  *gzip.Writer
 	bw  *bufio.Writer
+	r   bodyReader
 	out bytes.Buffer
 }
 
@@ -250,13 +208,15 @@ func compress(b batchBody) []byte {
 	g.out.Reset()
 	g.zw.Reset(&g.out)
 	g.bw.Reset(g.zw)
-	// Writes to a bytes.Buffer cannot fail.
-	_, _ = b.WriteTo(g.bw)
+	// Writes to a bytes.Buffer cannot fail, nor can reads of a body.
+	g.r = bodyReader{body: b, cur: open}
+	_, _ = g.bw.ReadFrom(&g.r)
 	_ = g.bw.Flush()
 	_ = g.zw.Close()
 	payload := bytes.Clone(g.out.Bytes())
 	g.zw.Reset(nil)
 	g.bw.Reset(nil)
+	g.r = bodyReader{}
 	if g.out.Cap() > maxKeptOut {
 		g.out = bytes.Buffer{}
 	}

@@ -221,7 +221,7 @@ func (r *resendRig) deliverCtx(ctx context.Context, b int) error {
 	if err != nil {
 		return err
 	}
-	r.up.deliverOn(ctx, slot, evs, func(lo, hi int, err error) { out = append(out, outcome{lo, hi, err}) })
+	r.up.deliver(ctx, slot, evs, func(lo, hi int, err error) { out = append(out, outcome{lo, hi, err}) })
 	if len(out) != 1 || out[0].lo != 0 || out[0].hi != 3 {
 		return fmt.Errorf("reports %v, want one of [0, 3)", out)
 	}

@@ -76,9 +76,9 @@ func TestSwitchingProtocolsEndsAtShutdown(t *testing.T) {
 	defer cancel(nil)
 	// The shutdown comes once net/http has handed back the 101: from then
 	// on only the SDK can end the read.
-	client := *up.client
+	client := *up.cfg.Client
 	client.Transport = afterRoundTrip{client.Transport, func() { cancel(errors.New("shutdown deadline")) }}
-	up.client = &client
+	up.cfg.Client = &client
 	err := deliverOnce(t, ctx, up)
 	assert.Error(t, err, "a 101 that never ends was reported delivered")
 }

@@ -44,7 +44,7 @@ func (r *rig) deliverMany(prefix string, n int, every time.Duration) []batchRun 
 				return
 			}
 			ev := fmt.Appendf(nil, `{"type":"track","event":"E","userId":"u","messageId":%q}`, id)
-			r.up.deliverOn(ctx, slot, [][]byte{ev}, func(_, _ int, err error) {
+			r.up.deliver(ctx, slot, [][]byte{ev}, func(_, _ int, err error) {
 				out[i] = batchRun{id: id, err: err, at: time.Now()}
 			})
 		})
@@ -143,7 +143,7 @@ func TestOutageSendsOnlyTheProbe(t *testing.T) {
 func TestOutageWithTheSendRateOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t).policy(func(p *retry.Policy) { p.RetryCount = 3 })
-		r.up.gate = retry.NewGate(&r.up.policy, false) // as New makes it with AdaptiveSendRate false
+		r.up.gate = retry.NewGate(&r.up.cfg.Policy, false) // as New makes it with AdaptiveSendRate false
 		start := time.Now()
 		r.tr.rule = downUntil(start.Add(40*time.Second), status(503))
 		out := r.deliverMany("m", 16, 0)
@@ -152,7 +152,7 @@ func TestOutageWithTheSendRateOff(t *testing.T) {
 			assert.Equal(t, 1750*time.Millisecond, o.at.Sub(start), "batch %s failed after 250ms+500ms+1s", o.id)
 		}
 		assert.Len(t, r.tr.requests(), 16*4, "attempts: 4 of each batch")
-		assert.Equal(t, SendRateStats{}, r.up.SendRate(), "the send rate's state when off")
+		assert.Equal(t, retry.GateState{}, r.up.SendRate(), "the send rate's state when off")
 	})
 }
 
@@ -211,7 +211,7 @@ func TestRecoveryRampsUp(t *testing.T) {
 			}
 		}
 		// Then the limit, no longer binding, is lifted.
-		assert.Equal(t, SendRateStats{}.Limit, r.up.SendRate().Limit, "the limit at the end")
+		assert.Equal(t, retry.GateState{}.Limit, r.up.SendRate().Limit, "the limit at the end")
 	})
 }
 
@@ -222,7 +222,7 @@ func TestRecoveryWakesALongBackoff(t *testing.T) {
 		t.Run(fmt.Sprintf("adaptive=%v", adaptive), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t)
-				r.up.gate = retry.NewGate(&r.up.policy, adaptive)
+				r.up.gate = retry.NewGate(&r.up.cfg.Policy, adaptive)
 				start := time.Now()
 				r.tr.rule = downUntil(start.Add(20*time.Second), status(503))
 				var wg sync.WaitGroup
@@ -269,9 +269,9 @@ func TestRetryAfterPauseEndsWithTheClientsJitter(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var logs strings.Builder
 				r := newRig(t, retryAfter(429, tt.ra)).policy(func(p *retry.Policy) { jitter.Set(p, tt.jitter) })
-				r.up.log = slog.New(slog.NewTextHandler(&logs, nil))
+				r.up.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 				if !tt.adaptive {
-					r.up.gate = retry.NewGate(&r.up.policy, false)
+					r.up.gate = retry.NewGate(&r.up.cfg.Policy, false)
 				}
 				require.NoError(t, one(t, r.deliver(context.Background(), 1), 1))
 				assert.Equal(t, []time.Duration{tt.want}, r.waits(), "the wait before the retry")

@@ -36,7 +36,7 @@ func free(t *testing.T, u *Uploader) int {
 func TestReleaseTwiceGivesBackOneSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		r.up = New(Config{Client: r.up.client, MaxConcurrentRequests: 2})
+		r.up = New(Config{Client: r.up.cfg.Client, MaxConcurrentRequests: 2})
 		a, err := r.up.acquire(context.Background())
 		require.NoError(t, err)
 		b, err := r.up.acquire(context.Background())
@@ -56,7 +56,7 @@ func TestReleaseTwiceGivesBackOneSlot(t *testing.T) {
 	})
 }
 
-// A deliverOn handed a slot that holds nothing takes one of its own for the
+// A deliver handed a slot that holds nothing takes one of its own for the
 // first attempt: it neither blocks forever giving back a slot it never had
 // nor takes one from another batch.
 func TestDeliverWithASlotThatHoldsNothing(t *testing.T) {
@@ -84,7 +84,7 @@ func TestDeliverWithASlotThatHoldsNothing(t *testing.T) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					r.up.deliverOn(context.Background(), take(r.up), events(2), func(lo, hi int, err error) {
+					r.up.deliver(context.Background(), take(r.up), events(2), func(lo, hi int, err error) {
 						out = append(out, outcome{lo, hi, err})
 					})
 				}()
@@ -102,7 +102,7 @@ func TestDeliverWithASlotThatHoldsNothing(t *testing.T) {
 	}
 }
 
-// deliverOn sends its first attempt on the slot it is handed, without giving
+// deliver sends its first attempt on the slot it is handed, without giving
 // it back first, so batches go out in the order their slots were taken:
 // whoever waits for a slot meanwhile gets it only after that attempt.
 func TestFirstAttemptGoesOutOnTheSlotHandedIn(t *testing.T) {
@@ -120,7 +120,7 @@ func TestFirstAttemptGoesOutOnTheSlotHandedIn(t *testing.T) {
 			}
 		}()
 		synctest.Wait()
-		r.up.deliverOn(context.Background(), first, events(1), func(int, int, error) {})
+		r.up.deliver(context.Background(), first, events(1), func(int, int, error) {})
 		assert.Equal(t, 1, <-sentBefore, "requests sent before the next waiter got the slot")
 	})
 }

@@ -129,7 +129,7 @@ func (s *tokenSource) get(ctx context.Context) (string, retry.Result, error) {
 		case a.err == nil:
 			s.token = a.token
 			s.refresh = a.sent.Add(a.life / 2)
-			s.expires = a.sent.Add(a.life - min(a.life/4, s.u.timeout)) // valid to the end of an attempt
+			s.expires = a.sent.Add(a.life - min(a.life/4, s.u.cfg.RequestTimeout)) // valid to the end of an attempt
 		case stale:
 			s.refresh = now.Add(s.expires.Sub(now) / 2)
 		}
@@ -137,15 +137,14 @@ func (s *tokenSource) get(ctx context.Context) (string, retry.Result, error) {
 		f.res, f.err, f.abandoned = a.res, a.err, ctx.Err() != nil
 		s.mu.Unlock()
 		close(f.done)
-		switch {
-		case a.err == nil:
-			return token, retry.Result{}, nil
-		case stale:
-			s.u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: OAuth token refresh failed; the current token serves until it expires",
-				slog.Time("expires", expires), slog.String("error", a.err.Error()))
-			return token, retry.Result{}, nil
+		if a.err != nil && !stale {
+			return "", a.res, a.err
 		}
-		return "", a.res, a.err
+		if a.err != nil {
+			s.u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: OAuth token refresh failed; the current token serves until it expires",
+				slog.Time("expires", expires), slog.String("error", a.err.Error()))
+		}
+		return token, retry.Result{}, nil
 	}
 }
 
@@ -207,15 +206,15 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 		"client_assertion":      {jwt},
 		"scope":                 {"tracking_api:write"},
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.u.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.u.cfg.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(form.Encode()))
 	if err != nil {
 		return fail(retry.Result{Outcome: retry.OutcomeFatal}, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", s.u.userAgent)
-	resp, err := s.u.client.Do(req)
+	req.Header.Set("User-Agent", s.u.cfg.UserAgent)
+	resp, err := s.u.cfg.Client.Do(req)
 	if err != nil {
 		return fail(retry.NoResponse(), err)
 	}

@@ -88,7 +88,7 @@ type Config struct {
 	// Policy is the retry policy.
 	Policy retry.Policy
 	// AdaptiveSendRate turns on the client-wide send rate
-	// (retry.SendRate): every attempt waits for its turn, so that during
+	// (retry.Gate): every attempt waits for its turn, so that during
 	// an outage the client probes instead of retrying every batch, and
 	// after it the backlog goes out at a rising rate. Off, attempts wait
 	// only for their own backoff and the rate-limit pause, and a pause
@@ -104,18 +104,12 @@ type Config struct {
 // share one rate-limit pause, one send rate and the MaxConcurrentRequests
 // request slots.
 type Uploader struct {
-	url       string
-	auth      string       // the write key's Basic credentials
-	tokens    *tokenSource // with OAuth, the access token in their place
-	scrub     *scrubber    // removes the write key from what servers send back
-	userAgent string
-	env       envelope
-	client    *http.Client
-	gzip      bool
-	timeout   time.Duration
-	maxBody   int
-	policy    retry.Policy
-	log       *slog.Logger
+	cfg    Config       // as New was given it, with a Logger and without the WriteKey
+	url    string       // Endpoint + BatchPath
+	auth   string       // the write key's Basic credentials
+	tokens *tokenSource // with OAuth, the access token in their place
+	scrub  *scrubber    // removes the write key from what servers send back
+	env    envelope
 
 	gate     *retry.Gate   // the pause and the send rate (when on)
 	requests chan struct{} // a token per request in flight: see slot
@@ -127,22 +121,17 @@ type Uploader struct {
 func New(cfg Config) *Uploader {
 	env := envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID}
 	u := &Uploader{
-		url:       cfg.Endpoint + BatchPath,
-		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
-		scrub:     newScrubber(cfg.WriteKey),
-		userAgent: cfg.UserAgent,
-		env:       env,
-		client:    cfg.Client,
-		gzip:      cfg.Gzip,
-		timeout:   cfg.RequestTimeout,
-		maxBody:   cfg.MaxBodyBytes,
-		policy:    cfg.Policy,
-		log:       cfg.Logger,
-		requests:  make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
+		cfg:      cfg,
+		url:      cfg.Endpoint + BatchPath,
+		auth:     "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
+		scrub:    newScrubber(cfg.WriteKey),
+		env:      env,
+		requests: make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
 	}
-	u.gate = retry.NewGate(&u.policy, cfg.AdaptiveSendRate)
-	if u.log == nil {
-		u.log = slog.New(slog.DiscardHandler)
+	u.cfg.WriteKey = "" // kept only where it is sent: auth, and the OAuth body's writeKey
+	u.gate = retry.NewGate(&u.cfg.Policy, cfg.AdaptiveSendRate)
+	if u.cfg.Logger == nil {
+		u.cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.OAuth != nil {
 		key, _ := json.Marshal(cfg.WriteKey) // a string: never fails
@@ -155,7 +144,7 @@ func New(cfg Config) *Uploader {
 // eventBytes is how many bytes the events of one batch may take, joined by
 // commas, so that the whole body stays within Config.MaxBodyBytes.
 func (u *Uploader) eventBytes() int {
-	return u.maxBody - u.env.size()
+	return u.cfg.MaxBodyBytes - u.env.size()
 }
 
 // eventsDoneAtReturn reports whether nothing reads a batch's events once
@@ -164,10 +153,7 @@ func (u *Uploader) eventBytes() int {
 // before it is sent. Without gzip the body is read from the events as the
 // transport writes it, and an http.RoundTripper may go on reading it after
 // the round trip has returned.
-func (u *Uploader) eventsDoneAtReturn() bool { return u.gzip }
-
-// Counters returns a snapshot of the Uploader's counters.
-func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
+func (u *Uploader) eventsDoneAtReturn() bool { return u.cfg.Gzip }
 
 // Deliver sends events (each one encoded JSON object) as one batch and runs
 // its retry loop until every event has a final outcome. It calls report
@@ -188,17 +174,7 @@ func (u *Uploader) Counters() Counters { return u.stats.snapshot() }
 // When ctx ends, the events not yet delivered are reported with a
 // *BatchError whose Reason is context.Cause(ctx).
 func (u *Uploader) Deliver(ctx context.Context, events [][]byte, report func(lo, hi int, err error)) {
-	u.deliverOn(ctx, nil, events, report)
-}
-
-// deliverOn is Deliver with s, the request slot of the first attempt,
-// taken with acquire, so that batches go out in the order their slots were
-// taken. It releases s, whatever happens. A slot that holds nothing (the
-// zero slot, nil, or one already released) makes the first attempt take
-// a slot of its own.
-func (u *Uploader) deliverOn(ctx context.Context, s *slot, events [][]byte, report func(lo, hi int, err error)) {
-	defer s.release()
-	u.deliver(ctx, s, events, 0, report)
+	u.deliver(ctx, nil, events, report)
 }
 
 // StopRetries ends every batch's retries, from now on: a batch waiting to
@@ -211,20 +187,23 @@ func (u *Uploader) deliverOn(ctx context.Context, s *slot, events [][]byte, repo
 // goroutine.
 func (u *Uploader) StopRetries() { u.gate.Stop() }
 
-// deliver runs the loop of one batch (SPEC §5). slot, if it still holds one, is the
-// slot of the first attempt.
-func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
-	end := offset + len(events)
+// deliver is Deliver with slot, the request slot of the first attempt,
+// taken with acquire, so that batches go out in the order their slots were
+// taken (SPEC §5). It releases slot, whatever happens. A slot that holds
+// nothing (the zero slot, nil, or one already released) makes the first
+// attempt take a slot of its own.
+func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, report func(lo, hi int, err error)) {
+	defer slot.release()
 	// Spliced first, checked second: a batch over the API's limits, a body
 	// over MaxBodyBytes or more events than the API takes in a request, is
 	// split before it is sent (SPEC §3). A single event always fits: the
 	// analytics package refuses events over MaxMessageBytes at Enqueue.
-	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events)+u.env.size() > u.maxBody {
-		u.split(ctx, slot, events, offset, report)
+	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events)+u.env.size() > u.cfg.MaxBodyBytes {
+		u.split(ctx, slot, events, report)
 		return
 	}
 
-	budget := u.policy.NewBudget(len(events))
+	budget := u.cfg.Policy.NewBudget(len(events))
 	var id string // the batch's messageId, when the body carries one
 	if u.env.batchID {
 		id = uuid.NewString()
@@ -232,7 +211,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 	var last error
 	fail := func(reason error, attempts int) {
 		u.stats.failed.Add(1)
-		report(offset, end, &BatchError{Reason: reason, Attempts: attempts, Err: last})
+		report(0, len(events), &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
 		held, admitted, err := u.ready(ctx, slot, budget)
@@ -253,10 +232,10 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 		switch d.Action {
 		case retry.ActionDeliver:
 			u.stats.delivered.Add(1)
-			report(offset, end, nil)
+			report(0, len(events), nil)
 			return
 		case retry.ActionSplit:
-			u.split(ctx, slot, events, offset, report)
+			u.split(ctx, slot, events, report)
 			return
 		case retry.ActionFail:
 			fail(d.Reason, budget.Attempts())
@@ -278,7 +257,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 			}
 		}
 		attrs = append(attrs, slog.String("error", errString(last)))
-		u.log.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
+		u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
 		switch d.Path {
 		case retry.TokenPath:
 			// At once, with a fresh token: the attempt dropped the one refused.
@@ -300,11 +279,11 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, off
 
 // split sends each half of events as a batch of its own. The first half's
 // first attempt uses slot if it still holds one.
-func (u *Uploader) split(ctx context.Context, slot *slot, events [][]byte, offset int, report func(lo, hi int, err error)) {
+func (u *Uploader) split(ctx context.Context, slot *slot, events [][]byte, report func(lo, hi int, err error)) {
 	u.stats.splits.Add(1)
 	mid := len(events) / 2
-	u.deliver(ctx, slot, events[:mid], offset, report)
-	u.deliver(ctx, slot, events[mid:], offset+mid, report)
+	u.deliver(ctx, slot, events[:mid], report)
+	u.deliver(ctx, nil, events[mid:], func(lo, hi int, err error) { report(mid+lo, mid+hi, err) })
 }
 
 func errString(err error) string {

@@ -7,7 +7,7 @@
 // statuses ([Classify]), the jittered exponential backoff, and the
 // per-batch retry count and duration budgets ([Policy], [Budget]), and the
 // client-wide [Gate] that admits each attempt: the rate-limit pause and the
-// adaptive send rate ([SendRate]). It does no I/O and never reads the clock: the caller
+// adaptive send rate. It does no I/O and never reads the clock: the caller
 // passes the time in, so every decision can be tested at any instant
 // without waiting.
 //
@@ -27,9 +27,9 @@
 // once; nothing sleeps only to fail afterwards.
 //
 // Above both paths, every attempt of every batch of a client takes its turn
-// from one [SendRate]: it does not bind while the API answers, probes (one
-// attempt at a time, spaced by the backoff schedule) while it does not, and
-// ramps up again after. A batch it holds back spends no retry, only time
+// from the Gate's send rate: it does not bind while the API answers, probes
+// (one attempt at a time, spaced by the backoff schedule) while it does
+// not, and ramps up again after. A batch it holds back spends no retry, only time
 // from its backoff budget.
 //
 // With OAuth 2.0, an upload that carried an access token is classified by

@@ -15,7 +15,7 @@ import (
 //   - The client-wide rate-limit pause: one Retry-After (Hold) holds every
 //     attempt of the client until the time it named, bounded by
 //     MaxRateLimitDuration from the start of the rate-limit episode.
-//   - The send rate (SendRate), when on: attempts it holds back wait in
+//   - The send rate (SPEC §5), when on: attempts it holds back wait in
 //     line, and only the first in line asks for a turn: the attempt that
 //     came first, except while the rate probes, when it is the attempt of
 //     the batch that has spent the fewest retries (the first of those that
@@ -51,7 +51,7 @@ import (
 // A Gate is safe for concurrent use.
 type Gate struct {
 	policy *Policy
-	rate   *SendRate // nil: the send rate is off
+	rate   *sendRate // nil: the send rate is off
 
 	mu      sync.Mutex
 	pause   pause
@@ -77,10 +77,10 @@ type Waiter struct {
 
 // NewGate returns an open Gate for policy's budgets and schedule, with the
 // send rate on or off. policy must not change while it is in use.
-func NewGate(policy *Policy, sendRate bool) *Gate {
+func NewGate(policy *Policy, adaptive bool) *Gate {
 	g := &Gate{policy: policy, changed: make(chan struct{}), recovered: make(chan struct{})}
-	if sendRate {
-		g.rate = NewSendRate(policy)
+	if adaptive {
+		g.rate = &sendRate{policy: policy}
 	}
 	return g
 }
@@ -125,14 +125,14 @@ func (g *Gate) Admit(now time.Time, w *Waiter, b *Budget, slot bool) (Admission,
 		if b.Attempts() > 0 {
 			return Admission{}, ErrRetriesStopped
 		}
-		return Admission{Go: slot, Slot: !slot, Recovered: g.recovered}, nil
-	}
-	if d, err := g.pause.wait(now, g.policy); err != nil || d > 0 {
+	} else if d, err := g.pause.wait(now, g.policy); err != nil || d > 0 {
 		// An attempt waits at the pause out of line; it comes back last.
 		g.leave(w)
 		return Admission{Until: now.Add(d), Wake: g.changed, Paused: true}, err
 	}
-	if g.rate == nil || !w.inLine && len(g.line) == 0 && !slot {
+	// Stopped, the send rate off, or nothing in line and no slot yet: no
+	// turn to wait for.
+	if g.stopped || g.rate == nil || !w.inLine && len(g.line) == 0 && !slot {
 		return Admission{Go: slot, Slot: !slot, Recovered: g.recovered}, nil
 	}
 	deadline, bounded := b.BackoffDeadline()
@@ -149,7 +149,7 @@ func (g *Gate) Admit(now time.Time, w *Waiter, b *Budget, slot bool) (Admission,
 		if !slot {
 			return Admission{Slot: true}, nil
 		}
-		turn, d, ok := g.rate.Admit(now)
+		turn, d, ok := g.rate.admit(now)
 		if ok {
 			g.leave(w)
 			return Admission{Go: true, Turn: turn, Recovered: g.recovered}, nil
@@ -176,7 +176,7 @@ func (g *Gate) Admit(now time.Time, w *Waiter, b *Budget, slot bool) (Admission,
 // first returns the attempt that asks for the next turn. g.mu is held.
 func (g *Gate) first() *Waiter {
 	head := g.line[0]
-	if g.rate.Probing() {
+	if g.rate.mode == sendProbing {
 		for _, w := range g.line[1:] {
 			if w.retries < head.retries {
 				head = w
@@ -221,9 +221,9 @@ func (g *Gate) announce() {
 // anything but a rate-limited answer ends the rate-limit episode: the
 // pause already announced still runs to its end.
 func (g *Gate) End(turn Turn, now time.Time, o Outcome, answered bool) {
-	recovered := g.rate != nil && g.rate.End(turn, now, o)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	recovered := g.rate != nil && g.rate.end(turn, now, o)
 	if answered && o != OutcomeRateLimited {
 		g.pause.since = time.Time{}
 	}
@@ -266,14 +266,26 @@ func (g *Gate) Stop() {
 	}
 }
 
-// GateState is a snapshot of a Gate's send rate and line.
+// GateState is a snapshot of a Gate's send rate and line: all zero when the
+// send rate is off. The analytics package names it
+// analytics.SendRateStats, in Stats.SendRate.
 type GateState struct {
-	// SendRate is the send rate's state; zero when it is off.
-	SendRate SendRateState
-	// Held counts the attempts the send rate held back, since NewGate.
-	Held int64
-	// Waiting is the attempts waiting in line now.
-	Waiting int
+	// Limit is the attempts per second the client allows itself now: the
+	// lowered limit after failures, or one over the probe's spacing while
+	// probing (0 when that spacing is 0); 0 while the API answers and
+	// nothing is limited.
+	Limit float64 `json:"limit"`
+	// Probing is true while the API seems down: one attempt at a time goes
+	// out, spaced by the backoff schedule, up to the Policy's
+	// ProbeInterval apart, but further for a client that sends little (its
+	// probes cost at most an eighth of its healthy rate), and after a
+	// rate-limited answer by the pause.
+	Probing bool `json:"probing"`
+	// Held counts the attempts that had to wait for their turn, since
+	// NewGate.
+	Held int64 `json:"held"`
+	// Waiting is the attempts waiting for their turn now.
+	Waiting int `json:"waiting"`
 }
 
 // State returns the Gate's state at now.
@@ -282,7 +294,8 @@ func (g *Gate) State(now time.Time) GateState {
 	defer g.mu.Unlock()
 	st := GateState{Held: g.held, Waiting: len(g.line)}
 	if g.rate != nil {
-		st.SendRate = g.rate.State(now)
+		st.Limit = g.rate.limit(now)
+		st.Probing = g.rate.mode == sendProbing
 	}
 	return st
 }

@@ -180,7 +180,7 @@ func TestHeldAttemptSpendsItsBackoffBudget(t *testing.T) {
 	g := NewGate(&policy, true)
 	t0 := time.Unix(1_000_000, 0)
 	for range downAfter { // the API seems down: the client probes, and the probe goes
-		turn, _, ok := g.rate.Admit(t0)
+		turn, _, ok := g.rate.admit(t0)
 		require.True(t, ok)
 		g.End(turn, t0, OutcomeRetryable, true)
 	}
@@ -199,7 +199,7 @@ func TestHeldAttemptSpendsItsBackoffBudget(t *testing.T) {
 	a2, err := g.Admit(t0.Add(time.Minute), &w2, b2, true)
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(70*time.Second), a2.Until, "second in line: until the budget ends")
-	assert.Equal(t, GateState{SendRate: g.rate.State(t0.Add(time.Minute)), Held: 2, Waiting: 2}, g.State(t0.Add(time.Minute)), "two held, waiting")
+	assert.Equal(t, GateState{Limit: g.rate.limit(t0.Add(time.Minute)), Probing: true, Held: 2, Waiting: 2}, g.State(t0.Add(time.Minute)), "probing, two held, waiting")
 	_, err = g.Admit(a2.Until, &w2, b2, true)
 	assert.ErrorIs(t, err, ErrBackoffBudgetExceeded, "second in line, at the budget's end")
 	_, err = g.Admit(a.Until, &w, b, true)
@@ -218,9 +218,9 @@ func TestProbeTurnGoesToTheFewestRetries(t *testing.T) {
 	assert.Same(t, g.line[0], g.first(), "healthy: the first that came asks")
 
 	now := time.Now()
-	turn, _, ok := g.rate.Admit(now)
+	turn, _, ok := g.rate.admit(now)
 	require.True(t, ok, "a healthy rate admits")
-	g.rate.End(turn, now, OutcomeRateLimited) // one rate-limited answer: the client probes
-	require.True(t, g.rate.Probing(), "probing after a rate-limited answer")
+	g.rate.end(turn, now, OutcomeRateLimited) // one rate-limited answer: the client probes
+	require.Equal(t, sendProbing, g.rate.mode, "probing after a rate-limited answer")
 	assert.Same(t, g.line[1], g.first(), "probing: the first of those with the fewest retries asks")
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // The root package's WithAdaptiveSendRate describes the rules of this
-// package's SendRate; each multiple of the healthy rate it states ("up to
+// package's send rate; each multiple of the healthy rate it states ("up to
 // 2.5 times it") is the ceiling the send rate really rises to. The test
 // reads numbers, not sentences, so the doc may be reworded freely.
 func TestAdaptiveSendRateDocStatesTheCeiling(t *testing.T) {

@@ -50,10 +50,10 @@ type Policy struct {
 	// asked for.
 	RateLimitRetryAfterCap time.Duration
 	// ProbeInterval caps the backoff schedule's spacing of the client-wide
-	// probe (see SendRate): while the API is down, one attempt at a time
+	// probe (see Gate): while the API is down, one attempt at a time
 	// goes out, spaced as the backoff schedule says but never more than this
 	// apart, so that the client notices the API is back within about this
-	// long. SendRate spaces a quiet client's probes further, to an eighth of
+	// long. The send rate spaces a quiet client's probes further, to an eighth of
 	// its healthy rate (SPEC §5). 0 or less: no cap but BackoffCap's.
 	ProbeInterval time.Duration
 	// Backoff, when set, is the wait before backoff retry n (n = 1, 2,
@@ -119,12 +119,6 @@ func (p *Policy) backoffCeiling(n int) time.Duration {
 
 // jitter returns a uniformly random duration in [0, n) for n > 0.
 func (p *Policy) jitter(n time.Duration) time.Duration { return jitter.N(&p.draw, n) }
-
-// rateLimitWait returns how long the rate-limit path waits for a server's
-// Retry-After: min(retryAfter, RateLimitRetryAfterCap) (SPEC §5).
-func (p *Policy) rateLimitWait(retryAfter time.Duration) time.Duration {
-	return min(retryAfter, p.RateLimitRetryAfterCap)
-}
 
 // maxResumeJitter bounds the jitter added to the end of a Retry-After
 // pause: a tenth of the wait, at most this.
@@ -228,11 +222,10 @@ type Budget struct {
 	attempts int
 	retries  int
 
-	backoffStarted   bool
-	backoffStart     time.Time
-	rateLimitStarted bool
-	rateLimitStart   time.Time
-	tokenRetried     bool
+	tokenRetried bool
+	// When each duration budget started: zero until then (a time from
+	// time.Now is never zero).
+	backoffStart, rateLimitStart time.Time
 }
 
 // Attempts returns how many attempts have been decided on so far. Before an
@@ -277,10 +270,11 @@ func (b *Budget) Next(r Result, now time.Time) Decision {
 // rateLimited is the rate-limit path (SPEC §5): it does not spend the retry
 // count.
 func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
-	if !b.rateLimitStarted {
-		b.rateLimitStarted, b.rateLimitStart = true, now
+	if b.rateLimitStart.IsZero() {
+		b.rateLimitStart = now
 	}
-	wait := b.policy.rateLimitWait(retryAfter)
+	// The server's Retry-After, capped (SPEC §5).
+	wait := min(retryAfter, b.policy.RateLimitRetryAfterCap)
 	if !fits(now.Sub(b.rateLimitStart), wait, b.policy.MaxRateLimitDuration) {
 		return Decision{Action: ActionFail, Reason: ErrRateLimitBudgetExceeded}
 	}
@@ -290,8 +284,8 @@ func (b *Budget) rateLimited(retryAfter time.Duration, now time.Time) Decision {
 // backoff is the counted path (SPEC §5): check what is left, then spend one
 // retry.
 func (b *Budget) backoff(now time.Time) Decision {
-	if !b.backoffStarted {
-		b.backoffStarted, b.backoffStart = true, now
+	if b.backoffStart.IsZero() {
+		b.backoffStart = now
 	}
 	if b.retries >= b.policy.RetryCount {
 		return Decision{Action: ActionFail, Reason: ErrRetriesExhausted}
@@ -305,20 +299,20 @@ func (b *Budget) backoff(now time.Time) Decision {
 }
 
 // HoldFits reports whether the batch may be held back from sending, at
-// now, for wait more (by the client's send rate, see SendRate). Being held
+// now, for wait more (by the client's send rate, see Gate). Being held
 // spends no retry, only time: once the batch has had a backoff-path
 // failure, the hold must end within MaxTotalBackoffDuration of it, as
 // every backoff wait must (SPEC §5). Before that, nothing bounds it but the
 // caller's context.
 func (b *Budget) HoldFits(now time.Time, wait time.Duration) bool {
-	return !b.backoffStarted || fits(now.Sub(b.backoffStart), wait, b.policy.MaxTotalBackoffDuration)
+	return b.backoffStart.IsZero() || fits(now.Sub(b.backoffStart), wait, b.policy.MaxTotalBackoffDuration)
 }
 
 // BackoffDeadline returns when the batch's backoff budget ends, and false
 // before its first backoff-path failure, when none runs. A batch held back
 // by the send rate fails with ErrBackoffBudgetExceeded at that time.
 func (b *Budget) BackoffDeadline() (time.Time, bool) {
-	if !b.backoffStarted {
+	if b.backoffStart.IsZero() {
 		return time.Time{}, false
 	}
 	return b.backoffStart.Add(b.policy.MaxTotalBackoffDuration), true

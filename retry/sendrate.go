@@ -2,41 +2,29 @@ package retry
 
 import (
 	"math"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// SendMode is how a SendRate admits attempts.
-type SendMode int
+// sendMode is how a sendRate admits attempts.
+type sendMode int
 
 const (
-	// SendHealthy: no limit; every attempt goes at once.
-	SendHealthy SendMode = iota
-	// SendLimited: a token bucket of Limit attempts per second, burst 1:
+	// sendHealthy: no limit; every attempt goes at once.
+	sendHealthy sendMode = iota
+	// sendLimited: a token bucket of limit attempts per second, burst 1:
 	// (1 − p) times the ceiling, with p the throttle of the share of
 	// attempts that failed over the last 2 minutes.
-	SendLimited
-	// SendProbing: the API seems down. One attempt at a time, spaced as the
+	sendLimited
+	// sendProbing: the API seems down. One attempt at a time, spaced as the
 	// backoff schedule says (Policy.probeSpacing), at most an eighth of the
 	// healthy rate.
-	SendProbing
+	sendProbing
 )
 
-// String returns the mode's name, for logs.
-func (m SendMode) String() string {
-	switch m {
-	case SendLimited:
-		return "limited"
-	case SendProbing:
-		return "probing"
-	}
-	return "healthy"
-}
-
 // The rules of the send rate. They are constants, not options: together
-// they set how a client behaves in a fleet (see SendRate), and each is
+// they set how a client behaves in a fleet (see sendRate), and each is
 // chosen for that.
 const (
 	// downAfter: this many retryable failures in a row, with no 2xx
@@ -83,8 +71,8 @@ const (
 	maxLimit = 1e9
 )
 
-// A Turn is an attempt a SendRate admitted, returned by Admit. Its end must
-// be reported with End exactly once, whether the attempt was sent or not:
+// A Turn is an attempt a Gate's send rate admitted, in an Admission. Its
+// end must be reported with Gate.End exactly once, whether the attempt was sent or not:
 // the turn tells End whether the attempt was the probe, and whether it was
 // in flight when the last failure came (its failure is then the same news,
 // not counted again in a row). The zero Turn is for an attempt sent without
@@ -92,37 +80,27 @@ const (
 // window, never in a run of failures.
 type Turn struct {
 	seq   uint64 // the admission's number, from 1; 0 for no turn
-	probe bool   // the probe of SendProbing
+	probe bool   // the probe of sendProbing
 }
 
-// SendRate is the client-wide send rate of SPEC §5: every attempt of every
-// batch, first or retry, asks it for a turn. It decides; it does no I/O and
-// never reads the clock: the caller passes the time in, waits, and reports
-// each attempt's end:
-//
-//	turn, wait, ok := rate.Admit(time.Now())
-//	if !ok {
-//		// wait (0: until another attempt ends), then Admit again
-//	}
-//	resp := send()
-//	res := retry.Classify(resp.StatusCode, resp.Header, time.Now())
-//	if rate.End(turn, time.Now(), res.Outcome) {
-//		// the API is back: wake the batches sleeping through a backoff
-//	}
+// sendRate is the client-wide send rate of SPEC §5, a Gate's: every
+// attempt of every batch, first or retry, asks it for a turn (admit), and
+// its end is reported (end). It decides; it does no I/O and never reads
+// the clock: the Gate passes the time in.
 //
 // It keeps the attempts that ended over the last 2 minutes, and how many
 // the API accepted (a 2xx). While at most half of them failed, it does not
-// bind (SendHealthy): an API that answers every other request is not
+// bind (sendHealthy): an API that answers every other request is not
 // throttled. Beyond that it throttles as the SRE book's client-side
 // throttling does: with p = max(0, (requests − 2·accepts)/(requests + 1))
 // over the window, the limit is (1 − p) times the ceiling, 2.5 times the
 // client's healthy rate, the moving average of its attempts while healthy
-// (SendLimited).
+// (sendLimited).
 //
 // Three retryable failures in a row (a status of the backoff path, a
 // transport error, a rate-limited answer), with no 2xx between, or one
 // rate-limited answer, and the API seems down: the client probes
-// (SendProbing), one attempt at a time, after the k-th backoff-path
+// (sendProbing), one attempt at a time, after the k-th backoff-path
 // failure in a row spaced the longer of s(k) less a jitter of up to
 // s(k)/4 and h plus a jitter of up to h/2, with s(k) = min(d/2,
 // ProbeInterval), d the backoff ceiling of retry k, and h 8 over the
@@ -132,7 +110,7 @@ type Turn struct {
 // the probes to an eighth of what the client sends when healthy.
 //
 // A success while probing means the API is back: End reports it, so that
-// the caller wakes the batches sleeping through their backoff. The limit
+// the Gate wakes the batches sleeping through their backoff. The limit
 // is then (1 − p) times the ceiling, with one turn ready, and rises with
 // each success as the failures of the outage weigh less in the window
 // (after a short outage p is 0 at once); in the first rampTime it rises
@@ -145,12 +123,11 @@ type Turn struct {
 // After a rate-limited answer the wait is the client-wide pause's (see
 // Gate): a probe after it goes as soon as the pause ends, or after h.
 //
-// A SendRate is safe for concurrent use.
-type SendRate struct {
-	mu     sync.Mutex
+// The Gate's lock guards it.
+type sendRate struct {
 	policy *Policy
-	mode   SendMode
-	lim    *rate.Limiter // SendLimited's bucket
+	mode   sendMode
+	lim    *rate.Limiter // sendLimited's bucket
 	recent window        // the attempts of the last 2 minutes (the throttle's)
 
 	seq    uint64 // turns admitted so far
@@ -172,24 +149,16 @@ type SendRate struct {
 	nextProbe time.Time // the next probe may start then
 }
 
-// NewSendRate returns a healthy SendRate that spaces its probes with
-// policy's backoff schedule. policy must not change while it is in use.
-func NewSendRate(policy *Policy) *SendRate {
-	return &SendRate{policy: policy}
-}
-
-// Admit asks, at now, for the turn of an attempt. When ok, the attempt may
-// start now; its end must be reported with End. Otherwise wait says how
+// admit asks, at now, for the turn of an attempt. When ok, the attempt may
+// start now; its end must be reported with end. Otherwise wait says how
 // long until the next turn is due: ask again then, or sooner if another
-// attempt ends (the caller is told by End). A wait of 0 with !ok means the
-// probe is in flight: ask again when it ends.
-func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// attempt ends. A wait of 0 with !ok means the probe is in flight: ask
+// again when it ends.
+func (s *sendRate) admit(now time.Time) (turn Turn, wait time.Duration, ok bool) {
 	s.settle(now)
 	switch s.mode {
-	case SendLimited:
-		s.setLimit(now)
+	case sendLimited:
+		s.lim.SetLimitAt(now, bucketRate(s.limitAt(now)))
 		r := s.lim.ReserveN(now, 1)
 		if d := r.DelayFrom(now); d > 0 {
 			r.CancelAt(now)
@@ -198,8 +167,8 @@ func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool)
 			s.lastHeld = now.Add(d)
 			return Turn{}, d, false
 		}
-		return s.admit(false), 0, true
-	case SendProbing:
+		return s.turn(false), 0, true
+	case sendProbing:
 		if s.probeOut {
 			return Turn{}, 0, false
 		}
@@ -207,38 +176,38 @@ func (s *SendRate) Admit(now time.Time) (turn Turn, wait time.Duration, ok bool)
 			return Turn{}, d, false
 		}
 		s.probeOut = true
-		return s.admit(true), 0, true
+		return s.turn(true), 0, true
 	}
 	s.meter.count(now)
-	return s.admit(false), 0, true
+	return s.turn(false), 0, true
 }
 
 // settle lifts a limit that has held nothing back for quietToHealthy up
 // to now, once the throttle is 0 or no failure came for as long.
-func (s *SendRate) settle(now time.Time) {
-	if s.mode != SendLimited || now.Sub(s.lastHeld) < quietToHealthy {
+func (s *sendRate) settle(now time.Time) {
+	if s.mode != sendLimited || now.Sub(s.lastHeld) < quietToHealthy {
 		return
 	}
 	if now.Sub(s.lastFail) >= quietToHealthy || s.recent.throttle(now) == 0 {
-		s.toHealthy(now)
+		// Lifted: the healthy rate is measured afresh, from now.
+		s.mode, s.lim, s.atCeiling = sendHealthy, nil, time.Time{}
+		s.meter = healthyRate{at: now, since: now}
 	}
 }
 
-func (s *SendRate) admit(probe bool) Turn {
+func (s *sendRate) turn(probe bool) Turn {
 	s.seq++
 	return Turn{seq: s.seq, probe: probe}
 }
 
-// End records how an admitted attempt ended, at now: o is its outcome, or
+// end records how an admitted attempt ended, at now: o is its outcome, or
 // 0 when it was not sent. It returns true when the attempt is the first
 // success after the API seemed down (the client was probing): batches
 // sleeping through a backoff wait may go now, at the limit. Outcomes other
 // than success, retryable and rate-limited (a fatal status, a redirect, a
 // 413) say nothing about the API's load and change nothing but the
 // probe's turn.
-func (s *SendRate) End(turn Turn, now time.Time, o Outcome) (recovered bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *sendRate) end(turn Turn, now time.Time, o Outcome) (recovered bool) {
 	if turn.probe {
 		s.probeOut = false
 	}
@@ -247,10 +216,13 @@ func (s *SendRate) End(turn Turn, now time.Time, o Outcome) (recovered bool) {
 		s.recent.add(now, true)
 		s.run, s.streak = 0, 0
 		switch s.mode {
-		case SendProbing:
-			s.recover(now)
+		case sendProbing:
+			// The API is back: the limit starts with one turn ready (the
+			// burst), so that a batch alone goes at once.
+			s.lastHeld, s.recovered = now, now
+			s.limited(now)
 			return true
-		case SendLimited:
+		case sendLimited:
 			s.raise(now)
 		}
 	case OutcomeRetryable, OutcomeRateLimited:
@@ -260,7 +232,7 @@ func (s *SendRate) End(turn Turn, now time.Time, o Outcome) (recovered bool) {
 		if turn.seq > s.cutSeq {
 			s.fail(now, o)
 		}
-		if s.mode == SendHealthy && s.recent.throttle(now) > 0 {
+		if s.mode == sendHealthy && s.recent.throttle(now) > 0 {
 			s.limited(now)
 		}
 	}
@@ -269,18 +241,24 @@ func (s *SendRate) End(turn Turn, now time.Time, o Outcome) (recovered bool) {
 
 // fail takes a counted failure with outcome o at now into account: once
 // the API seems down, the client probes.
-func (s *SendRate) fail(now time.Time, o Outcome) {
+func (s *sendRate) fail(now time.Time, o Outcome) {
 	s.cutSeq = s.seq
 	s.run++
 	s.lastFail = now
-	if s.mode == SendHealthy && s.run == 1 {
+	if s.mode == sendHealthy && s.run == 1 {
 		// The trouble begins: what came before it is the healthy rate.
 		// Later failures of the run would measure the lull they cause.
 		s.measure(now)
 	}
 	// After a rate-limited answer the pause spaces what follows, but
-	// for the eighth of the healthy rate.
-	spacing := s.jittered(s.leastSpacing())
+	// for the eighth of the healthy rate, plus a jitter of up to half of
+	// it: clients that fail at the same instant (a fleet's replicas, all
+	// of whose batches went at the outage's first second) do not probe,
+	// and find the API back, in the same instant.
+	spacing := s.leastSpacing()
+	if spacing/2 > 0 {
+		spacing += s.policy.jitter(spacing / 2)
+	}
 	if o == OutcomeRetryable {
 		s.streak++
 		sk := s.policy.probeSpacing(s.streak)
@@ -294,36 +272,24 @@ func (s *SendRate) fail(now time.Time, o Outcome) {
 	}
 	// A rate-limited answer is the server saying it is overloaded: the
 	// client probes at once.
-	if s.mode == SendProbing || s.run >= downAfter || o == OutcomeRateLimited {
-		s.mode = SendProbing
+	if s.mode == sendProbing || s.run >= downAfter || o == OutcomeRateLimited {
+		s.mode = sendProbing
 		s.lim, s.atCeiling = nil, time.Time{}
 		s.nextProbe = now.Add(spacing)
 	}
 }
 
-// recover leaves the probe after a success at now: the limit starts with
-// one turn ready (the burst), so that a batch alone goes at once.
-func (s *SendRate) recover(now time.Time) {
-	s.lastHeld, s.recovered = now, now
-	s.limited(now)
-}
-
-// limited makes the mode SendLimited at now, with one turn ready.
-func (s *SendRate) limited(now time.Time) {
-	s.mode = SendLimited
+// limited makes the mode sendLimited at now, with one turn ready.
+func (s *sendRate) limited(now time.Time) {
+	s.mode = sendLimited
 	s.lim = rate.NewLimiter(bucketRate(s.limitAt(now)), 1)
-}
-
-// setLimit sets the bucket's rate to the limit at now.
-func (s *SendRate) setLimit(now time.Time) {
-	s.lim.SetLimitAt(now, bucketRate(s.limitAt(now)))
 }
 
 // limitAt is the limit at now, in attempts per second: (1 − p) times the
 // ceiling, with p the throttle, at least one attempt per longest probe
 // spacing, so that a limited client never waits longer than a probing
 // one.
-func (s *SendRate) limitAt(now time.Time) float64 {
+func (s *sendRate) limitAt(now time.Time) float64 {
 	limit := (1 - s.recent.throttle(now)) * s.ceiling
 	if since := now.Sub(s.recovered); s.trusted && since < rampTime {
 		// Right after the recovery the limit rises from the healthy rate
@@ -352,7 +318,7 @@ func bucketRate(limit float64) rate.Limit {
 // raise follows a success at now while limited: once the limit is at the
 // ceiling (the throttle is 0) and has held there for ceilingHold, the
 // ceiling rises.
-func (s *SendRate) raise(now time.Time) {
+func (s *sendRate) raise(now time.Time) {
 	if s.recent.throttle(now) > 0 {
 		s.atCeiling = time.Time{}
 		return
@@ -366,19 +332,11 @@ func (s *SendRate) raise(now time.Time) {
 	}
 }
 
-// toHealthy lifts the limit at now, and starts measuring the healthy rate
-// afresh.
-func (s *SendRate) toHealthy(now time.Time) {
-	s.mode = SendHealthy
-	s.lim, s.atCeiling = nil, time.Time{}
-	s.meter.restart(now)
-}
-
 // measure sets the healthy rate, the rate of attempts per second while
 // healthy, as a trouble begins at now, and the ceiling of the limit after
 // it. Right after a trouble, until a second of healthy traffic says more,
 // the rate measured before it holds.
-func (s *SendRate) measure(now time.Time) {
+func (s *sendRate) measure(now time.Time) {
 	age := s.meter.age(now)
 	switch {
 	case s.trusted && age < healthyMinAge:
@@ -401,27 +359,15 @@ const longestSpacing = 64
 // in a row: the policy's s(k) (Policy.probeSpacing), but at least
 // 1/(probeShare × the healthy rate) once that rate is known, so that the
 // probes of a client that sends little cost the API little.
-func (s *SendRate) spacing(k int) time.Duration {
+func (s *sendRate) spacing(k int) time.Duration {
 	return max(s.policy.probeSpacing(k), s.leastSpacing())
-}
-
-// jittered is d, the healthy rate's share of the probe's spacing, plus a
-// jitter of up to half of it: clients that fail at the same instant (a
-// fleet's replicas, all of whose batches went at the outage's first
-// second) do not probe, and find the API back, in the same instant. (The
-// backoff schedule's share is jittered the other way, earlier: see fail.)
-func (s *SendRate) jittered(d time.Duration) time.Duration {
-	if d/2 <= 0 {
-		return d
-	}
-	return d + s.policy.jitter(d/2)
 }
 
 // leastSpacing is the shortest spacing of the probe: 1/(probeShare × the
 // healthy rate), or 0 while that rate is not known; at most BackoffCap
 // (or ProbeInterval if longer), so that a client that sends little still
 // probes as often as a batch of its own would retry.
-func (s *SendRate) leastSpacing() time.Duration {
+func (s *sendRate) leastSpacing() time.Duration {
 	if !s.trusted || s.healthy <= 0 {
 		return 0
 	}
@@ -429,44 +375,23 @@ func (s *SendRate) leastSpacing() time.Duration {
 	return time.Duration(min(float64(time.Second)/(probeShare*s.healthy), float64(most)))
 }
 
-// Probing reports whether the SendRate is probing.
-func (s *SendRate) Probing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mode == SendProbing
-}
-
-// SendRateState is a snapshot of a SendRate.
-type SendRateState struct {
-	// Mode is how attempts are admitted now.
-	Mode SendMode
-	// Limit is attempts per second: the bucket's rate when SendLimited
-	// (0 when no healthy rate is known, so no ceiling: nothing limits),
-	// one over the probe's spacing when SendProbing (0 for no spacing),
-	// 0 when SendHealthy.
-	Limit float64
-}
-
-// State returns the SendRate's mode and limit at now.
-func (s *SendRate) State(now time.Time) SendRateState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// limit returns, at now, the attempts per second it admits: the bucket's
+// rate when sendLimited (0 when no healthy rate is known, so no ceiling:
+// nothing limits), one over the probe's spacing when sendProbing (0 for no
+// spacing), 0 when sendHealthy. It lifts a limit due to be lifted first.
+func (s *sendRate) limit(now time.Time) float64 {
 	s.settle(now)
 	switch s.mode {
-	case SendLimited:
-		st := SendRateState{Mode: SendLimited}
+	case sendLimited:
 		if limit := s.limitAt(now); limit < maxLimit {
-			st.Limit = limit
+			return limit
 		}
-		return st
-	case SendProbing:
-		st := SendRateState{Mode: SendProbing}
+	case sendProbing:
 		if d := s.spacing(max(s.streak, 1)); d > 0 {
-			st.Limit = 1 / d.Seconds()
+			return 1 / d.Seconds()
 		}
-		return st
 	}
-	return SendRateState{}
+	return 0
 }
 
 // The window of the send rate's throttle: the attempts of the last
@@ -498,7 +423,7 @@ func throttleProbability(requests, accepts int) float64 {
 
 // window counts the attempts that ended in the last windowLength, and how
 // many of them the API accepted. Time is a parameter; the zero window is
-// empty. It is not safe for concurrent use: the SendRate's lock guards it.
+// empty. It is not safe for concurrent use: the Gate's lock guards it.
 type window struct {
 	origin  time.Time // the time of bucket 0
 	buckets [windowBuckets]bucket
@@ -557,7 +482,7 @@ func (w *window) index(now time.Time) int64 {
 // the API answers (the healthy rate of SPEC §5): a moving average of the
 // attempts started, with time constant healthyWindow, corrected for its
 // age, as a young average is too low. Time is a parameter; it is not safe
-// for concurrent use: the SendRate's lock guards it.
+// for concurrent use: the Gate's lock guards it.
 type healthyRate struct {
 	avg   float64   // the moving average, as of at
 	at    time.Time // when the last attempt was counted
@@ -573,11 +498,6 @@ func (h *healthyRate) count(now time.Time) {
 	h.avg = h.avg*decay(now.Sub(h.at)) + 1/healthyWindow.Seconds()
 	h.at = now
 	h.n++
-}
-
-// restart forgets every attempt counted: counting begins again at now.
-func (h *healthyRate) restart(now time.Time) {
-	*h = healthyRate{at: now, since: now}
 }
 
 // age is how long the rate has been measured at now.

@@ -12,24 +12,24 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// rateRig drives a SendRate through time by hand.
+// rateRig drives a sendRate through time by hand.
 type rateRig struct {
 	t      *testing.T
 	policy Policy
-	s      *SendRate
+	s      *sendRate
 	now    time.Time
 }
 
 func newRateRig(t *testing.T) *rateRig {
 	r := &rateRig{t: t, policy: testPolicy(), now: t0}
-	r.s = NewSendRate(&r.policy)
+	r.s = &sendRate{policy: &r.policy}
 	return r
 }
 
 // admit asks for a turn now and requires one.
 func (r *rateRig) admit(msg string) Turn {
 	r.t.Helper()
-	turn, wait, ok := r.s.Admit(r.now)
+	turn, wait, ok := r.s.admit(r.now)
 	require.True(r.t, ok, "%s: a turn at %v (told to wait %v)", msg, r.now.Sub(t0), wait)
 	return turn
 }
@@ -37,7 +37,7 @@ func (r *rateRig) admit(msg string) Turn {
 // held asks for a turn now, requires none, and returns the wait.
 func (r *rateRig) held(msg string) time.Duration {
 	r.t.Helper()
-	_, wait, ok := r.s.Admit(r.now)
+	_, wait, ok := r.s.admit(r.now)
 	require.False(r.t, ok, "%s: no turn at %v", msg, r.now.Sub(t0))
 	return wait
 }
@@ -45,14 +45,14 @@ func (r *rateRig) held(msg string) time.Duration {
 // attempt admits an attempt now and ends it at once with o.
 func (r *rateRig) attempt(o Outcome, msg string) bool {
 	r.t.Helper()
-	return r.s.End(r.admit(msg), r.now, o)
+	return r.s.end(r.admit(msg), r.now, o)
 }
 
 // next waits as long as the rate says, then admits an attempt.
 func (r *rateRig) next(msg string) Turn {
 	r.t.Helper()
 	for {
-		turn, wait, ok := r.s.Admit(r.now)
+		turn, wait, ok := r.s.admit(r.now)
 		if ok {
 			return turn
 		}
@@ -73,7 +73,16 @@ func (r *rateRig) healthy(perSecond int, d time.Duration) {
 	}
 }
 
-func (r *rateRig) state() SendRateState { return r.s.State(r.now) }
+// rateState is what the rate admits at the rig's now: its mode and limit.
+type rateState struct {
+	Mode  sendMode
+	Limit float64
+}
+
+func (r *rateRig) state() rateState {
+	limit := r.s.limit(r.now) // lifts a limit due to be lifted first
+	return rateState{Mode: r.s.mode, Limit: limit}
+}
 
 func TestSendRateDoesNotBindWhileHealthy(t *testing.T) {
 	r := newRateRig(t)
@@ -82,15 +91,15 @@ func TestSendRateDoesNotBindWhileHealthy(t *testing.T) {
 	for i := range 2000 {
 		turn := r.admit("attempt")
 		if i%2 == 0 {
-			assert.False(t, r.s.End(turn, r.now, OutcomeSuccess), "a success while healthy is no recovery")
+			assert.False(t, r.s.end(turn, r.now, OutcomeSuccess), "a success while healthy is no recovery")
 		}
 	}
-	assert.Equal(t, SendRateState{Mode: SendHealthy}, r.state())
+	assert.Equal(t, rateState{Mode: sendHealthy}, r.state())
 	// Answers that say nothing of the API's load change nothing.
 	for _, o := range []Outcome{OutcomeFatal, OutcomeRedirect, OutcomeTooLarge, 0} {
 		r.attempt(o, o.String())
 	}
-	assert.Equal(t, SendRateState{Mode: SendHealthy}, r.state(), "after fatal, redirect, 413 and unsent attempts")
+	assert.Equal(t, rateState{Mode: sendHealthy}, r.state(), "after fatal, redirect, 413 and unsent attempts")
 }
 
 // failures ends n attempts in a row with a retryable failure, each
@@ -99,11 +108,11 @@ func TestSendRateDoesNotBindWhileHealthy(t *testing.T) {
 func (r *rateRig) failures(n int, msg string) time.Duration {
 	r.t.Helper()
 	for range n {
-		r.s.End(r.next(msg), r.now, OutcomeRetryable)
+		r.s.end(r.next(msg), r.now, OutcomeRetryable)
 	}
-	turn, wait, ok := r.s.Admit(r.now)
+	turn, wait, ok := r.s.admit(r.now)
 	if ok {
-		r.s.End(turn, r.now, 0) // given back unsent
+		r.s.end(turn, r.now, 0) // given back unsent
 	}
 	return wait
 }
@@ -123,7 +132,7 @@ func TestSendRateHalfFailingAPIIsNotThrottled(t *testing.T) {
 			o = OutcomeRetryable
 		}
 		r.attempt(o, "an attempt against the half-failing API") // requires a turn
-		require.NotEqual(t, SendProbing, r.state().Mode, "after attempt %d", i)
+		require.NotEqual(t, sendProbing, r.state().Mode, "after attempt %d", i)
 	}
 	requests, accepts := r.s.recent.counts(r.now)
 	assert.Equal(t, 2*accepts, requests, "the window: half accepted")
@@ -178,22 +187,22 @@ func TestSendRateProbesAfterThreeFailuresInARow(t *testing.T) {
 		inFlight = append(inFlight, r.admit("one of 8 in flight"))
 	}
 	for _, turn := range inFlight {
-		assert.False(t, r.s.End(turn, r.now, OutcomeRetryable), "a failure is no recovery")
+		assert.False(t, r.s.end(turn, r.now, OutcomeRetryable), "a failure is no recovery")
 	}
-	assert.Equal(t, SendHealthy, r.state().Mode, "after 8 failures in flight together: one in a row")
+	assert.Equal(t, sendHealthy, r.state().Mode, "after 8 failures in flight together: one in a row")
 	r.attempt(OutcomeRetryable, "the second in a row")
-	assert.Equal(t, SendHealthy, r.state().Mode, "after two in a row")
+	assert.Equal(t, sendHealthy, r.state().Mode, "after two in a row")
 	r.attempt(OutcomeRetryable, "the third in a row")
 	// The healthy rate counts the 8 attempts of the same instant too.
 	assert.InDelta(t, 4.9, r.s.healthy, 0.1, "the healthy rate")
 	least := time.Duration(float64(time.Second) / (probeShare * r.s.healthy))
-	assert.Equal(t, SendProbing, r.state().Mode, "after three in a row")
+	assert.Equal(t, sendProbing, r.state().Mode, "after three in a row")
 	assert.Equal(t, least, r.held("after the third failure"), "the probe's spacing: 8 over the healthy rate, more than s(3) = 1s")
 	r.now = r.now.Add(least)
 	probe := r.admit("the first probe")
 	r.now = r.now.Add(time.Hour)
 	assert.Zero(t, r.held("while the probe is in flight"), "the wait while the probe is in flight: its end decides")
-	r.s.End(probe, r.now, OutcomeRetryable)
+	r.s.end(probe, r.now, OutcomeRetryable)
 	assert.Equal(t, 2*time.Second, r.held("after the fourth failure"), "s(4) = 2s, more than 8 over the healthy rate")
 	assert.Equal(t, 4*time.Second, r.failures(1, "a probe"), "then ProbeInterval")
 	assert.Equal(t, 0.25, r.state().Limit, "the limit shown while probing: one per 4s")
@@ -303,12 +312,12 @@ func TestSendRateRecoversAsTheThrottleSays(t *testing.T) {
 	requests, accepts := r.s.recent.counts(r.now)
 	require.Zero(t, accepts, "the window: no accept")
 	assert.InDelta(t, 30, requests, 2, "the window: the probes of the last 2 minutes, 4s apart")
-	assert.True(t, r.s.End(r.next("the probe"), r.now, OutcomeSuccess), "the first success after the probe is a recovery")
+	assert.True(t, r.s.end(r.next("the probe"), r.now, OutcomeSuccess), "the first success after the probe is a recovery")
 	recovered := r.now
 	limits := []float64{}
 	for range 40 {
 		st := r.state()
-		require.Equal(t, SendLimited, st.Mode, "after the recovery")
+		require.Equal(t, sendLimited, st.Mode, "after the recovery")
 		req, acc := r.s.recent.counts(r.now)
 		want := (1 - throttleProbability(req, acc)) * ceilingFactor * healthy
 		if since := r.now.Sub(recovered); since < rampTime {
@@ -317,14 +326,14 @@ func TestSendRateRecoversAsTheThrottleSays(t *testing.T) {
 		want = max(want, 0.25)
 		assert.InDelta(t, want, st.Limit, 1e-9, "the limit with %d attempts, %d accepted", req, acc)
 		limits = append(limits, st.Limit)
-		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
+		r.s.end(r.next("the backlog"), r.now, OutcomeSuccess)
 	}
 	assert.Less(t, limits[0], ceilingFactor*healthy/5, "the limit after the first success: low")
 	for i := 1; i < len(limits); i++ {
 		assert.GreaterOrEqual(t, limits[i], limits[i-1], "the limit rises with each success (%d)", i)
 	}
 	for r.now.Before(recovered.Add(rampTime)) {
-		r.s.End(r.next("the backlog, through the ramp"), r.now, OutcomeSuccess)
+		r.s.end(r.next("the backlog, through the ramp"), r.now, OutcomeSuccess)
 	}
 	assert.Equal(t, ceilingFactor*healthy, r.state().Limit, "at the ceiling once half the window's attempts are accepted, 2s after the recovery")
 
@@ -334,7 +343,7 @@ func TestSendRateRecoversAsTheThrottleSays(t *testing.T) {
 	require.False(t, from.IsZero(), "at the ceiling")
 	perSecond := map[int]int{}
 	for r.now.Sub(from) < 25*time.Second {
-		r.s.End(r.next("the backlog"), r.now, OutcomeSuccess)
+		r.s.end(r.next("the backlog"), r.now, OutcomeSuccess)
 		perSecond[int(r.now.Sub(from)/time.Second)]++
 	}
 	for sec := range 9 {
@@ -355,12 +364,12 @@ func TestSendRateIsLiftedWhenItNoLongerBinds(t *testing.T) {
 	r.failures(3, "the outage")
 	r.now = r.now.Add(r.held("the probe's spacing"))
 	r.attempt(OutcomeSuccess, "the probe")
-	require.Equal(t, SendLimited, r.state().Mode)
+	require.Equal(t, sendLimited, r.state().Mode)
 	r.now = r.now.Add(999 * time.Millisecond)
 	r.attempt(OutcomeSuccess, "the usual traffic")
-	assert.Equal(t, SendLimited, r.state().Mode, "999ms after the recovery")
+	assert.Equal(t, sendLimited, r.state().Mode, "999ms after the recovery")
 	r.now = r.now.Add(time.Millisecond)
-	assert.Equal(t, SendRateState{Mode: SendHealthy}, r.state(), "a second after the last hold")
+	assert.Equal(t, rateState{Mode: sendHealthy}, r.state(), "a second after the last hold")
 	for range 100 {
 		r.admit("healthy again: no limit")
 	}
@@ -375,11 +384,11 @@ func TestSendRateAfterARateLimitedAnswer(t *testing.T) {
 	r.healthy(4, 20*time.Second)
 	r.now = r.now.Add(250 * time.Millisecond)
 	r.attempt(OutcomeRateLimited, "429 with Retry-After")
-	assert.Equal(t, SendProbing, r.state().Mode, "after a 429")
+	assert.Equal(t, sendProbing, r.state().Mode, "after a 429")
 	assert.Equal(t, time.Duration(float64(time.Second)/(probeShare*r.s.healthy)), r.held("the probe"), "8 over the healthy rate, about 2s")
 	r.now = r.now.Add(5 * time.Second) // the pause
 	probe := r.admit("the probe, after the pause")
-	assert.True(t, r.s.End(probe, r.now, OutcomeSuccess), "the answer after the pause: a recovery")
+	assert.True(t, r.s.end(probe, r.now, OutcomeSuccess), "the answer after the pause: a recovery")
 
 	r = newRateRig(t)
 	r.attempt(OutcomeRateLimited, "429 with Retry-After, no healthy rate")
@@ -399,7 +408,7 @@ func TestSendRateKeepsItsHealthyRateThroughAYoungMeasure(t *testing.T) {
 	r.now = r.now.Add(r.held("the probe"))
 	require.True(t, r.attempt(OutcomeSuccess, "the probe"), "the recovery")
 	r.now = r.now.Add(2 * quietToHealthy)
-	require.Equal(t, SendHealthy, r.state().Mode, "the limit lifted")
+	require.Equal(t, sendHealthy, r.state().Mode, "the limit lifted")
 
 	r.healthy(100, 200*time.Millisecond) // 20 attempts, over less than healthyMinAge
 	r.now = r.now.Add(10 * time.Millisecond)
@@ -431,9 +440,9 @@ func TestSendRateTurns(t *testing.T) {
 	r.failures(3, "the outage")
 	r.now = r.now.Add(r.held("the probe's spacing"))
 	probe := r.admit("the probe")
-	r.s.End(old, r.now, OutcomeRetryable)
+	r.s.end(old, r.now, OutcomeRetryable)
 	assert.Zero(t, r.held("the old attempt's end frees no turn"), "the probe is still in flight")
-	r.s.End(probe, r.now, 0)
+	r.s.end(probe, r.now, 0)
 	r.admit("the probe's turn, given back unused")
 }
 
@@ -483,12 +492,12 @@ func TestSendRateWithoutBackoff(t *testing.T) {
 	r := newRateRig(t)
 	r.policy.BackoffBase = 0
 	assert.Zero(t, r.failures(3, "failures"), "the wait after three failures")
-	assert.Equal(t, SendRateState{Mode: SendProbing}, r.state(), "probing, with no spacing")
+	assert.Equal(t, rateState{Mode: sendProbing}, r.state(), "probing, with no spacing")
 	probe := r.admit("the probe, at once")
 	assert.Zero(t, r.held("while it is in flight"), "no turn, until it ends")
-	r.s.End(probe, r.now, OutcomeRetryable)
+	r.s.end(probe, r.now, OutcomeRetryable)
 	probe = r.admit("the next probe, at once")
-	assert.True(t, r.s.End(probe, r.now, OutcomeSuccess), "the recovery")
+	assert.True(t, r.s.end(probe, r.now, OutcomeSuccess), "the recovery")
 	for range 100 {
 		r.admit("no limit")
 	}

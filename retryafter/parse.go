@@ -68,16 +68,13 @@ func Parse(value string, ref time.Time) (time.Duration, error) {
 
 // parseDeltaSeconds converts a non-empty all-digit string to a Duration,
 // saturating at MaxDelay. Leading zeros are allowed: the RFC's grammar is
-// simply 1*DIGIT.
+// simply 1*DIGIT. Of digits alone, strconv.ParseUint fails only past
+// math.MaxUint64, returning that, which saturates as any value over
+// maxSeconds does.
 func parseDeltaSeconds(value string) (time.Duration, error) {
-	var n uint64
-	for i := 0; i < len(value); i++ {
-		n = n*10 + uint64(value[i]-'0')
-		if n > maxSeconds {
-			// Every remaining byte is a digit (checked by the caller), so
-			// the value only grows: stop before n itself can overflow.
-			return MaxDelay, nil
-		}
+	n, _ := strconv.ParseUint(value, 10, 64)
+	if n > maxSeconds {
+		return MaxDelay, nil
 	}
 	if n == 0 {
 		return 0, invalid(value, "delta-seconds must be greater than 0")
