@@ -35,10 +35,23 @@ type doneFile struct {
 	buf   []byte // done records, as written
 }
 
-// ack is Ack: ids sorted by segment and ordinal, so that each segment's
-// new runs are found in one pass, and all of them go to DONE in one
-// write.
-func (s *Spool) ack(ids []ID) error {
+// Ack records that the records ids are done. They are not handed again,
+// after a restart either, and a segment whose records are all done is
+// removed, unless it is the one being written (SPEC §11.6). ids may be in
+// any order and from any segments. The error wraps the file system's, or matches ErrFull
+// when even compacted the acknowledgements would take the files over
+// MaxBytes; the records are then done for this process, their
+// acknowledgements are written again at the next Ack and at Close, and
+// they may be handed again after a restart if those fail too.
+func (s *Spool) Ack(ids []ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	// ids are sorted by segment and ordinal, so that each segment's
+	// new runs are found in one pass, and all of them go to DONE in one
+	// write.
 	d := &s.done
 	d.ids = append(d.ids[:0], ids...)
 	slices.SortFunc(d.ids, func(x, y ID) int {
@@ -162,7 +175,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32, w *doneWriter) {
 // ackRoom is the part of MaxBytes that Appends leave to DONE: 1/64 of it
 // (16 KiB for the client's smallest spool; SPEC §11.5). s.mu is held.
 func (s *Spool) ackRoom() int64 {
-	if s.maxBytes <= 0 || s.live == 0 {
+	if s.maxBytes <= 0 || s.stats.Records == 0 {
 		return 0
 	}
 	return s.maxBytes / 64
@@ -171,7 +184,7 @@ func (s *Spool) ackRoom() int64 {
 // ackFits reports whether n more bytes of DONE fit under MaxBytes. s.mu
 // is held.
 func (s *Spool) ackFits(n int64) bool {
-	return s.maxBytes <= 0 || s.bytes+n <= s.maxBytes
+	return s.maxBytes <= 0 || s.stats.Bytes+n <= s.maxBytes
 }
 
 // maxRunBytes bounds the encoded size of one run: three uvarints.
@@ -272,14 +285,14 @@ func (s *Spool) flushDone(w *doneWriter) error {
 	}
 	if err == nil {
 		d.size += n
-		s.bytes += n
+		s.stats.Bytes += n
 		return nil
 	}
 	d.stale = true
 	if wrote > 0 {
 		if terr := d.f.Truncate(d.size); terr != nil {
 			d.size += int64(wrote) // on disk, torn, counted
-			s.bytes += int64(wrote)
+			s.stats.Bytes += int64(wrote)
 		}
 	}
 	return ioErr("write", path, err)
@@ -353,7 +366,7 @@ func (s *Spool) compactDone() error {
 		return ioErr("rewrite", path, err)
 	}
 	s.dirChanged() // the rename on the disk with the next sync: until then the old file stands, synced
-	s.bytes += int64(len(w.buf)) - d.size
+	s.stats.Bytes += int64(len(w.buf)) - d.size
 	d.size, d.stale = int64(len(w.buf)), false
 	return nil
 }

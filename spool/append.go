@@ -45,7 +45,7 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 	seg.end += frame
 	seg.records++
 	seg.live++
-	s.live++
+	s.stats.Records++
 	s.written++
 	seq := s.written
 	if s.syncEvery > 0 {
@@ -97,7 +97,7 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 		return seg, off, s.writeFailed(seg, off, n, err)
 	}
 	seg.size += frame
-	s.bytes += frame
+	s.stats.Bytes += frame
 	return seg, off, nil
 }
 
@@ -105,16 +105,16 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 // the backlog is empty and direct takes it; otherwise it joins the
 // backlog. s.mu is held.
 func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) bool) {
-	if s.backlog > 0 {
-		s.backlog++
+	if s.stats.Backlog > 0 {
+		s.stats.Backlog++
 		return
 	}
 	if direct != nil && direct(id) {
-		s.handed++
+		s.stats.Handed++
 		s.cur, s.curN, s.curOff = seg, id.N+1, next
 		return
 	}
-	s.backlog = 1
+	s.stats.Backlog = 1
 	s.cur, s.curN, s.curOff = seg, id.N, off
 }
 
@@ -139,7 +139,7 @@ func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 	if n > 0 {
 		if terr := seg.f.Truncate(off); terr != nil {
 			seg.size = off + int64(n) // on disk, counted; not framed: end stays
-			s.bytes += int64(n)
+			s.stats.Bytes += int64(n)
 			s.rotate = true
 			s.warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
 		}
@@ -193,7 +193,7 @@ func (s *Spool) rotateSegment(frame int64) error {
 		seg.size = m.size // on disk from now, zeros past the records
 	}
 	s.segs = append(s.segs, seg)
-	s.bytes += seg.size
+	s.stats.Bytes += seg.size
 	old := s.active
 	s.active, s.rotate = seg, false
 	if old != nil {
@@ -243,7 +243,7 @@ func (s *Spool) fits(frame int64) bool {
 	case s.active.m != nil:
 		return true
 	}
-	return s.bytes+need <= s.maxBytes-s.ackRoom()
+	return s.stats.Bytes+need <= s.maxBytes-s.ackRoom()
 }
 
 // reserve is the size of a new segment mapped for a first record of
@@ -254,7 +254,7 @@ func (s *Spool) fits(frame int64) bool {
 func (s *Spool) reserve(frame int64) int64 {
 	size := max(s.segBytes, int64(headerSize)+frame)
 	if s.maxBytes > 0 {
-		size = min(size, s.maxBytes-s.ackRoom()-s.bytes)
+		size = min(size, s.maxBytes-s.ackRoom()-s.stats.Bytes)
 	}
 	return max(size, int64(headerSize)+frame)
 }
@@ -270,53 +270,49 @@ func (s *Spool) neverFits(frame int64) bool {
 // its record fits, or the spool was sealed.
 type waiter = waitline.Waiter[int64]
 
-// appendWait is AppendWait: the same line as queue.PushWait's.
-func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
+// AppendWait is Append that, when the record would take the files over
+// MaxBytes, waits for room (a segment removed) until ctx ends, in line
+// with other waiting calls, first come first served. When ctx ends first
+// it returns an error matching both ErrFull and ctx.Err(). Seal and Close
+// end every wait with ErrClosed.
+// It waits in the same line as queue.PushWait's.
+func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
 	frame := int64(frameSize + len(data))
 	s.mu.Lock()
-	switch {
-	case s.sealed:
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.sealed {
 		return ID{}, ErrClosed
-	case s.line.First() == nil || s.neverFits(frame) || len(data) == 0 || len(data) > maxRecord:
+	}
+	if s.line.First() == nil || s.neverFits(frame) || len(data) == 0 || len(data) > maxRecord {
 		id, err := s.appendLocked(data, direct) // refused at once if it can never fit
 		if err != ErrFull || s.neverFits(frame) {
-			s.mu.Unlock()
 			return id, err
 		}
 	}
 	if ctx.Err() != nil {
-		s.mu.Unlock()
 		return ID{}, fullError(ctx.Err())
 	}
 	w := &waiter{Value: frame}
 	s.line.Join(w)
-	s.mu.Unlock()
 	for {
-		if !w.Wait(ctx) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
+		s.mu.Unlock()
+		woken := w.Wait(ctx)
+		s.mu.Lock()
+		switch {
+		case !woken || s.sealed:
 			s.leave(w)
 			if s.sealed {
 				return ID{}, ErrClosed
 			}
 			return ID{}, fullError(ctx.Err())
-		}
-		s.mu.Lock()
-		switch {
-		case s.sealed:
-			s.leave(w)
-			s.mu.Unlock()
-			return ID{}, ErrClosed
 		case s.line.First() == w && s.makeRoom(frame):
 			id, err := s.appendLocked(data, direct)
 			if err != ErrFull { // ErrFull: an Append took the room first
 				s.leave(w) // wakes the next in line if its record fits too
-				s.mu.Unlock()
 				return id, err
 			}
 		}
-		s.mu.Unlock() // not its turn yet, or no room: keep the place
+		// not its turn yet, or no room: keep the place
 	}
 }
 

@@ -22,12 +22,12 @@ func (s *Spool) seal() {
 	}
 }
 
-// close is Close: after the seal, the syncer stopped and every Append in
-// flight returned, the active file is synced and every file closed; the
-// finished segments go, the active one too once all of it is done (SPEC
-// §11.6). So a spool closed with everything delivered leaves only its LOCK
-// file.
-func (s *Spool) close() error {
+// Close seals the spool, syncs and closes its files, removes the segments
+// whose records are all done, stops its goroutine and gives the lock back.
+// Records not done stay for the next Open (SPEC §11.4). It is safe to call more than
+// once, concurrently too: a later call waits for the first to end and
+// returns its error.
+func (s *Spool) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		// Another Close runs or ran: returning before it ends would
@@ -48,6 +48,12 @@ func (s *Spool) close() error {
 
 // closeLocked is Close's work, once. s.mu is held, and released while it
 // waits for the syncer and for Appends in flight.
+//
+// After the seal, the syncer stopped and every Append in
+// flight returned, the active file is synced and every file closed; the
+// finished segments go, the active one too once all of it is done (SPEC
+// §11.6). So a spool closed with everything delivered leaves only its LOCK
+// file.
 func (s *Spool) closeLocked() error {
 	s.seal()
 	if s.stop != nil {
@@ -112,7 +118,7 @@ func (s *Spool) closeLocked() error {
 		if err := s.fs.Remove(s.donePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, ioErr("remove", s.donePath(), err))
 		} else {
-			s.bytes -= s.done.size
+			s.stats.Bytes -= s.done.size
 			s.syncDirNow()
 		}
 	}

@@ -10,18 +10,35 @@ import (
 // ~300-byte records costs one read per ~800 records, not one each.
 const readAhead = 256 << 10
 
-// load is Load: the backlog from the cursor, a frame at a time, each
-// checked before it is handed. A stretch that cannot be framed (a bad
-// length) sets the cursor's offset to the segment's end with ordinals
-// left: those records are damaged, one by one (SPEC §11.8). s.mu is held.
-func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool, damaged func(id ID, data []byte, recovered bool) bool) (int, error) {
+// Load hands backlog records to fn, oldest first, until fn returns false
+// (that record stays first in the backlog) or the backlog is empty.
+// recovered is true for a record found at Open. data is valid only during
+// the call. Records that are done are not handed. A record whose checksum
+// fails, or that a stretch which cannot be framed holds, is counted and
+// logged, and handed to damaged instead, with its bytes as read (nil when
+// they cannot be framed; valid only during the call), which returns false
+// when it has no room for it (it then stays first); the caller reports and
+// acknowledges it like any other. With a nil damaged it is skipped and
+// marked done. Load returns the number of records fn took, and an error
+// wrapping the file system's when a read failed (the record stays in the
+// backlog, to be read again).
+func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged func(id ID, data []byte, recovered bool) bool) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	// The backlog is read from the cursor, a frame at a time, each
+	// checked before it is handed. A stretch that cannot be framed (a bad
+	// length) sets the cursor's offset to the segment's end with ordinals
+	// left: those records are damaged, one by one (SPEC §11.8).
 	taken := 0
-	for s.backlog > 0 {
+	for s.stats.Backlog > 0 {
 		seg := s.cur
 		if seg == nil {
 			// Cannot be while records wait: a backlog not on disk.
-			s.warn("spool: backlog without records", "backlog", s.backlog)
-			s.backlog = 0
+			s.warn("spool: backlog without records", "backlog", s.stats.Backlog)
+			s.stats.Backlog = 0
 			break
 		}
 		if s.curN >= seg.records {
@@ -78,8 +95,8 @@ func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 			break
 		}
 		taken++
-		s.handed++
-		s.backlog--
+		s.stats.Handed++
+		s.stats.Backlog--
 		s.curN, s.curOff = n+1, next
 	}
 	return taken, nil
@@ -115,15 +132,15 @@ func (s *Spool) damage(seg *segment, n uint32, what string, value uint32) {
 // stays first in the backlog. s.mu is held.
 func (s *Spool) handDamaged(seg *segment, n uint32, data []byte, damaged func(id ID, data []byte, recovered bool) bool) bool {
 	if damaged == nil {
-		s.backlog -= int64(s.markDone(seg, n, n+1))
-		s.backlog = max(s.backlog, 0)
+		s.stats.Backlog -= int64(s.markDone(seg, n, n+1))
+		s.stats.Backlog = max(s.stats.Backlog, 0)
 		return true
 	}
 	if !damaged(ID{Seg: seg.num, N: n}, data, seg.recovered) {
 		return false
 	}
-	s.handed++
-	s.backlog--
+	s.stats.Handed++
+	s.stats.Backlog--
 	return true
 }
 

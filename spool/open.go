@@ -15,8 +15,18 @@ const (
 	maxSegmentBytes = 16 << 20
 )
 
-// open is Open.
-func open(dir string, o Options) (*Spool, error) {
+// Open locks dir (creating it, mode 0700, if needed), reads what it holds,
+// and returns the spool. Records found there that are not done form the
+// backlog, ahead of anything appended later. A record cut short at the end
+// of a segment (a crash mid-write) is truncated away; a record whose
+// checksum fails is skipped, counted and logged; a file whose header is
+// damaged is set aside (renamed *.corrupt), counted and logged: a segment's
+// records are lost with it; with the acknowledgement file set aside,
+// every record is handed again. Open fails, with an error naming dir, when another Spool
+// holds the lock (in this process or another), when a file is of a newer
+// format Version, or when dir cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
+// §11.8.)
+func Open(dir string, o Options) (*Spool, error) {
 	s := &Spool{
 		dir:       dir,
 		fs:        o.FS,

@@ -78,20 +78,20 @@ func (s *Spool) recover() error {
 	}
 	for _, seg := range s.segs {
 		seg.live = seg.records - uint32(seg.done.count())
-		s.bytes += seg.size
+		s.stats.Bytes += seg.size
 	}
 	for _, seg := range slices.Clone(s.segs) {
 		if seg.live == 0 {
 			_ = s.reclaim(seg) // finished before the crash; logged if it stays
 			continue
 		}
-		s.live += int64(seg.live)
+		s.stats.Records += int64(seg.live)
 		if s.cur == nil {
 			s.cur, s.curOff = seg, int64(headerSize)
 		}
 	}
-	s.backlog = s.live
-	s.stats.Recovered = s.live
+	s.stats.Backlog = s.stats.Records
+	s.stats.Recovered = s.stats.Records
 	return nil
 }
 
@@ -102,7 +102,7 @@ func (s *Spool) countAside(e fs.DirEntry) int64 {
 	if err != nil {
 		return 0
 	}
-	s.bytes += info.Size()
+	s.stats.Bytes += info.Size()
 	return info.Size()
 }
 
@@ -180,7 +180,7 @@ func (sc *scanner) done() error {
 			d.size = sc.truncate(f, path, end, size)
 			d.stale = d.size != end // rewritten whole at the next Ack
 		}
-		s.bytes += d.size
+		s.stats.Bytes += d.size
 		return nil
 	})
 	return err
@@ -211,7 +211,7 @@ func (sc *scanner) file(path, aside string, replaced int64, magic string, read f
 	case what == remove:
 		s.removeStray(path)
 	case s.fs.Rename(path, aside) == nil:
-		s.bytes += size - replaced
+		s.stats.Bytes += size - replaced
 	default:
 		s.warn("spool: cannot set a damaged file aside", "file", path)
 	}

@@ -108,7 +108,7 @@ func (s *Spool) reclaim(seg *segment) error {
 	}
 	s.dirChanged()
 	if !seg.damaged {
-		s.bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
+		s.stats.Bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
 	}
 	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
@@ -148,7 +148,7 @@ func (s *Spool) index(seg *segment) int {
 func (s *Spool) markDone(seg *segment, lo, hi uint32) uint32 {
 	added := seg.done.add(lo, min(hi, seg.records))
 	seg.live -= added
-	s.live -= int64(added)
+	s.stats.Records -= int64(added)
 	return added
 }
 
@@ -185,7 +185,7 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapp
 		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
 			s.segs = append(s.segs, &segment{num: num, size: size, end: min(size, int64(headerSize))})
-			s.bytes += size
+			s.stats.Bytes += size
 			s.useNumber(num)
 		}
 		return nil, nil, err
@@ -214,7 +214,7 @@ func (s *Spool) unmap(seg *segment) {
 		s.warn("spool: cut a segment back to its records", "file", s.segPath(seg.num), "offset", seg.end, "err", err)
 		return
 	}
-	s.bytes -= seg.size - seg.end
+	s.stats.Bytes -= seg.size - seg.end
 	seg.size = seg.end
 }
 
