@@ -298,13 +298,6 @@ func (s *Spool) flushDone(w *doneWriter) error {
 	return ioErr("write", path, err)
 }
 
-// errAckFull is compactDone's error when even the compacted DONE does not
-// fit under MaxBytes. It is written at a later Ack or at Close if room
-// comes back by then.
-func errAckFull(path string) error {
-	return fmt.Errorf("%w: no room under MaxBytes for the acknowledgements in %s: records done may be handed again after a restart", ErrFull, path)
-}
-
 // compactDone writes DONE anew from the segments' done sets, into a
 // temporary file that is synced, then renamed over it: a record per 64 KiB
 // of runs, the first the largest segment number used, so that a number is
@@ -336,8 +329,9 @@ func (s *Spool) compactDone() error {
 	d.buf = w.buf
 	path := s.donePath()
 	if !s.ackFits(int64(len(w.buf)) - d.size) {
+		// Written at a later Ack or at Close if room comes back by then.
 		d.stale = true
-		return errAckFull(path)
+		return fmt.Errorf("%w: no room under MaxBytes for the acknowledgements in %s: records done may be handed again after a restart", ErrFull, path)
 	}
 	s.syncDir()
 	if d.f != nil {
@@ -369,17 +363,4 @@ func (s *Spool) compactDone() error {
 	s.stats.Bytes += int64(len(w.buf)) - d.size
 	d.size, d.stale = int64(len(w.buf)), false
 	return nil
-}
-
-// closeAcks syncs DONE if it holds runs not synced, and the directory,
-// and closes DONE (at Close). s.mu is held.
-func (s *Spool) closeAcks() error {
-	err := s.syncAcks()
-	if d := &s.done; d.f != nil {
-		if cerr := d.f.Close(); cerr != nil {
-			err = errors.Join(err, ioErr("close", s.donePath(), cerr))
-		}
-		d.f = nil
-	}
-	return err
 }

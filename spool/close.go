@@ -28,22 +28,15 @@ func (s *Spool) seal() {
 // once, concurrently too: a later call waits for the first to end and
 // returns its error.
 func (s *Spool) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		// Another Close runs or ran: returning before it ends would
-		// leave the caller with files open and the directory locked.
-		done := s.closeDone
-		s.mu.Unlock()
-		<-done
-		return s.closeErr // written before done was closed
-	}
-	s.closed = true
-	s.closeDone = make(chan struct{})
-	err := s.closeLocked()
-	s.closeErr = err
-	close(s.closeDone)
-	s.mu.Unlock()
-	return err
+	// Another Close runs or ran: returning before it ends would leave the
+	// caller with files open and the directory locked, so it waits.
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		s.closeErr = s.closeLocked()
+	})
+	return s.closeErr // written before Do returned
 }
 
 // closeLocked is Close's work, once. s.mu is held, and released while it
@@ -95,15 +88,19 @@ func (s *Spool) closeLocked() error {
 			}
 		}
 	}
-	if err := s.closeAcks(); err != nil {
-		errs = append(errs, err)
+	// DONE synced if it holds runs not synced, and the directory, then
+	// closed.
+	errs = append(errs, s.syncAcks())
+	if d := &s.done; d.f != nil {
+		if err := d.f.Close(); err != nil {
+			errs = append(errs, ioErr("close", s.donePath(), err))
+		}
+		d.f = nil
 	}
 	s.rd.drop()
 	for _, seg := range append([]*segment(nil), s.segs...) {
 		if seg.live == 0 {
-			if err := s.reclaim(seg); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, s.reclaim(seg)) // errors.Join drops a nil
 		}
 	}
 	if s.dirDirty || s.done.size > 0 && len(s.segs) == 0 {

@@ -4,6 +4,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 )
 
 // readAhead is how much Load reads from a segment at a time: a backlog of
@@ -106,7 +107,7 @@ func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 // removes the one it leaves if that is finished. s.mu is held.
 func (s *Spool) next() {
 	seg := s.cur
-	if i := s.index(seg) + 1; i > 0 && i < len(s.segs) {
+	if i := slices.Index(s.segs, seg) + 1; i > 0 && i < len(s.segs) {
 		s.cur, s.curN, s.curOff = s.segs[i], 0, int64(headerSize)
 	} else { // the last segment: the next record appended starts the backlog
 		s.cur, s.curN, s.curOff = nil, 0, 0

@@ -76,11 +76,9 @@ func (s *Spool) recover() error {
 			return err
 		}
 	}
-	for _, seg := range s.segs {
+	for _, seg := range slices.Clone(s.segs) {
 		seg.live = seg.records - uint32(seg.done.count())
 		s.stats.Bytes += seg.size
-	}
-	for _, seg := range slices.Clone(s.segs) {
 		if seg.live == 0 {
 			_ = s.reclaim(seg) // finished before the crash; logged if it stays
 			continue
@@ -90,8 +88,7 @@ func (s *Spool) recover() error {
 			s.cur, s.curOff = seg, int64(headerSize)
 		}
 	}
-	s.stats.Backlog = s.stats.Records
-	s.stats.Recovered = s.stats.Records
+	s.stats.Backlog, s.stats.Recovered = s.stats.Records, s.stats.Records
 	return nil
 }
 
@@ -269,7 +266,9 @@ func (sc *scanner) header(f File, path, magic string) (fate, int64, error) {
 	if _, err := f.ReadAt(b[:], 0); err != nil {
 		return keep, size, ioErr("read", path, err)
 	}
-	badMagic, version := checkHeader(b[:], magic)
+	// Another magic is damage; the spool's, with the version it holds: a
+	// newer one is refused, an older one is damage (SPEC §11.8).
+	badMagic, version := string(b[:len(magic)]) != magic, binary.LittleEndian.Uint32(b[len(magic):])
 	switch {
 	case !badMagic && version == Version:
 		return keep, size, nil

@@ -70,7 +70,13 @@ func (s *Spool) retire(seg *segment) {
 		s.retired = append(s.retired, retiredFile{seg.f, seg.num})
 		s.markDirty()
 	case s.synced < s.written:
-		s.syncRetired(seg)
+		// Synced keeping s.mu: an Append that rotates waits for the
+		// fsync, once a segment.
+		if err := seg.f.Sync(); err != nil {
+			s.syncFailed(s.synced, s.written, ioErr("sync", s.segPath(seg.num), err))
+		}
+		s.synced = s.written
+		s.cond.Broadcast()
 		fallthrough
 	default:
 		s.closeFile(seg.f, s.segPath(seg.num)) // or the sync running outside the lock does
@@ -87,15 +93,22 @@ func (s *Spool) retire(seg *segment) {
 // aside instead, for whoever looks into it. Its runs stay in DONE until
 // DONE is compacted, after the removal is on the disk. s.mu is held.
 func (s *Spool) reclaim(seg *segment) error {
-	i := s.index(seg)
+	i := slices.Index(s.segs, seg) // mostly one of the first few
 	if i < 0 {
 		return nil // removed already
 	}
 	if s.rd.seg == seg {
 		s.rd.drop()
 	}
-	s.closeRetired(seg)
 	path := s.segPath(seg.num)
+	// Its file, if it waits in s.retired for the syncer, is closed now: all
+	// its records are done, so nothing in it needs the disk, and a removed
+	// file's space comes back only once it is closed. A file being synced
+	// outside the lock is closed as that sync ends.
+	if k := slices.IndexFunc(s.retired, func(r retiredFile) bool { return r.num == seg.num }); k >= 0 {
+		s.closeFile(s.retired[k].f, path)
+		s.retired = slices.Delete(s.retired, k, k+1)
+	}
 	var err error
 	if seg.damaged {
 		err = s.fs.Rename(path, filepath.Join(s.dir, fileName(seg.num, corruptExt)))
@@ -121,26 +134,6 @@ func (s *Spool) reclaim(seg *segment) error {
 	}
 	s.wakeFirst()
 	return nil
-}
-
-// closeRetired closes seg's file if it waits in s.retired for the
-// syncer: all its records are done, so nothing in it needs the disk, and
-// a removed file's space comes back only once it is closed. A file being
-// synced outside the lock is closed as that sync ends. s.mu is held.
-func (s *Spool) closeRetired(seg *segment) {
-	for i, r := range s.retired {
-		if r.num != seg.num {
-			continue
-		}
-		s.retired = slices.Delete(s.retired, i, i+1)
-		s.closeFile(r.f, s.segPath(r.num))
-		return
-	}
-}
-
-// index returns seg's index in s.segs, or -1 once it is removed.
-func (s *Spool) index(seg *segment) int {
-	return slices.Index(s.segs, seg) // mostly one of the first few
 }
 
 // markDone marks seg's ordinals lo to hi-1 done and returns how many were

@@ -156,10 +156,10 @@ type Spool struct {
 	cond   sync.Cond
 	sealed bool
 	closed bool
-	// closeDone is closed when the first Close has ended, closeErr its
-	// error: a Close that finds the spool closing waits for it, so that
-	// no Close returns with the files still open or the directory locked.
-	closeDone chan struct{}
+	// closeOnce runs the first Close, closeErr its error: a Close that
+	// finds the spool closing waits for it, so that no Close returns with
+	// the files still open or the directory locked.
+	closeOnce sync.Once
 	closeErr  error
 
 	segs    []*segment // every segment, by number, oldest first
