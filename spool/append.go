@@ -259,12 +259,6 @@ func (s *Spool) reserve(frame int64) int64 {
 	return max(size, int64(headerSize)+frame)
 }
 
-// neverFits reports whether a record of frame bytes exceeds MaxBytes even
-// in an empty spool, so that waiting for room is pointless.
-func (s *Spool) neverFits(frame int64) bool {
-	return s.maxBytes > 0 && frame+int64(headerSize) > s.maxBytes
-}
-
 // waiter is an AppendWait waiting for room for a record of Value bytes,
 // framed. It is woken when it should look again: it is first in line and
 // its record fits, or the spool was sealed.
@@ -278,14 +272,17 @@ type waiter = waitline.Waiter[int64]
 // It waits in the same line as queue.PushWait's.
 func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
 	frame := int64(frameSize + len(data))
+	// A record that exceeds MaxBytes even in an empty spool is refused at
+	// once: waiting for room is pointless.
+	neverFits := s.maxBytes > 0 && frame+int64(headerSize) > s.maxBytes
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sealed {
 		return ID{}, ErrClosed
 	}
-	if s.line.First() == nil || s.neverFits(frame) || len(data) == 0 || len(data) > maxRecord {
-		id, err := s.appendLocked(data, direct) // refused at once if it can never fit
-		if err != ErrFull || s.neverFits(frame) {
+	if s.line.First() == nil || neverFits || len(data) == 0 || len(data) > maxRecord {
+		id, err := s.appendLocked(data, direct)
+		if err != ErrFull || neverFits {
 			return id, err
 		}
 	}

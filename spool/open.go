@@ -39,7 +39,9 @@ func Open(dir string, o Options) (*Spool, error) {
 	if s.fs == nil {
 		s.fs = osFS{}
 	}
-	if a, ok := s.fs.(allocator); ok {
+	// An FS that reserves a mapped segment's blocks itself, in place of
+	// fallocate (FS): a test's, that sets how much room the disk has.
+	if a, ok := s.fs.(interface{ Allocate(fd int, size int64) error }); ok {
 		s.allocate = a.Allocate
 	}
 	if s.segBytes <= 0 {

@@ -63,12 +63,8 @@ func (s *Spool) recover() error {
 	slices.Sort(segs)
 	sc := &scanner{s: s, br: bufio.NewReaderSize(nil, scanBuffer)}
 	for _, num := range segs {
-		seg, err := sc.segment(num)
-		if err != nil {
+		if err := sc.segment(num); err != nil {
 			return err
-		}
-		if seg != nil {
-			s.segs = append(s.segs, seg)
 		}
 	}
 	if hasDone {
@@ -122,12 +118,13 @@ const (
 )
 
 // segment reads segment num: its header, then each record's frame and
-// checksum. It returns nil for a file removed (shorter than a header) or
-// set aside (a damaged header), and an error for a newer version.
-func (sc *scanner) segment(num uint64) (*segment, error) {
+// checksum, and adds it to the spool's segments, unless the file is
+// removed (shorter than a header) or set aside (a damaged header). It
+// returns an error for a newer version.
+func (sc *scanner) segment(num uint64) error {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
-	kept, err := sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), 0, segMagic, func(f File, size int64) error {
+	return sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), 0, segMagic, func(f File, size int64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
@@ -144,24 +141,18 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 		if !damaged && end < size {
 			seg.size = sc.truncate(f, path, end, size)
 		}
+		sc.s.segs = append(sc.s.segs, seg)
 		return nil
 	})
-	if err != nil || !kept {
-		return nil, err
-	}
-	return seg, nil
 }
 
 // done reads DONE and adds the runs it holds to the segments' done sets.
 func (sc *scanner) done() error {
 	s, d := sc.s, &sc.s.done
 	path := s.donePath()
-	_, err := sc.file(path, path+corruptExt, d.aside, doneMagic, func(f File, size int64) error {
+	return sc.file(path, path+corruptExt, d.aside, doneMagic, func(f File, size int64) error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
-			if ok && !s.addRuns(sc.payload) {
-				ok = false
-			}
-			if !ok {
+			if !ok || !s.addRuns(sc.payload) {
 				s.stats.Corrupt++
 				s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
 			}
@@ -180,22 +171,21 @@ func (sc *scanner) done() error {
 		s.stats.Bytes += d.size
 		return nil
 	})
-	return err
 }
 
 // file opens a file of the spool, checks its header, and hands it to read
-// when it is one of ours: it reports whether it was. Otherwise it removes
+// when it is one of ours. Otherwise it removes
 // the file (cut short at its creation, or zeros) or renames it aside, for
 // whoever looks into it, over a file of replaced bytes counted already:
 // its bytes then count against MaxBytes while it stays, and if it cannot
 // be renamed it stays, uncounted (not one of the spool's names), and Open
 // goes on without it. The file is closed first (some systems
 // refuse either on an open file).
-func (sc *scanner) file(path, aside string, replaced int64, magic string, read func(f File, size int64) error) (bool, error) {
+func (sc *scanner) file(path, aside string, replaced int64, magic string, read func(f File, size int64) error) error {
 	s := sc.s
 	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return false, ioErr("open", path, err)
+		return ioErr("open", path, err)
 	}
 	what, size, err := sc.header(f, path, magic)
 	if err == nil && what == keep {
@@ -204,7 +194,7 @@ func (sc *scanner) file(path, aside string, replaced int64, magic string, read f
 	f.Close()
 	switch {
 	case err != nil || what == keep:
-		return err == nil, err
+		return err
 	case what == remove:
 		s.removeStray(path)
 	case s.fs.Rename(path, aside) == nil:
@@ -212,7 +202,7 @@ func (sc *scanner) file(path, aside string, replaced int64, magic string, read f
 	default:
 		s.warn("spool: cannot set a damaged file aside", "file", path)
 	}
-	return false, nil
+	return nil
 }
 
 // addRuns adds the runs of a done record's payload to the segments' done
@@ -333,32 +323,32 @@ func (sc *scanner) frames(f File, path string, size int64, reserved bool, record
 			return 0, false, ioErr("read", path, err)
 		}
 		ok := crc32.Checksum(sc.payload, castagnoli) == sum
-		recordOff := off
-		off += frameSize + int64(length)
-		if !ok && reserved && off < size {
-			zeros, err := sc.zeros(f, path, off, size)
-			if err != nil {
-				return 0, false, err
+		next := off + frameSize + int64(length)
+		if !ok && reserved {
+			// Torn, not damaged, when only zeros follow it; or when it
+			// is last, ending where the file does, as one that fills its
+			// reserve does (a record over SegmentBytes gets a reserve of
+			// exactly its size), and its payload ends in a zero: a store
+			// cut short, the bytes not stored yet being the reserve's
+			// zeros, the same tear with no zero after it to see. (A
+			// write cut short by a power loss can leave zeros there
+			// too.) Damage that happens to end in a zero is cut the same
+			// way, which loses nothing: a record whose checksum fails is
+			// never handed, and nothing follows.
+			torn := next == size && sc.payload[length-1] == 0
+			if next < size {
+				if torn, err = sc.zeros(f, path, next, size); err != nil {
+					return 0, false, err
+				}
 			}
-			if zeros {
-				return recordOff, false, nil // torn, not damaged
+			if torn {
+				return off, false, nil
 			}
 		}
-		if !ok && reserved && off == size && sc.payload[length-1] == 0 {
-			// The last record ends where the file does, as one that
-			// fills its reserve does (a record over SegmentBytes gets a
-			// reserve of exactly its size), and its payload ends in a
-			// zero: a store cut short, the bytes not stored yet being
-			// the reserve's zeros, the same tear as above with no zero
-			// after it to see. (A write cut short by a power loss can
-			// leave zeros there too.) Damage that happens to end in a
-			// zero is cut the same way, which loses nothing: a record
-			// whose checksum fails is never handed, and nothing follows.
-			return recordOff, false, nil
+		if !record(off, ok) {
+			return next, next < size, nil
 		}
-		if !record(recordOff, ok) {
-			return off, off < size, nil
-		}
+		off = next
 	}
 	return off, false, nil
 }
