@@ -65,7 +65,18 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 	}
 	s.decided = seq
 	s.cond.Broadcast() // the next record's Append may decide
-	s.decide(seg, id, off, off+frame, direct)
+	// Handed to direct if the backlog is empty and direct takes it;
+	// otherwise it joins the backlog.
+	switch {
+	case s.stats.Backlog > 0:
+		s.stats.Backlog++
+	case direct != nil && direct(id):
+		s.stats.Handed++
+		s.cur, s.curN, s.curOff = seg, id.N+1, off+frame
+	default:
+		s.stats.Backlog = 1
+		s.cur, s.curN, s.curOff = seg, id.N, off
+	}
 	return id, nil
 }
 
@@ -99,23 +110,6 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 	seg.size += frame
 	s.stats.Bytes += frame
 	return seg, off, nil
-}
-
-// decide hands the record id, framed from off to next in seg, to direct if
-// the backlog is empty and direct takes it; otherwise it joins the
-// backlog. s.mu is held.
-func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) bool) {
-	if s.stats.Backlog > 0 {
-		s.stats.Backlog++
-		return
-	}
-	if direct != nil && direct(id) {
-		s.stats.Handed++
-		s.cur, s.curN, s.curOff = seg, id.N+1, next
-		return
-	}
-	s.stats.Backlog = 1
-	s.cur, s.curN, s.curOff = seg, id.N, off
 }
 
 // writeFailed cleans up after a failed write of a record at off in seg,
@@ -179,7 +173,7 @@ func (s *Spool) rotateSegment(frame int64) error {
 		}
 	}
 	num := s.nextNum
-	f, m, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
+	seg, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
 	if err != nil {
 		s.rotate = true
 		if errors.Is(err, fs.ErrExist) {
@@ -187,13 +181,6 @@ func (s *Spool) rotateSegment(frame int64) error {
 		}
 		return err
 	}
-	s.useNumber(num)
-	seg := &segment{num: num, f: f, m: m, size: int64(headerSize), end: int64(headerSize)}
-	if m != nil {
-		seg.size = m.size // on disk from now, zeros past the records
-	}
-	s.segs = append(s.segs, seg)
-	s.stats.Bytes += seg.size
 	old := s.active
 	s.active, s.rotate = seg, false
 	if old != nil {

@@ -145,29 +145,32 @@ func (s *Spool) markDone(seg *segment, lo, hi uint32) uint32 {
 	return added
 }
 
-// createSegment creates segment num, header written, as the new active
-// segment's file, and maps it for appends, capacity bytes reserved (or
-// less on a nearly full disk, need at least), where the system can
-// (mmap_linux.go); m is nil where it cannot. A file left half-made is
-// removed again.
-func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapped, err error) {
+// createSegment creates segment num, header written, for the new active
+// segment, mapped for appends, capacity bytes reserved (or less on a
+// nearly full disk, need at least), where the system can (mmap_linux.go);
+// its m is nil where it cannot. It adds it to the spool's segments, and
+// marks num used. A file left half-made is removed again; if it cannot
+// be, createSegment returns its error with the segment it leaves, of no
+// records, never to be active. s.mu is held.
+func (s *Spool) createSegment(num uint64, capacity, need int64) (*segment, error) {
 	path := s.segPath(num)
-	f, err = s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, nil, ioErr("create", path, err)
+		return nil, ioErr("create", path, err)
 	}
-	hdr := appendHeader(s.wbuf[:0], segMagic)
-	n, err := writeAll(f, hdr)
+	seg := &segment{num: num, f: f, size: int64(headerSize), end: int64(headerSize)}
+	n, err := writeAll(f, appendHeader(s.wbuf[:0], segMagic))
 	if err != nil {
 		err = ioErr("write", path, err)
-	} else {
-		m, err = s.mapSegment(f, path, capacity, need)
+	} else if seg.m, err = s.mapSegment(f, path, capacity, need); seg.m != nil {
+		seg.size = seg.m.size // on disk from now, zeros past the records
 	}
 	if err != nil {
-		size := int64(n) // what the header write left, if Stat cannot say
+		seg.f, seg.size = nil, int64(n) // what the header write left, if Stat cannot say
 		if st, serr := f.Stat(); serr == nil {
-			size = st.Size() // a reserve refused may have grown it
+			seg.size = st.Size() // a reserve refused may have grown it
 		}
+		seg.end = min(seg.size, int64(headerSize))
 		f.Close()
 		// A header at most, and a reserve: nothing of a record. If it
 		// cannot be removed, it stays on disk, a segment of no records:
@@ -175,16 +178,18 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapp
 		// Stats.Bytes until a later try removes it (the next rotation,
 		// Close), or the next Open does (a file shorter than a header,
 		// or one holding no record).
-		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
-			s.segs = append(s.segs, &segment{num: num, size: size, end: min(size, int64(headerSize))})
-			s.stats.Bytes += size
-			s.useNumber(num)
+		rerr := s.fs.Remove(path)
+		if rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+			return nil, err
 		}
-		return nil, nil, err
+		s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
+	} else {
+		s.syncDir()
 	}
-	s.syncDir()
-	return f, m, nil
+	s.segs = append(s.segs, seg)
+	s.stats.Bytes += seg.size
+	s.useNumber(num)
+	return seg, err
 }
 
 // unmap ends seg's mapping, if it has one, and cuts the file back to its
