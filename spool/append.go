@@ -50,12 +50,15 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 	seq := s.written
 	if s.syncEvery > 0 {
 		s.markDirty()
-	} else if err := s.commit(seq); err != nil {
+	} else {
+		err = s.commit(seq)
+	}
+	s.decided = seq
+	s.cond.Broadcast() // the next record's Append may decide
+	if err != nil {
 		// The record is in the file, but not known to be on the disk:
 		// it is not accepted. It is done rather than handed, and
 		// acknowledged, so that a restart does not send it either.
-		s.decided = seq
-		s.cond.Broadcast()
 		w := s.doneWriter()
 		s.ackRuns(seg, []ID{id}, seg.records, &w)
 		if aerr := s.flushDone(&w); aerr != nil {
@@ -63,8 +66,6 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 		}
 		return ID{}, err
 	}
-	s.decided = seq
-	s.cond.Broadcast() // the next record's Append may decide
 	// Handed to direct if the backlog is empty and direct takes it;
 	// otherwise it joins the backlog.
 	switch {
@@ -104,25 +105,20 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 	// that another write could come between.
 	s.wbuf = appendFrame(s.wbuf[:0], data)
 	n, err := writeAll(seg.f, s.wbuf)
-	if err != nil {
-		return seg, off, s.writeFailed(seg, off, n, err)
+	if err == nil {
+		seg.size += frame
+		s.stats.Bytes += frame
+		return seg, off, nil
 	}
-	seg.size += frame
-	s.stats.Bytes += frame
-	return seg, off, nil
-}
-
-// writeFailed cleans up after a failed write of a record at off in seg,
-// of which n bytes reached the file, and returns the error. The bytes are
-// cut off again; and appends go on in a new segment, so that bytes that
-// could not be cut off never sit ahead of a record (the next Open sees
-// them as a torn tail), and so that a segment of done records does not
-// hold a full disk's space: a segment holding none (its header only) stays
-// active if its bytes were cut off, so that no segment number goes to a
-// try. A disk found full cuts later written segments at half this one's
-// size (cutAt): one that held the disk's free space would fill it again
-// (SPEC §11.9). s.mu is held.
-func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
+	// A failed write, of which n bytes reached the file: the bytes are
+	// cut off again; and appends go on in a new segment, so that bytes
+	// that could not be cut off never sit ahead of a record (the next
+	// Open sees them as a torn tail), and so that a segment of done
+	// records does not hold a full disk's space: a segment holding none
+	// (its header only) stays active if its bytes were cut off, so that
+	// no segment number goes to a try. A disk found full cuts later
+	// written segments at half this one's size (cutAt): one that held
+	// the disk's free space would fill it again (SPEC §11.9).
 	if seg.records > 0 {
 		s.rotate = true
 		if noSpace(err) {
@@ -138,7 +134,7 @@ func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 			s.warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
 		}
 	}
-	return ioErr("write", path, err)
+	return seg, off, ioErr("write", path, err)
 }
 
 // minCutAt is the least size at which a written segment is closed after a

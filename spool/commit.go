@@ -228,11 +228,9 @@ func (s *Spool) syncLoop() {
 		case <-s.stop:
 			return
 		}
-		t := time.NewTimer(s.syncEvery)
 		select {
-		case <-t.C:
+		case <-time.After(s.syncEvery): // collected unfired once stop ends the loop
 		case <-s.stop:
-			t.Stop()
 			return
 		}
 		s.mu.Lock()

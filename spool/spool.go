@@ -168,7 +168,7 @@ type Spool struct {
 	nextNum uint64     // the number of the next segment created
 	// cutAt is the size at which a written (not mapped) segment is
 	// closed: segBytes, or less once a write found the disk full
-	// (writeFailed).
+	// (store).
 	cutAt int64
 	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
 	// no number is left above it. nextNum never wraps: a segment numbered
