@@ -31,7 +31,7 @@ type doneFile struct {
 	// no longer counted, if this Open sets DONE aside too.
 	aside int64
 	ids   []ID   // Ack's ids, sorted
-	runs  []span // one segment's new runs, in Ack
+	runs  ranges // one segment's new runs, in Ack
 	buf   []byte // done records, as written
 }
 
@@ -120,15 +120,9 @@ func (s *Spool) handedBelow(seg *segment) uint32 {
 // (SPEC §11.6), or adds their runs to w. s.mu is held.
 func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32, w *doneWriter) {
 	runs := s.done.runs[:0]
-	for k, id := range ids {
-		n := id.N
-		switch {
-		case n >= limit || k > 0 && ids[k-1].N == n || seg.done.has(n):
-			// never handed, a duplicate, or done already
-		case len(runs) > 0 && runs[len(runs)-1].hi == n:
-			runs[len(runs)-1].hi++
-		default:
-			runs = append(runs, span{n, n + 1})
+	for _, id := range ids {
+		if id.N < limit && !seg.done.has(id.N) { // handed, and not done already
+			runs.add(id.N, id.N+1) // ids are sorted: mostly one more in the last run
 		}
 	}
 	s.done.runs = runs
@@ -328,9 +322,9 @@ func (s *Spool) compactDone() error {
 	w.end()
 	d.buf = w.buf
 	path := s.donePath()
+	d.stale = true // until the new file stands
 	if !s.ackFits(int64(len(w.buf)) - d.size) {
 		// Written at a later Ack or at Close if room comes back by then.
-		d.stale = true
 		return fmt.Errorf("%w: no room under MaxBytes for the acknowledgements in %s: records done may be handed again after a restart", ErrFull, path)
 	}
 	s.syncDir()
@@ -343,7 +337,6 @@ func (s *Spool) compactDone() error {
 	tmp := path + ".tmp"
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		d.stale = true
 		return ioErr("create", tmp, err)
 	}
 	_, err = writeAll(f, w.buf)
@@ -356,7 +349,6 @@ func (s *Spool) compactDone() error {
 	}
 	if err != nil {
 		s.fs.Remove(tmp)
-		d.stale = true
 		return ioErr("rewrite", path, err)
 	}
 	s.dirChanged() // the rename on the disk with the next sync: until then the old file stands, synced

@@ -62,7 +62,7 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 		w := s.doneWriter()
 		s.ackRuns(seg, []ID{id}, seg.records, &w)
 		if aerr := s.flushDone(&w); aerr != nil {
-			s.warn("spool: acknowledge a record whose sync failed", "err", aerr)
+			s.log.Warn("spool: acknowledge a record whose sync failed", "err", aerr)
 		}
 		return ID{}, err
 	}
@@ -131,7 +131,7 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 			seg.size = off + int64(n) // on disk, counted; not framed: end stays
 			s.stats.Bytes += int64(n)
 			s.rotate = true
-			s.warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
+			s.log.Warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
 		}
 	}
 	return seg, off, ioErr("write", path, err)

@@ -82,7 +82,7 @@ func (s *Spool) closeLocked() error {
 		// those records come back after the restart. No room under
 		// MaxBytes is logged, not Close's failure.
 		if err := s.compactDone(); err != nil {
-			s.warn("spool: rewrite acknowledgements", "err", err)
+			s.log.Warn("spool: rewrite acknowledgements", "err", err)
 			if !errors.Is(err, ErrFull) {
 				errs = append(errs, err)
 			}

@@ -143,7 +143,7 @@ func (s *Spool) syncActive() {
 	if doneErr != nil {
 		// The runs may not be on the disk: written again whole (and
 		// synced) at the next Ack, or at Close.
-		s.warn("spool: sync failed", "err", ioErr("sync", s.donePath(), doneErr))
+		s.log.Warn("spool: sync failed", "err", ioErr("sync", s.donePath(), doneErr))
 		s.done.stale = true
 	}
 	s.cond.Broadcast()
@@ -159,7 +159,7 @@ func (s *Spool) closeFile(f File, path string) {
 		return
 	}
 	if err := f.Close(); err != nil {
-		s.warn("spool: close", "file", path, "err", err)
+		s.log.Warn("spool: close", "file", path, "err", err)
 	}
 }
 
@@ -180,7 +180,7 @@ func (s *Spool) dirChanged() {
 // with Sync > 0 nobody waits, and it is logged. s.mu is held.
 func (s *Spool) syncFailed(from, to uint64, err error) {
 	s.rotate = true
-	s.warn("spool: sync failed", "err", err)
+	s.log.Warn("spool: sync failed", "err", err)
 	if s.syncEvery == 0 {
 		s.failed = append(s.failed, failedSync{from, to, err})
 	}

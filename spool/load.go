@@ -38,7 +38,7 @@ func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 		seg := s.cur
 		if seg == nil {
 			// Cannot be while records wait: a backlog not on disk.
-			s.warn("spool: backlog without records", "backlog", s.stats.Backlog)
+			s.log.Warn("spool: backlog without records", "backlog", s.stats.Backlog)
 			s.stats.Backlog = 0
 			break
 		}
@@ -123,7 +123,7 @@ func (s *Spool) next() {
 // s.mu is held.
 func (s *Spool) damage(seg *segment, n uint32, what string, value uint32) {
 	s.stats.Corrupt++
-	s.warn("spool: damaged record skipped", "file", s.segPath(seg.num), "ordinal", n, "bad", what, "value", value)
+	s.log.Warn("spool: damaged record skipped", "file", s.segPath(seg.num), "ordinal", n, "bad", what, "value", value)
 }
 
 // handDamaged takes the damaged record n of seg out of the backlog: handed

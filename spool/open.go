@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +38,9 @@ func Open(dir string, o Options) (*Spool, error) {
 	if s.fs == nil {
 		s.fs = osFS{}
 	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	// An FS that reserves a mapped segment's blocks itself, in place of
 	// fallocate (FS): a test's, that sets how much room the disk has.
 	if a, ok := s.fs.(interface{ Allocate(fd int, size int64) error }); ok {
@@ -75,14 +77,4 @@ func Open(dir string, o Options) (*Spool, error) {
 		go s.syncLoop()
 	}
 	return s, nil
-}
-
-// warn and info log, if there is a Logger.
-func (s *Spool) warn(msg string, args ...any) { s.logAt(slog.LevelWarn, msg, args...) }
-func (s *Spool) info(msg string, args ...any) { s.logAt(slog.LevelInfo, msg, args...) }
-
-func (s *Spool) logAt(level slog.Level, msg string, args ...any) {
-	if s.log != nil {
-		s.log.Log(context.Background(), level, msg, args...)
-	}
 }

@@ -102,7 +102,7 @@ func (s *Spool) countAside(e fs.DirEntry) int64 {
 // removeStray removes a file the spool no longer needs.
 func (s *Spool) removeStray(path string) {
 	if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.warn("spool: remove a stray file", "file", path, "err", err)
+		s.log.Warn("spool: remove a stray file", "file", path, "err", err)
 	}
 }
 
@@ -128,7 +128,7 @@ func (sc *scanner) segment(num uint64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
-				sc.s.warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
+				sc.s.log.Warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
 				seg.done.add(seg.records, seg.records+1)
 			}
 			seg.records++
@@ -154,7 +154,7 @@ func (sc *scanner) done() error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
 			if !ok || !s.addRuns(sc.payload) {
 				s.stats.Corrupt++
-				s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
+				s.log.Warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
 			}
 			return true
 		})
@@ -200,7 +200,7 @@ func (sc *scanner) file(path, aside string, replaced int64, magic string, read f
 	case s.fs.Rename(path, aside) == nil:
 		s.stats.Bytes += size - replaced
 	default:
-		s.warn("spool: cannot set a damaged file aside", "file", path)
+		s.log.Warn("spool: cannot set a damaged file aside", "file", path)
 	}
 	return nil
 }
@@ -249,7 +249,7 @@ func (sc *scanner) header(f File, path, magic string) (fate, int64, error) {
 	}
 	size := st.Size()
 	if size < int64(headerSize) {
-		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", size)
+		sc.s.log.Info("spool: removing a file cut short at its creation", "file", path, "size", size)
 		return remove, size, nil
 	}
 	var b [headerSize]byte
@@ -267,15 +267,15 @@ func (sc *scanner) header(f File, path, magic string) (fate, int64, error) {
 	}
 	if zeros, err := sc.zeros(f, path, 0, size); err != nil || zeros {
 		if zeros {
-			sc.s.info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
+			sc.s.log.Info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
 		}
 		return remove, size, err
 	}
 	sc.s.stats.Corrupt++
 	if badMagic {
-		sc.s.warn("spool: file of another kind set aside", "file", path)
+		sc.s.log.Warn("spool: file of another kind set aside", "file", path)
 	} else {
-		sc.s.warn("spool: file with a damaged header set aside", "file", path, "version", version)
+		sc.s.log.Warn("spool: file with a damaged header set aside", "file", path, "version", version)
 	}
 	return setAside, size, nil
 }
@@ -309,7 +309,7 @@ func (sc *scanner) frames(f File, path string, size int64, reserved bool, record
 				}
 			}
 			sc.s.stats.Corrupt++
-			sc.s.warn("spool: unframable stretch skipped", "file", path, "offset", off, "length", length)
+			sc.s.log.Warn("spool: unframable stretch skipped", "file", path, "offset", off, "length", length)
 			return off, true, nil
 		}
 		if size-off-frameSize < int64(length) {
@@ -379,9 +379,9 @@ func (sc *scanner) zeros(f File, path string, off, size int64) (bool, error) {
 // file system, say) keeps its tail, never read.
 func (sc *scanner) truncate(f File, path string, end, size int64) int64 {
 	if err := f.Truncate(end); err != nil {
-		sc.s.warn("spool: cannot cut off a torn record", "file", path, "offset", end, "err", err)
+		sc.s.log.Warn("spool: cannot cut off a torn record", "file", path, "offset", end, "err", err)
 		return size
 	}
-	sc.s.info("spool: torn record cut off", "file", path, "offset", end, "bytes", size-end)
+	sc.s.log.Info("spool: torn record cut off", "file", path, "offset", end, "bytes", size-end)
 	return end
 }

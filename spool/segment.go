@@ -116,7 +116,7 @@ func (s *Spool) reclaim(seg *segment) error {
 		err = s.fs.Remove(path)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.warn("spool: remove a finished segment", "file", path, "err", err)
+		s.log.Warn("spool: remove a finished segment", "file", path, "err", err)
 		return ioErr("remove", path, err)
 	}
 	s.dirChanged()
@@ -182,7 +182,7 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (*segment, error
 		if rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
 			return nil, err
 		}
-		s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
+		s.log.Warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
 	} else {
 		s.syncDir()
 	}
@@ -202,14 +202,14 @@ func (s *Spool) unmap(seg *segment) {
 		return
 	}
 	if err := seg.m.unmap(); err != nil {
-		s.warn("spool: unmap segment", "file", s.segPath(seg.num), "err", err)
+		s.log.Warn("spool: unmap segment", "file", s.segPath(seg.num), "err", err)
 	}
 	seg.m = nil
 	if seg.size == seg.end {
 		return
 	}
 	if err := seg.f.Truncate(seg.end); err != nil {
-		s.warn("spool: cut a segment back to its records", "file", s.segPath(seg.num), "offset", seg.end, "err", err)
+		s.log.Warn("spool: cut a segment back to its records", "file", s.segPath(seg.num), "offset", seg.end, "err", err)
 		return
 	}
 	s.stats.Bytes -= seg.size - seg.end

@@ -139,7 +139,7 @@ type Stats struct {
 type Spool struct {
 	dir       string
 	fs        FS
-	log       *slog.Logger
+	log       *slog.Logger  // Options.Logger, or one that discards
 	maxBytes  int64         // Options.MaxBytes; 0 for no bound
 	segBytes  int64         // Options.SegmentBytes, or its default
 	syncEvery time.Duration // Options.Sync
