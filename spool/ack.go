@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"os"
 	"slices"
 )
@@ -309,11 +308,8 @@ func (s *Spool) compactDone() error {
 	d := &s.done
 	w := doneWriter{buf: appendHeader(d.buf[:0], doneMagic)}
 	w.begin()
-	last := s.nextNum - 1
-	if s.numbersUsed {
-		last = math.MaxUint64
-	}
-	w.run(last, 0, 0)
+	w.run(s.nextNum-1, 0, 0) // the last number used: math.MaxUint64 once none is left
+
 	for _, seg := range s.segs {
 		for _, sp := range seg.done {
 			w.run(seg.num, sp.lo, sp.hi-sp.lo)

@@ -149,7 +149,7 @@ const minCutAt = 4 << 10
 // tries again); its number is tried again too, unless a file of it is
 // left. s.mu is held.
 func (s *Spool) rotateSegment(frame int64) error {
-	if s.numbersUsed {
+	if s.nextNum == 0 {
 		s.rotate = true
 		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
 	}
@@ -186,12 +186,10 @@ func (s *Spool) rotateSegment(frame int64) error {
 }
 
 // useNumber marks segment number num used: the next segment gets the one
-// after it, or none if it is the last. s.mu is held.
+// after it, or none (nextNum 0) if it is the last. s.mu is held.
 func (s *Spool) useNumber(num uint64) {
-	if num == math.MaxUint64 {
-		s.numbersUsed = true // no number after it
-	} else {
-		s.nextNum = max(s.nextNum, num+1)
+	if s.nextNum != 0 && num >= s.nextNum {
+		s.nextNum = num + 1 // 0 after math.MaxUint64
 	}
 }
 

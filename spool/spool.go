@@ -162,18 +162,18 @@ type Spool struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	segs    []*segment // every segment, by number, oldest first
-	active  *segment   // the one appended to; nil until the next Append creates one
-	rotate  bool       // the next Append starts a new segment: a write or sync failed
-	nextNum uint64     // the number of the next segment created
+	segs   []*segment // every segment, by number, oldest first
+	active *segment   // the one appended to; nil until the next Append creates one
+	rotate bool       // the next Append starts a new segment: a write or sync failed
+	// nextNum is the number of the next segment created; 0 once a
+	// segment numbered math.MaxUint64 exists or existed: no number is
+	// left above it. Numbers never wrap: a segment numbered below an
+	// older one would sort before it, out of the log's order.
+	nextNum uint64
 	// cutAt is the size at which a written (not mapped) segment is
 	// closed: segBytes, or less once a write found the disk full
 	// (store).
 	cutAt int64
-	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
-	// no number is left above it. nextNum never wraps: a segment numbered
-	// below an older one would sort before it, out of the log's order.
-	numbersUsed bool
 
 	// stats are the counts Stats returns, but for Handed, which holds
 	// the records handed since Open only: Stats adds the backlog.
