@@ -81,9 +81,8 @@ func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 		}
 		data := rec[frameSize:]
 		if crc32.Checksum(data, castagnoli) != sum {
-			if !seg.reported.has(n) {
+			if seg.reported.add(n, n+1) > 0 { // not counted yet
 				s.damage(seg, n, "checksum", sum)
-				seg.reported.add(n, n+1)
 			}
 			if !s.handDamaged(seg, n, data, damaged) {
 				break
@@ -133,8 +132,7 @@ func (s *Spool) damage(seg *segment, n uint32, what string, value uint32) {
 // stays first in the backlog. s.mu is held.
 func (s *Spool) handDamaged(seg *segment, n uint32, data []byte, damaged func(id ID, data []byte, recovered bool) bool) bool {
 	if damaged == nil {
-		s.stats.Backlog -= int64(s.markDone(seg, n, n+1))
-		s.stats.Backlog = max(s.stats.Backlog, 0)
+		s.stats.Backlog = max(s.stats.Backlog-int64(s.markDone(seg, n, n+1)), 0)
 		return true
 	}
 	if !damaged(ID{Seg: seg.num, N: n}, data, seg.recovered) {

@@ -43,7 +43,9 @@ func Open(dir string, o Options) (*Spool, error) {
 	}
 	// An FS that reserves a mapped segment's blocks itself, in place of
 	// fallocate (FS): a test's, that sets how much room the disk has.
-	if a, ok := s.fs.(interface{ Allocate(fd int, size int64) error }); ok {
+	if a, ok := s.fs.(interface {
+		Allocate(fd int, size int64) error
+	}); ok {
 		s.allocate = a.Allocate
 	}
 	if s.segBytes <= 0 {
@@ -65,8 +67,7 @@ func Open(dir string, o Options) (*Spool, error) {
 		return nil, ioErr("lock directory", dir, err)
 	}
 	s.unlock = unlock
-	if err := s.recover(); err != nil {
-		s.rd.drop()
+	if err := s.recover(); err != nil { // it reads through its own scanner: s.rd holds no file yet
 		unlock()
 		return nil, err
 	}
