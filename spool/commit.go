@@ -80,7 +80,15 @@ func (s *Spool) commit(seq uint64) error {
 		}
 		s.cond.Wait()
 	}
-	return s.syncFailure(seq)
+	// The failures of records before seq are forgotten: all decided.
+	s.failed = slices.DeleteFunc(s.failed, func(f failedSync) bool { return f.to < seq })
+	var err error
+	for _, f := range s.failed {
+		if f.from < seq {
+			err = f.err
+		}
+	}
+	return err
 }
 
 // syncActive syncs the retired files waiting for it and the active file,
@@ -184,25 +192,6 @@ func (s *Spool) syncFailed(from, to uint64, err error) {
 	if s.syncEvery == 0 {
 		s.failed = append(s.failed, failedSync{from, to, err})
 	}
-}
-
-// syncFailure returns the error of a failed sync covering seq, and forgets
-// the failures of records before it, all decided. s.mu is held.
-func (s *Spool) syncFailure(seq uint64) error {
-	var err error
-	keep := s.failed[:0]
-	for _, f := range s.failed {
-		if f.to < seq {
-			continue
-		}
-		keep = append(keep, f)
-		if f.from < seq {
-			err = f.err
-		}
-	}
-	clear(s.failed[len(keep):])
-	s.failed = keep
-	return err
 }
 
 // markDirty wakes the syncer after a write, unless it knows already.
