@@ -30,7 +30,7 @@ type doneFile struct {
 	// no longer counted, if this Open sets DONE aside too.
 	aside int64
 	ids   []ID   // Ack's ids, sorted
-	runs  ranges // one segment's new runs, in Ack
+	runs  []span // one segment's new runs, in Ack
 	buf   []byte // done records, as written
 }
 
@@ -119,9 +119,15 @@ func (s *Spool) handedBelow(seg *segment) uint32 {
 // (SPEC §11.6), or adds their runs to w. s.mu is held.
 func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32, w *doneWriter) {
 	runs := s.done.runs[:0]
-	for _, id := range ids {
-		if id.N < limit && !seg.done.has(id.N) { // handed, and not done already
-			runs.add(id.N, id.N+1) // ids are sorted: mostly one more in the last run
+	for k, id := range ids {
+		n := id.N
+		switch {
+		case n >= limit || k > 0 && ids[k-1].N == n || seg.done.has(n):
+			// never handed, a duplicate, or done already
+		case len(runs) > 0 && runs[len(runs)-1].hi == n:
+			runs[len(runs)-1].hi++
+		default:
+			runs = append(runs, span{n, n + 1})
 		}
 	}
 	s.done.runs = runs
