@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"os"
 	"slices"
 )
@@ -35,10 +34,23 @@ type doneFile struct {
 	buf   []byte // done records, as written
 }
 
-// ack is Ack: ids sorted by segment and ordinal, so that each segment's
-// new runs are found in one pass, and all of them go to DONE in one
-// write.
-func (s *Spool) ack(ids []ID) error {
+// Ack records that the records ids are done. They are not handed again,
+// after a restart either, and a segment whose records are all done is
+// removed, unless it is the one being written (SPEC §11.6). ids may be in
+// any order and from any segments. The error wraps the file system's, or matches ErrFull
+// when even compacted the acknowledgements would take the files over
+// MaxBytes; the records are then done for this process, their
+// acknowledgements are written again at the next Ack and at Close, and
+// they may be handed again after a restart if those fail too.
+func (s *Spool) Ack(ids []ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	// ids are sorted by segment and ordinal, so that each segment's
+	// new runs are found in one pass, and all of them go to DONE in one
+	// write.
 	d := &s.done
 	d.ids = append(d.ids[:0], ids...)
 	slices.SortFunc(d.ids, func(x, y ID) int {
@@ -162,7 +174,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32, w *doneWriter) {
 // ackRoom is the part of MaxBytes that Appends leave to DONE: 1/64 of it
 // (16 KiB for the client's smallest spool; SPEC §11.5). s.mu is held.
 func (s *Spool) ackRoom() int64 {
-	if s.maxBytes <= 0 || s.live == 0 {
+	if s.maxBytes <= 0 || s.stats.Records == 0 {
 		return 0
 	}
 	return s.maxBytes / 64
@@ -171,7 +183,7 @@ func (s *Spool) ackRoom() int64 {
 // ackFits reports whether n more bytes of DONE fit under MaxBytes. s.mu
 // is held.
 func (s *Spool) ackFits(n int64) bool {
-	return s.maxBytes <= 0 || s.bytes+n <= s.maxBytes
+	return s.maxBytes <= 0 || s.stats.Bytes+n <= s.maxBytes
 }
 
 // maxRunBytes bounds the encoded size of one run: three uvarints.
@@ -272,24 +284,17 @@ func (s *Spool) flushDone(w *doneWriter) error {
 	}
 	if err == nil {
 		d.size += n
-		s.bytes += n
+		s.stats.Bytes += n
 		return nil
 	}
 	d.stale = true
 	if wrote > 0 {
 		if terr := d.f.Truncate(d.size); terr != nil {
 			d.size += int64(wrote) // on disk, torn, counted
-			s.bytes += int64(wrote)
+			s.stats.Bytes += int64(wrote)
 		}
 	}
 	return ioErr("write", path, err)
-}
-
-// errAckFull is compactDone's error when even the compacted DONE does not
-// fit under MaxBytes. It is written at a later Ack or at Close if room
-// comes back by then.
-func errAckFull(path string) error {
-	return fmt.Errorf("%w: no room under MaxBytes for the acknowledgements in %s: records done may be handed again after a restart", ErrFull, path)
 }
 
 // compactDone writes DONE anew from the segments' done sets, into a
@@ -309,11 +314,8 @@ func (s *Spool) compactDone() error {
 	d := &s.done
 	w := doneWriter{buf: appendHeader(d.buf[:0], doneMagic)}
 	w.begin()
-	last := s.nextNum - 1
-	if s.numbersUsed {
-		last = math.MaxUint64
-	}
-	w.run(last, 0, 0)
+	w.run(s.nextNum-1, 0, 0) // the last number used: math.MaxUint64 once none is left
+
 	for _, seg := range s.segs {
 		for _, sp := range seg.done {
 			w.run(seg.num, sp.lo, sp.hi-sp.lo)
@@ -322,9 +324,10 @@ func (s *Spool) compactDone() error {
 	w.end()
 	d.buf = w.buf
 	path := s.donePath()
+	d.stale = true // until the new file stands
 	if !s.ackFits(int64(len(w.buf)) - d.size) {
-		d.stale = true
-		return errAckFull(path)
+		// Written at a later Ack or at Close if room comes back by then.
+		return fmt.Errorf("%w: no room under MaxBytes for the acknowledgements in %s: records done may be handed again after a restart", ErrFull, path)
 	}
 	s.syncDir()
 	if d.f != nil {
@@ -336,7 +339,6 @@ func (s *Spool) compactDone() error {
 	tmp := path + ".tmp"
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		d.stale = true
 		return ioErr("create", tmp, err)
 	}
 	_, err = writeAll(f, w.buf)
@@ -349,24 +351,10 @@ func (s *Spool) compactDone() error {
 	}
 	if err != nil {
 		s.fs.Remove(tmp)
-		d.stale = true
 		return ioErr("rewrite", path, err)
 	}
 	s.dirChanged() // the rename on the disk with the next sync: until then the old file stands, synced
-	s.bytes += int64(len(w.buf)) - d.size
+	s.stats.Bytes += int64(len(w.buf)) - d.size
 	d.size, d.stale = int64(len(w.buf)), false
 	return nil
-}
-
-// closeAcks syncs DONE if it holds runs not synced, and the directory,
-// and closes DONE (at Close). s.mu is held.
-func (s *Spool) closeAcks() error {
-	err := s.syncAcks()
-	if d := &s.done; d.f != nil {
-		if cerr := d.f.Close(); cerr != nil {
-			err = errors.Join(err, ioErr("close", s.donePath(), cerr))
-		}
-		d.f = nil
-	}
-	return err
 }

@@ -45,27 +45,39 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 	seg.end += frame
 	seg.records++
 	seg.live++
-	s.live++
+	s.stats.Records++
 	s.written++
 	seq := s.written
 	if s.syncEvery > 0 {
 		s.markDirty()
-	} else if err := s.commit(seq); err != nil {
-		// The record is in the file, but not known to be on the disk:
-		// it is not accepted. It is done rather than handed, and
-		// acknowledged, so that a restart does not send it either.
-		s.decided = seq
-		s.cond.Broadcast()
-		w := s.doneWriter()
-		s.ackRuns(seg, []ID{id}, seg.records, &w)
-		if aerr := s.flushDone(&w); aerr != nil {
-			s.warn("spool: acknowledge a record whose sync failed", "err", aerr)
-		}
-		return ID{}, err
+	} else {
+		err = s.commit(seq)
 	}
 	s.decided = seq
 	s.cond.Broadcast() // the next record's Append may decide
-	s.decide(seg, id, off, off+frame, direct)
+	if err != nil {
+		// The record is in the file, but not known to be on the disk:
+		// it is not accepted. It is done rather than handed, and
+		// acknowledged, so that a restart does not send it either.
+		w := s.doneWriter()
+		s.ackRuns(seg, []ID{id}, seg.records, &w)
+		if aerr := s.flushDone(&w); aerr != nil {
+			s.log.Warn("spool: acknowledge a record whose sync failed", "err", aerr)
+		}
+		return ID{}, err
+	}
+	// Handed to direct if the backlog is empty and direct takes it;
+	// otherwise it joins the backlog.
+	switch {
+	case s.stats.Backlog > 0:
+		s.stats.Backlog++
+	case direct != nil && direct(id):
+		s.stats.Handed++
+		s.cur, s.curN, s.curOff = seg, id.N+1, off+frame
+	default:
+		s.stats.Backlog = 1
+		s.cur, s.curN, s.curOff = seg, id.N, off
+	}
 	return id, nil
 }
 
@@ -93,42 +105,20 @@ func (s *Spool) store(data []byte, frame int64) (*segment, int64, error) {
 	// that another write could come between.
 	s.wbuf = appendFrame(s.wbuf[:0], data)
 	n, err := writeAll(seg.f, s.wbuf)
-	if err != nil {
-		return seg, off, s.writeFailed(seg, off, n, err)
+	if err == nil {
+		seg.size += frame
+		s.stats.Bytes += frame
+		return seg, off, nil
 	}
-	seg.size += frame
-	s.bytes += frame
-	return seg, off, nil
-}
-
-// decide hands the record id, framed from off to next in seg, to direct if
-// the backlog is empty and direct takes it; otherwise it joins the
-// backlog. s.mu is held.
-func (s *Spool) decide(seg *segment, id ID, off, next int64, direct func(ID) bool) {
-	if s.backlog > 0 {
-		s.backlog++
-		return
-	}
-	if direct != nil && direct(id) {
-		s.handed++
-		s.cur, s.curN, s.curOff = seg, id.N+1, next
-		return
-	}
-	s.backlog = 1
-	s.cur, s.curN, s.curOff = seg, id.N, off
-}
-
-// writeFailed cleans up after a failed write of a record at off in seg,
-// of which n bytes reached the file, and returns the error. The bytes are
-// cut off again; and appends go on in a new segment, so that bytes that
-// could not be cut off never sit ahead of a record (the next Open sees
-// them as a torn tail), and so that a segment of done records does not
-// hold a full disk's space: a segment holding none (its header only) stays
-// active if its bytes were cut off, so that no segment number goes to a
-// try. A disk found full cuts later written segments at half this one's
-// size (cutAt): one that held the disk's free space would fill it again
-// (SPEC §11.9). s.mu is held.
-func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
+	// A failed write, of which n bytes reached the file: the bytes are
+	// cut off again; and appends go on in a new segment, so that bytes
+	// that could not be cut off never sit ahead of a record (the next
+	// Open sees them as a torn tail), and so that a segment of done
+	// records does not hold a full disk's space: a segment holding none
+	// (its header only) stays active if its bytes were cut off, so that
+	// no segment number goes to a try. A disk found full cuts later
+	// written segments at half this one's size (cutAt): one that held
+	// the disk's free space would fill it again (SPEC §11.9).
 	if seg.records > 0 {
 		s.rotate = true
 		if noSpace(err) {
@@ -139,12 +129,12 @@ func (s *Spool) writeFailed(seg *segment, off int64, n int, err error) error {
 	if n > 0 {
 		if terr := seg.f.Truncate(off); terr != nil {
 			seg.size = off + int64(n) // on disk, counted; not framed: end stays
-			s.bytes += int64(n)
+			s.stats.Bytes += int64(n)
 			s.rotate = true
-			s.warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
+			s.log.Warn("spool: cut off a failed write", "file", path, "offset", off, "err", terr)
 		}
 	}
-	return ioErr("write", path, err)
+	return seg, off, ioErr("write", path, err)
 }
 
 // minCutAt is the least size at which a written segment is closed after a
@@ -159,7 +149,7 @@ const minCutAt = 4 << 10
 // tries again); its number is tried again too, unless a file of it is
 // left. s.mu is held.
 func (s *Spool) rotateSegment(frame int64) error {
-	if s.numbersUsed {
+	if s.nextNum == 0 {
 		s.rotate = true
 		return fmt.Errorf("spool: %s holds segment number %d, the largest there is: no segment can follow it (the records there are still delivered; move the directory's files away to append again)", s.dir, uint64(math.MaxUint64))
 	}
@@ -179,7 +169,7 @@ func (s *Spool) rotateSegment(frame int64) error {
 		}
 	}
 	num := s.nextNum
-	f, m, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
+	seg, err := s.createSegment(num, s.reserve(frame), int64(headerSize)+frame)
 	if err != nil {
 		s.rotate = true
 		if errors.Is(err, fs.ErrExist) {
@@ -187,13 +177,6 @@ func (s *Spool) rotateSegment(frame int64) error {
 		}
 		return err
 	}
-	s.useNumber(num)
-	seg := &segment{num: num, f: f, m: m, size: int64(headerSize), end: int64(headerSize)}
-	if m != nil {
-		seg.size = m.size // on disk from now, zeros past the records
-	}
-	s.segs = append(s.segs, seg)
-	s.bytes += seg.size
 	old := s.active
 	s.active, s.rotate = seg, false
 	if old != nil {
@@ -203,12 +186,10 @@ func (s *Spool) rotateSegment(frame int64) error {
 }
 
 // useNumber marks segment number num used: the next segment gets the one
-// after it, or none if it is the last. s.mu is held.
+// after it, or none (nextNum 0) if it is the last. s.mu is held.
 func (s *Spool) useNumber(num uint64) {
-	if num == math.MaxUint64 {
-		s.numbersUsed = true // no number after it
-	} else {
-		s.nextNum = max(s.nextNum, num+1)
+	if s.nextNum != 0 && num >= s.nextNum {
+		s.nextNum = num + 1 // 0 after math.MaxUint64
 	}
 }
 
@@ -243,7 +224,7 @@ func (s *Spool) fits(frame int64) bool {
 	case s.active.m != nil:
 		return true
 	}
-	return s.bytes+need <= s.maxBytes-s.ackRoom()
+	return s.stats.Bytes+need <= s.maxBytes-s.ackRoom()
 }
 
 // reserve is the size of a new segment mapped for a first record of
@@ -254,15 +235,9 @@ func (s *Spool) fits(frame int64) bool {
 func (s *Spool) reserve(frame int64) int64 {
 	size := max(s.segBytes, int64(headerSize)+frame)
 	if s.maxBytes > 0 {
-		size = min(size, s.maxBytes-s.ackRoom()-s.bytes)
+		size = min(size, s.maxBytes-s.ackRoom()-s.stats.Bytes)
 	}
 	return max(size, int64(headerSize)+frame)
-}
-
-// neverFits reports whether a record of frame bytes exceeds MaxBytes even
-// in an empty spool, so that waiting for room is pointless.
-func (s *Spool) neverFits(frame int64) bool {
-	return s.maxBytes > 0 && frame+int64(headerSize) > s.maxBytes
 }
 
 // waiter is an AppendWait waiting for room for a record of Value bytes,
@@ -270,53 +245,52 @@ func (s *Spool) neverFits(frame int64) bool {
 // its record fits, or the spool was sealed.
 type waiter = waitline.Waiter[int64]
 
-// appendWait is AppendWait: the same line as queue.PushWait's.
-func (s *Spool) appendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
+// AppendWait is Append that, when the record would take the files over
+// MaxBytes, waits for room (a segment removed) until ctx ends, in line
+// with other waiting calls, first come first served. When ctx ends first
+// it returns an error matching both ErrFull and ctx.Err(). Seal and Close
+// end every wait with ErrClosed.
+// It waits in the same line as queue.PushWait's.
+func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
 	frame := int64(frameSize + len(data))
+	// A record that exceeds MaxBytes even in an empty spool is refused at
+	// once: waiting for room is pointless.
+	neverFits := s.maxBytes > 0 && frame+int64(headerSize) > s.maxBytes
 	s.mu.Lock()
-	switch {
-	case s.sealed:
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.sealed {
 		return ID{}, ErrClosed
-	case s.line.First() == nil || s.neverFits(frame) || len(data) == 0 || len(data) > maxRecord:
-		id, err := s.appendLocked(data, direct) // refused at once if it can never fit
-		if err != ErrFull || s.neverFits(frame) {
-			s.mu.Unlock()
+	}
+	if s.line.First() == nil || neverFits || len(data) == 0 || len(data) > maxRecord {
+		id, err := s.appendLocked(data, direct)
+		if err != ErrFull || neverFits {
 			return id, err
 		}
 	}
 	if ctx.Err() != nil {
-		s.mu.Unlock()
 		return ID{}, fullError(ctx.Err())
 	}
 	w := &waiter{Value: frame}
 	s.line.Join(w)
-	s.mu.Unlock()
 	for {
-		if !w.Wait(ctx) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
+		s.mu.Unlock()
+		woken := w.Wait(ctx)
+		s.mu.Lock()
+		switch {
+		case !woken || s.sealed:
 			s.leave(w)
 			if s.sealed {
 				return ID{}, ErrClosed
 			}
 			return ID{}, fullError(ctx.Err())
-		}
-		s.mu.Lock()
-		switch {
-		case s.sealed:
-			s.leave(w)
-			s.mu.Unlock()
-			return ID{}, ErrClosed
 		case s.line.First() == w && s.makeRoom(frame):
 			id, err := s.appendLocked(data, direct)
 			if err != ErrFull { // ErrFull: an Append took the room first
 				s.leave(w) // wakes the next in line if its record fits too
-				s.mu.Unlock()
 				return id, err
 			}
 		}
-		s.mu.Unlock() // not its turn yet, or no room: keep the place
+		// not its turn yet, or no room: keep the place
 	}
 }
 

@@ -22,32 +22,31 @@ func (s *Spool) seal() {
 	}
 }
 
-// close is Close: after the seal, the syncer stopped and every Append in
-// flight returned, the active file is synced and every file closed; the
-// finished segments go, the active one too once all of it is done (SPEC
-// §11.6). So a spool closed with everything delivered leaves only its LOCK
-// file.
-func (s *Spool) close() error {
-	s.mu.Lock()
-	if s.closed {
-		// Another Close runs or ran: returning before it ends would
-		// leave the caller with files open and the directory locked.
-		done := s.closeDone
-		s.mu.Unlock()
-		<-done
-		return s.closeErr // written before done was closed
-	}
-	s.closed = true
-	s.closeDone = make(chan struct{})
-	err := s.closeLocked()
-	s.closeErr = err
-	close(s.closeDone)
-	s.mu.Unlock()
-	return err
+// Close seals the spool, syncs and closes its files, removes the segments
+// whose records are all done, stops its goroutine and gives the lock back.
+// Records not done stay for the next Open (SPEC §11.4). It is safe to call more than
+// once, concurrently too: a later call waits for the first to end and
+// returns its error.
+func (s *Spool) Close() error {
+	// Another Close runs or ran: returning before it ends would leave the
+	// caller with files open and the directory locked, so it waits.
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		s.closeErr = s.closeLocked()
+	})
+	return s.closeErr // written before Do returned
 }
 
 // closeLocked is Close's work, once. s.mu is held, and released while it
 // waits for the syncer and for Appends in flight.
+//
+// After the seal, the syncer stopped and every Append in
+// flight returned, the active file is synced and every file closed; the
+// finished segments go, the active one too once all of it is done (SPEC
+// §11.6). So a spool closed with everything delivered leaves only its LOCK
+// file.
 func (s *Spool) closeLocked() error {
 	s.seal()
 	if s.stop != nil {
@@ -83,21 +82,25 @@ func (s *Spool) closeLocked() error {
 		// those records come back after the restart. No room under
 		// MaxBytes is logged, not Close's failure.
 		if err := s.compactDone(); err != nil {
-			s.warn("spool: rewrite acknowledgements", "err", err)
+			s.log.Warn("spool: rewrite acknowledgements", "err", err)
 			if !errors.Is(err, ErrFull) {
 				errs = append(errs, err)
 			}
 		}
 	}
-	if err := s.closeAcks(); err != nil {
-		errs = append(errs, err)
+	// DONE synced if it holds runs not synced, and the directory, then
+	// closed.
+	errs = append(errs, s.syncAcks())
+	if d := &s.done; d.f != nil {
+		if err := d.f.Close(); err != nil {
+			errs = append(errs, ioErr("close", s.donePath(), err))
+		}
+		d.f = nil
 	}
 	s.rd.drop()
 	for _, seg := range append([]*segment(nil), s.segs...) {
 		if seg.live == 0 {
-			if err := s.reclaim(seg); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, s.reclaim(seg)) // errors.Join drops a nil
 		}
 	}
 	if s.dirDirty || s.done.size > 0 && len(s.segs) == 0 {
@@ -112,7 +115,7 @@ func (s *Spool) closeLocked() error {
 		if err := s.fs.Remove(s.donePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, ioErr("remove", s.donePath(), err))
 		} else {
-			s.bytes -= s.done.size
+			s.stats.Bytes -= s.done.size
 			s.syncDirNow()
 		}
 	}

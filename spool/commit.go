@@ -80,7 +80,15 @@ func (s *Spool) commit(seq uint64) error {
 		}
 		s.cond.Wait()
 	}
-	return s.syncFailure(seq)
+	// The failures of records before seq are forgotten: all decided.
+	s.failed = slices.DeleteFunc(s.failed, func(f failedSync) bool { return f.to < seq })
+	var err error
+	for _, f := range s.failed {
+		if f.from < seq {
+			err = f.err
+		}
+	}
+	return err
 }
 
 // syncActive syncs the retired files waiting for it and the active file,
@@ -106,33 +114,25 @@ func (s *Spool) syncActive() {
 		return
 	}
 	from, to := s.synced, s.written
-	s.syncing = s.syncing[:0]
-	for _, x := range []File{f, done} {
-		if x != nil {
-			s.syncing = append(s.syncing, x)
-		}
-	}
+	s.syncing = append(s.syncing[:0], f, done) // a nil for none: closeFile looks for a file
 	s.syncRunning = true
 	s.mu.Unlock()
-	type failure struct {
-		num uint64
-		err error
-	}
-	var failed []failure
+	var failed []error // the segments' syncs, and retired files' closes, that failed
 	for _, r := range retired {
-		if err := r.f.Sync(); err != nil {
-			failed = append(failed, failure{r.num, err})
-		}
-		if err := r.f.Close(); err != nil {
-			failed = append(failed, failure{r.num, err})
+		for _, err := range []error{r.f.Sync(), r.f.Close()} {
+			if err != nil {
+				failed = append(failed, ioErr("sync", s.segPath(r.num), err))
+			}
 		}
 	}
-	var err, doneErr error
+	var doneErr error
 	if done != nil {
 		doneErr = done.Sync()
 	}
 	if f != nil {
-		err = f.Sync()
+		if err := f.Sync(); err != nil {
+			failed = append(failed, ioErr("sync", s.segPath(num), err))
+		}
 	}
 	if dir {
 		s.syncDirNow() // after the files: a new file's entry, with its data
@@ -145,16 +145,13 @@ func (s *Spool) syncActive() {
 	clear(s.closeAfter)
 	s.closeAfter = s.closeAfter[:0]
 	s.synced = max(s.synced, to)
-	for _, x := range failed {
-		s.syncFailed(x.num, from, to, x.err)
-	}
-	if err != nil {
-		s.syncFailed(num, from, to, err)
+	for _, err := range failed {
+		s.syncFailed(from, to, err)
 	}
 	if doneErr != nil {
 		// The runs may not be on the disk: written again whole (and
 		// synced) at the next Ack, or at Close.
-		s.warn("spool: sync failed", "err", ioErr("sync", s.donePath(), doneErr))
+		s.log.Warn("spool: sync failed", "err", ioErr("sync", s.donePath(), doneErr))
 		s.done.stale = true
 	}
 	s.cond.Broadcast()
@@ -170,7 +167,7 @@ func (s *Spool) closeFile(f File, path string) {
 		return
 	}
 	if err := f.Close(); err != nil {
-		s.warn("spool: close", "file", path, "err", err)
+		s.log.Warn("spool: close", "file", path, "err", err)
 	}
 }
 
@@ -185,49 +182,16 @@ func (s *Spool) dirChanged() {
 	}
 }
 
-// syncRetired syncs seg, the active segment until now, for the records
-// written to it and not synced yet. It keeps s.mu: an Append that rotates
-// waits for the fsync, once a segment. s.mu is held.
-func (s *Spool) syncRetired(seg *segment) {
-	from, to := s.synced, s.written
-	err := seg.f.Sync()
-	s.synced = to
-	if err != nil {
-		s.syncFailed(seg.num, from, to, err)
-	}
-	s.cond.Broadcast()
-}
-
-// syncFailed deals with a failed sync of segment num covering the records
-// from+1 to to. The file's pages may be lost, so appends go on in a new
+// syncFailed deals with err, a failed sync of a segment covering the
+// records from+1 to to. The file's pages may be lost, so appends go on in a new
 // segment. With Sync 0 the Appends waiting on the sync return the error;
 // with Sync > 0 nobody waits, and it is logged. s.mu is held.
-func (s *Spool) syncFailed(num, from, to uint64, err error) {
+func (s *Spool) syncFailed(from, to uint64, err error) {
 	s.rotate = true
-	err = ioErr("sync", s.segPath(num), err)
-	s.warn("spool: sync failed", "err", err)
+	s.log.Warn("spool: sync failed", "err", err)
 	if s.syncEvery == 0 {
 		s.failed = append(s.failed, failedSync{from, to, err})
 	}
-}
-
-// syncFailure returns the error of a failed sync covering seq, and forgets
-// the failures of records before it, all decided. s.mu is held.
-func (s *Spool) syncFailure(seq uint64) error {
-	var err error
-	keep := s.failed[:0]
-	for _, f := range s.failed {
-		if f.to < seq {
-			continue
-		}
-		keep = append(keep, f)
-		if f.from < seq {
-			err = f.err
-		}
-	}
-	clear(s.failed[len(keep):])
-	s.failed = keep
-	return err
 }
 
 // markDirty wakes the syncer after a write, unless it knows already.
@@ -253,11 +217,9 @@ func (s *Spool) syncLoop() {
 		case <-s.stop:
 			return
 		}
-		t := time.NewTimer(s.syncEvery)
 		select {
-		case <-t.C:
+		case <-time.After(s.syncEvery): // collected unfired once stop ends the loop
 		case <-s.stop:
-			t.Stop()
 			return
 		}
 		s.mu.Lock()

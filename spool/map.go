@@ -69,50 +69,42 @@ type mapped struct {
 // smaller segments rather than none (SPEC §11.9). A reserve refused at need
 // too (no space, a quota, an I/O error) is an error naming path.
 func (s *Spool) mapSegment(f File, path string, size, need int64) (*mapped, error) {
-	mf := s.mapperOf(f)
+	// f as a mapper: itself if it is one, the operating system's mapping
+	// of it if it is an *os.File that this system maps (mmap_linux.go),
+	// reserving through s.allocate.
+	mf, ok := f.(mapper)
+	if !ok {
+		mf = osMapper(f, s.allocate)
+	}
 	if mf == nil {
 		return nil, nil
 	}
-	var err error
 	for {
-		err = mf.allocate(size)
-		if err == nil || !noSpace(err) || size <= need {
-			break
+		err := mf.allocate(size)
+		switch {
+		case err == nil:
+			m := &mapped{f: mf, size: size}
+			if m.slide(int64(headerSize), int64(headerSize)) == nil {
+				return m, nil
+			}
+			// A file system that reserves but cannot map: back to its
+			// header, for the write path, which appends at the end.
+		case noSpace(err) && size > need:
+			// A refused reserve may have grown the file part way: back
+			// to its header, so that the next try's size is the file's.
+		case errors.Is(err, errors.ErrUnsupported) || unsupported(err):
+			return nil, nil // nothing reserved: the file is its header still
+		default:
+			return nil, ioErr("reserve", path, err)
 		}
-		// A refused reserve may have grown the file part way: back to
-		// its header, so that the next try's size is the file's.
 		if terr := f.Truncate(int64(headerSize)); terr != nil {
 			return nil, ioErr("truncate", path, terr)
+		}
+		if err == nil {
+			return nil, nil
 		}
 		size = max(size/2, need)
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, errors.ErrUnsupported) || unsupported(err):
-		return nil, nil // nothing reserved: the file is its header still
-	default:
-		return nil, ioErr("reserve", path, err)
-	}
-	m := &mapped{f: mf, size: size}
-	if err := m.slide(int64(headerSize), int64(headerSize)); err != nil {
-		// A file system that reserves but cannot map: back to its
-		// header, for the write path, which appends at the end.
-		if terr := f.Truncate(int64(headerSize)); terr != nil {
-			return nil, ioErr("truncate", path, terr)
-		}
-		return nil, nil
-	}
-	return m, nil
-}
-
-// mapperOf returns f as a mapper: itself if it is one, the operating
-// system's mapping of it if it is an *os.File that this system maps
-// (mmap_linux.go), reserving through s.allocate; nil otherwise.
-func (s *Spool) mapperOf(f File) mapper {
-	if m, ok := f.(mapper); ok {
-		return m
-	}
-	return osMapper(f, s.allocate)
 }
 
 // put stores data at off, framed as a record, through the mapping. The

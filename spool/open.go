@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,8 +14,18 @@ const (
 	maxSegmentBytes = 16 << 20
 )
 
-// open is Open.
-func open(dir string, o Options) (*Spool, error) {
+// Open locks dir (creating it, mode 0700, if needed), reads what it holds,
+// and returns the spool. Records found there that are not done form the
+// backlog, ahead of anything appended later. A record cut short at the end
+// of a segment (a crash mid-write) is truncated away; a record whose
+// checksum fails is skipped, counted and logged; a file whose header is
+// damaged is set aside (renamed *.corrupt), counted and logged: a segment's
+// records are lost with it; with the acknowledgement file set aside,
+// every record is handed again. Open fails, with an error naming dir, when another Spool
+// holds the lock (in this process or another), when a file is of a newer
+// format Version, or when dir cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
+// §11.8.)
+func Open(dir string, o Options) (*Spool, error) {
 	s := &Spool{
 		dir:       dir,
 		fs:        o.FS,
@@ -29,7 +38,14 @@ func open(dir string, o Options) (*Spool, error) {
 	if s.fs == nil {
 		s.fs = osFS{}
 	}
-	if a, ok := s.fs.(allocator); ok {
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	// An FS that reserves a mapped segment's blocks itself, in place of
+	// fallocate (FS): a test's, that sets how much room the disk has.
+	if a, ok := s.fs.(interface {
+		Allocate(fd int, size int64) error
+	}); ok {
 		s.allocate = a.Allocate
 	}
 	if s.segBytes <= 0 {
@@ -51,8 +67,7 @@ func open(dir string, o Options) (*Spool, error) {
 		return nil, ioErr("lock directory", dir, err)
 	}
 	s.unlock = unlock
-	if err := s.recover(); err != nil {
-		s.rd.drop()
+	if err := s.recover(); err != nil { // it reads through its own scanner: s.rd holds no file yet
 		unlock()
 		return nil, err
 	}
@@ -63,14 +78,4 @@ func open(dir string, o Options) (*Spool, error) {
 		go s.syncLoop()
 	}
 	return s, nil
-}
-
-// warn and info log, if there is a Logger.
-func (s *Spool) warn(msg string, args ...any) { s.logAt(slog.LevelWarn, msg, args...) }
-func (s *Spool) info(msg string, args ...any) { s.logAt(slog.LevelInfo, msg, args...) }
-
-func (s *Spool) logAt(level slog.Level, msg string, args ...any) {
-	if s.log != nil {
-		s.log.Log(context.Background(), level, msg, args...)
-	}
 }

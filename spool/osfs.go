@@ -22,9 +22,3 @@ func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name
 func (osFS) Remove(name string) error                   { return os.Remove(name) }
 func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }
 func (osFS) Lock(dir string) (func() error, error)      { return lockDir(dir) }
-
-// allocator is an FS that reserves a mapped segment's blocks itself, in
-// place of fallocate (FS): a test's, that sets how much room the disk has.
-type allocator interface {
-	Allocate(fd int, size int64) error
-}

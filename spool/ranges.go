@@ -38,26 +38,15 @@ func (r *ranges) add(lo, hi uint32) uint32 {
 	if lo >= hi {
 		return 0
 	}
-	s := *r
 	i := r.first(lo)
-	j := i // spans i to j-1 overlap or touch [lo, hi)
-	for j < len(s) && s[j].lo <= hi {
-		j++
-	}
-	if i == j {
-		s = append(s, span{})
-		copy(s[i+1:], s[i:])
-		s[i] = span{lo, hi}
-		*r = s
-		return hi - lo
-	}
-	merged := span{min(lo, s[i].lo), max(hi, s[j-1].hi)}
-	covered := uint32(0)
-	for _, sp := range s[i:j] {
+	j := i // spans i to j-1 overlap or touch [lo, hi): one span replaces them
+	merged, covered := span{lo, hi}, uint32(0)
+	for ; j < len(*r) && (*r)[j].lo <= hi; j++ {
+		sp := (*r)[j]
+		merged = span{min(merged.lo, sp.lo), max(merged.hi, sp.hi)}
 		covered += sp.hi - sp.lo
 	}
-	s[i] = merged
-	*r = append(s[:i+1], s[j:]...)
+	*r = slices.Replace(*r, i, j, merged)
 	return merged.hi - merged.lo - covered
 }
 

@@ -63,16 +63,6 @@ func frameHead(b []byte) (length, sum uint32) {
 // framable reports whether a length field can be a record's.
 func framable(length uint32) bool { return length > 0 && length <= maxRecord }
 
-// checkHeader says what a file's first headerSize bytes are: another
-// magic (damage), or the spool's magic and the version they hold (SPEC
-// §11.8: a newer one is refused, an older one is damage).
-func checkHeader(b []byte, magic string) (badMagic bool, version uint32) {
-	if string(b[:len(magic)]) != magic {
-		return true, 0
-	}
-	return false, binary.LittleEndian.Uint32(b[len(magic):])
-}
-
 // File names: the number, 20 digits (a uint64 in full), and a suffix.
 const (
 	numDigits  = 20

@@ -63,12 +63,8 @@ func (s *Spool) recover() error {
 	slices.Sort(segs)
 	sc := &scanner{s: s, br: bufio.NewReaderSize(nil, scanBuffer)}
 	for _, num := range segs {
-		seg, err := sc.segment(num)
-		if err != nil {
+		if err := sc.segment(num); err != nil {
 			return err
-		}
-		if seg != nil {
-			s.segs = append(s.segs, seg)
 		}
 	}
 	if hasDone {
@@ -76,22 +72,19 @@ func (s *Spool) recover() error {
 			return err
 		}
 	}
-	for _, seg := range s.segs {
-		seg.live = seg.records - uint32(seg.done.count())
-		s.bytes += seg.size
-	}
 	for _, seg := range slices.Clone(s.segs) {
+		seg.live = seg.records - uint32(seg.done.count())
+		s.stats.Bytes += seg.size
 		if seg.live == 0 {
 			_ = s.reclaim(seg) // finished before the crash; logged if it stays
 			continue
 		}
-		s.live += int64(seg.live)
+		s.stats.Records += int64(seg.live)
 		if s.cur == nil {
 			s.cur, s.curOff = seg, int64(headerSize)
 		}
 	}
-	s.backlog = s.live
-	s.stats.Recovered = s.live
+	s.stats.Backlog, s.stats.Recovered = s.stats.Records, s.stats.Records
 	return nil
 }
 
@@ -102,14 +95,14 @@ func (s *Spool) countAside(e fs.DirEntry) int64 {
 	if err != nil {
 		return 0
 	}
-	s.bytes += info.Size()
+	s.stats.Bytes += info.Size()
 	return info.Size()
 }
 
 // removeStray removes a file the spool no longer needs.
 func (s *Spool) removeStray(path string) {
 	if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.warn("spool: remove a stray file", "file", path, "err", err)
+		s.log.Warn("spool: remove a stray file", "file", path, "err", err)
 	}
 }
 
@@ -125,16 +118,17 @@ const (
 )
 
 // segment reads segment num: its header, then each record's frame and
-// checksum. It returns nil for a file removed (shorter than a header) or
-// set aside (a damaged header), and an error for a newer version.
-func (sc *scanner) segment(num uint64) (*segment, error) {
+// checksum, and adds it to the spool's segments, unless the file is
+// removed (shorter than a header) or set aside (a damaged header). It
+// returns an error for a newer version.
+func (sc *scanner) segment(num uint64) error {
 	path := sc.s.segPath(num)
 	seg := &segment{num: num, recovered: true}
-	kept, err := sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), 0, segMagic, func(f File, size int64) error {
+	return sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), 0, segMagic, func(f File, size int64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
 			if !ok {
 				sc.s.stats.Corrupt++
-				sc.s.warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
+				sc.s.log.Warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
 				seg.done.add(seg.records, seg.records+1)
 			}
 			seg.records++
@@ -147,26 +141,20 @@ func (sc *scanner) segment(num uint64) (*segment, error) {
 		if !damaged && end < size {
 			seg.size = sc.truncate(f, path, end, size)
 		}
+		sc.s.segs = append(sc.s.segs, seg)
 		return nil
 	})
-	if err != nil || !kept {
-		return nil, err
-	}
-	return seg, nil
 }
 
 // done reads DONE and adds the runs it holds to the segments' done sets.
 func (sc *scanner) done() error {
 	s, d := sc.s, &sc.s.done
 	path := s.donePath()
-	_, err := sc.file(path, path+corruptExt, d.aside, doneMagic, func(f File, size int64) error {
+	return sc.file(path, path+corruptExt, d.aside, doneMagic, func(f File, size int64) error {
 		end, _, err := sc.frames(f, path, size, false, func(off int64, ok bool) bool {
-			if ok && !s.addRuns(sc.payload) {
-				ok = false
-			}
-			if !ok {
+			if !ok || !s.addRuns(sc.payload) {
 				s.stats.Corrupt++
-				s.warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
+				s.log.Warn("spool: damaged acknowledgement skipped", "file", path, "offset", off)
 			}
 			return true
 		})
@@ -180,25 +168,24 @@ func (sc *scanner) done() error {
 			d.size = sc.truncate(f, path, end, size)
 			d.stale = d.size != end // rewritten whole at the next Ack
 		}
-		s.bytes += d.size
+		s.stats.Bytes += d.size
 		return nil
 	})
-	return err
 }
 
 // file opens a file of the spool, checks its header, and hands it to read
-// when it is one of ours: it reports whether it was. Otherwise it removes
+// when it is one of ours. Otherwise it removes
 // the file (cut short at its creation, or zeros) or renames it aside, for
 // whoever looks into it, over a file of replaced bytes counted already:
 // its bytes then count against MaxBytes while it stays, and if it cannot
 // be renamed it stays, uncounted (not one of the spool's names), and Open
 // goes on without it. The file is closed first (some systems
 // refuse either on an open file).
-func (sc *scanner) file(path, aside string, replaced int64, magic string, read func(f File, size int64) error) (bool, error) {
+func (sc *scanner) file(path, aside string, replaced int64, magic string, read func(f File, size int64) error) error {
 	s := sc.s
 	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return false, ioErr("open", path, err)
+		return ioErr("open", path, err)
 	}
 	what, size, err := sc.header(f, path, magic)
 	if err == nil && what == keep {
@@ -207,15 +194,15 @@ func (sc *scanner) file(path, aside string, replaced int64, magic string, read f
 	f.Close()
 	switch {
 	case err != nil || what == keep:
-		return err == nil, err
+		return err
 	case what == remove:
 		s.removeStray(path)
 	case s.fs.Rename(path, aside) == nil:
-		s.bytes += size - replaced
+		s.stats.Bytes += size - replaced
 	default:
-		s.warn("spool: cannot set a damaged file aside", "file", path)
+		s.log.Warn("spool: cannot set a damaged file aside", "file", path)
 	}
-	return false, nil
+	return nil
 }
 
 // addRuns adds the runs of a done record's payload to the segments' done
@@ -262,14 +249,16 @@ func (sc *scanner) header(f File, path, magic string) (fate, int64, error) {
 	}
 	size := st.Size()
 	if size < int64(headerSize) {
-		sc.s.info("spool: removing a file cut short at its creation", "file", path, "size", size)
+		sc.s.log.Info("spool: removing a file cut short at its creation", "file", path, "size", size)
 		return remove, size, nil
 	}
 	var b [headerSize]byte
 	if _, err := f.ReadAt(b[:], 0); err != nil {
 		return keep, size, ioErr("read", path, err)
 	}
-	badMagic, version := checkHeader(b[:], magic)
+	// Another magic is damage; the spool's, with the version it holds: a
+	// newer one is refused, an older one is damage (SPEC §11.8).
+	badMagic, version := string(b[:len(magic)]) != magic, binary.LittleEndian.Uint32(b[len(magic):])
 	switch {
 	case !badMagic && version == Version:
 		return keep, size, nil
@@ -278,15 +267,15 @@ func (sc *scanner) header(f File, path, magic string) (fate, int64, error) {
 	}
 	if zeros, err := sc.zeros(f, path, 0, size); err != nil || zeros {
 		if zeros {
-			sc.s.info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
+			sc.s.log.Info("spool: removing a file of zeros (created, not written, before a crash)", "file", path, "size", size)
 		}
 		return remove, size, err
 	}
 	sc.s.stats.Corrupt++
 	if badMagic {
-		sc.s.warn("spool: file of another kind set aside", "file", path)
+		sc.s.log.Warn("spool: file of another kind set aside", "file", path)
 	} else {
-		sc.s.warn("spool: file with a damaged header set aside", "file", path, "version", version)
+		sc.s.log.Warn("spool: file with a damaged header set aside", "file", path, "version", version)
 	}
 	return setAside, size, nil
 }
@@ -320,7 +309,7 @@ func (sc *scanner) frames(f File, path string, size int64, reserved bool, record
 				}
 			}
 			sc.s.stats.Corrupt++
-			sc.s.warn("spool: unframable stretch skipped", "file", path, "offset", off, "length", length)
+			sc.s.log.Warn("spool: unframable stretch skipped", "file", path, "offset", off, "length", length)
 			return off, true, nil
 		}
 		if size-off-frameSize < int64(length) {
@@ -334,32 +323,32 @@ func (sc *scanner) frames(f File, path string, size int64, reserved bool, record
 			return 0, false, ioErr("read", path, err)
 		}
 		ok := crc32.Checksum(sc.payload, castagnoli) == sum
-		recordOff := off
-		off += frameSize + int64(length)
-		if !ok && reserved && off < size {
-			zeros, err := sc.zeros(f, path, off, size)
-			if err != nil {
-				return 0, false, err
+		next := off + frameSize + int64(length)
+		if !ok && reserved {
+			// Torn, not damaged, when only zeros follow it; or when it
+			// is last, ending where the file does, as one that fills its
+			// reserve does (a record over SegmentBytes gets a reserve of
+			// exactly its size), and its payload ends in a zero: a store
+			// cut short, the bytes not stored yet being the reserve's
+			// zeros, the same tear with no zero after it to see. (A
+			// write cut short by a power loss can leave zeros there
+			// too.) Damage that happens to end in a zero is cut the same
+			// way, which loses nothing: a record whose checksum fails is
+			// never handed, and nothing follows.
+			torn := next == size && sc.payload[length-1] == 0
+			if next < size {
+				if torn, err = sc.zeros(f, path, next, size); err != nil {
+					return 0, false, err
+				}
 			}
-			if zeros {
-				return recordOff, false, nil // torn, not damaged
+			if torn {
+				return off, false, nil
 			}
 		}
-		if !ok && reserved && off == size && sc.payload[length-1] == 0 {
-			// The last record ends where the file does, as one that
-			// fills its reserve does (a record over SegmentBytes gets a
-			// reserve of exactly its size), and its payload ends in a
-			// zero: a store cut short, the bytes not stored yet being
-			// the reserve's zeros, the same tear as above with no zero
-			// after it to see. (A write cut short by a power loss can
-			// leave zeros there too.) Damage that happens to end in a
-			// zero is cut the same way, which loses nothing: a record
-			// whose checksum fails is never handed, and nothing follows.
-			return recordOff, false, nil
+		if !record(off, ok) {
+			return next, next < size, nil
 		}
-		if !record(recordOff, ok) {
-			return off, off < size, nil
-		}
+		off = next
 	}
 	return off, false, nil
 }
@@ -390,9 +379,9 @@ func (sc *scanner) zeros(f File, path string, off, size int64) (bool, error) {
 // file system, say) keeps its tail, never read.
 func (sc *scanner) truncate(f File, path string, end, size int64) int64 {
 	if err := f.Truncate(end); err != nil {
-		sc.s.warn("spool: cannot cut off a torn record", "file", path, "offset", end, "err", err)
+		sc.s.log.Warn("spool: cannot cut off a torn record", "file", path, "offset", end, "err", err)
 		return size
 	}
-	sc.s.info("spool: torn record cut off", "file", path, "offset", end, "bytes", size-end)
+	sc.s.log.Info("spool: torn record cut off", "file", path, "offset", end, "bytes", size-end)
 	return end
 }

@@ -70,7 +70,13 @@ func (s *Spool) retire(seg *segment) {
 		s.retired = append(s.retired, retiredFile{seg.f, seg.num})
 		s.markDirty()
 	case s.synced < s.written:
-		s.syncRetired(seg)
+		// Synced keeping s.mu: an Append that rotates waits for the
+		// fsync, once a segment.
+		if err := seg.f.Sync(); err != nil {
+			s.syncFailed(s.synced, s.written, ioErr("sync", s.segPath(seg.num), err))
+		}
+		s.synced = s.written
+		s.cond.Broadcast()
 		fallthrough
 	default:
 		s.closeFile(seg.f, s.segPath(seg.num)) // or the sync running outside the lock does
@@ -87,15 +93,22 @@ func (s *Spool) retire(seg *segment) {
 // aside instead, for whoever looks into it. Its runs stay in DONE until
 // DONE is compacted, after the removal is on the disk. s.mu is held.
 func (s *Spool) reclaim(seg *segment) error {
-	i := s.index(seg)
+	i := slices.Index(s.segs, seg) // mostly one of the first few
 	if i < 0 {
 		return nil // removed already
 	}
 	if s.rd.seg == seg {
 		s.rd.drop()
 	}
-	s.closeRetired(seg)
 	path := s.segPath(seg.num)
+	// Its file, if it waits in s.retired for the syncer, is closed now: all
+	// its records are done, so nothing in it needs the disk, and a removed
+	// file's space comes back only once it is closed. A file being synced
+	// outside the lock is closed as that sync ends.
+	if k := slices.IndexFunc(s.retired, func(r retiredFile) bool { return r.num == seg.num }); k >= 0 {
+		s.closeFile(s.retired[k].f, path)
+		s.retired = slices.Delete(s.retired, k, k+1)
+	}
 	var err error
 	if seg.damaged {
 		err = s.fs.Rename(path, filepath.Join(s.dir, fileName(seg.num, corruptExt)))
@@ -103,12 +116,12 @@ func (s *Spool) reclaim(seg *segment) error {
 		err = s.fs.Remove(path)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.warn("spool: remove a finished segment", "file", path, "err", err)
+		s.log.Warn("spool: remove a finished segment", "file", path, "err", err)
 		return ioErr("remove", path, err)
 	}
 	s.dirChanged()
 	if !seg.damaged {
-		s.bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
+		s.stats.Bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
 	}
 	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
@@ -123,58 +136,41 @@ func (s *Spool) reclaim(seg *segment) error {
 	return nil
 }
 
-// closeRetired closes seg's file if it waits in s.retired for the
-// syncer: all its records are done, so nothing in it needs the disk, and
-// a removed file's space comes back only once it is closed. A file being
-// synced outside the lock is closed as that sync ends. s.mu is held.
-func (s *Spool) closeRetired(seg *segment) {
-	for i, r := range s.retired {
-		if r.num != seg.num {
-			continue
-		}
-		s.retired = slices.Delete(s.retired, i, i+1)
-		s.closeFile(r.f, s.segPath(r.num))
-		return
-	}
-}
-
-// index returns seg's index in s.segs, or -1 once it is removed.
-func (s *Spool) index(seg *segment) int {
-	return slices.Index(s.segs, seg) // mostly one of the first few
-}
-
 // markDone marks seg's ordinals lo to hi-1 done and returns how many were
 // not done before; the counts of live records follow. s.mu is held.
 func (s *Spool) markDone(seg *segment, lo, hi uint32) uint32 {
 	added := seg.done.add(lo, min(hi, seg.records))
 	seg.live -= added
-	s.live -= int64(added)
+	s.stats.Records -= int64(added)
 	return added
 }
 
-// createSegment creates segment num, header written, as the new active
-// segment's file, and maps it for appends, capacity bytes reserved (or
-// less on a nearly full disk, need at least), where the system can
-// (mmap_linux.go); m is nil where it cannot. A file left half-made is
-// removed again.
-func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapped, err error) {
+// createSegment creates segment num, header written, for the new active
+// segment, mapped for appends, capacity bytes reserved (or less on a
+// nearly full disk, need at least), where the system can (mmap_linux.go);
+// its m is nil where it cannot. It adds it to the spool's segments, and
+// marks num used. A file left half-made is removed again; if it cannot
+// be, createSegment returns its error with the segment it leaves, of no
+// records, never to be active. s.mu is held.
+func (s *Spool) createSegment(num uint64, capacity, need int64) (*segment, error) {
 	path := s.segPath(num)
-	f, err = s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, nil, ioErr("create", path, err)
+		return nil, ioErr("create", path, err)
 	}
-	hdr := appendHeader(s.wbuf[:0], segMagic)
-	n, err := writeAll(f, hdr)
+	seg := &segment{num: num, f: f, size: int64(headerSize), end: int64(headerSize)}
+	n, err := writeAll(f, appendHeader(s.wbuf[:0], segMagic))
 	if err != nil {
 		err = ioErr("write", path, err)
-	} else {
-		m, err = s.mapSegment(f, path, capacity, need)
+	} else if seg.m, err = s.mapSegment(f, path, capacity, need); seg.m != nil {
+		seg.size = seg.m.size // on disk from now, zeros past the records
 	}
 	if err != nil {
-		size := int64(n) // what the header write left, if Stat cannot say
+		seg.f, seg.size = nil, int64(n) // what the header write left, if Stat cannot say
 		if st, serr := f.Stat(); serr == nil {
-			size = st.Size() // a reserve refused may have grown it
+			seg.size = st.Size() // a reserve refused may have grown it
 		}
+		seg.end = min(seg.size, int64(headerSize))
 		f.Close()
 		// A header at most, and a reserve: nothing of a record. If it
 		// cannot be removed, it stays on disk, a segment of no records:
@@ -182,16 +178,18 @@ func (s *Spool) createSegment(num uint64, capacity, need int64) (f File, m *mapp
 		// Stats.Bytes until a later try removes it (the next rotation,
 		// Close), or the next Open does (a file shorter than a header,
 		// or one holding no record).
-		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			s.warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
-			s.segs = append(s.segs, &segment{num: num, size: size, end: min(size, int64(headerSize))})
-			s.bytes += size
-			s.useNumber(num)
+		rerr := s.fs.Remove(path)
+		if rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+			return nil, err
 		}
-		return nil, nil, err
+		s.log.Warn("spool: remove a segment whose creation failed", "file", path, "err", rerr)
+	} else {
+		s.syncDir()
 	}
-	s.syncDir()
-	return f, m, nil
+	s.segs = append(s.segs, seg)
+	s.stats.Bytes += seg.size
+	s.useNumber(num)
+	return seg, err
 }
 
 // unmap ends seg's mapping, if it has one, and cuts the file back to its
@@ -204,17 +202,17 @@ func (s *Spool) unmap(seg *segment) {
 		return
 	}
 	if err := seg.m.unmap(); err != nil {
-		s.warn("spool: unmap segment", "file", s.segPath(seg.num), "err", err)
+		s.log.Warn("spool: unmap segment", "file", s.segPath(seg.num), "err", err)
 	}
 	seg.m = nil
 	if seg.size == seg.end {
 		return
 	}
 	if err := seg.f.Truncate(seg.end); err != nil {
-		s.warn("spool: cut a segment back to its records", "file", s.segPath(seg.num), "offset", seg.end, "err", err)
+		s.log.Warn("spool: cut a segment back to its records", "file", s.segPath(seg.num), "offset", seg.end, "err", err)
 		return
 	}
-	s.bytes -= seg.size - seg.end
+	s.stats.Bytes -= seg.size - seg.end
 	seg.size = seg.end
 }
 

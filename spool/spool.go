@@ -34,7 +34,6 @@
 package spool
 
 import (
-	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -140,7 +139,7 @@ type Stats struct {
 type Spool struct {
 	dir       string
 	fs        FS
-	log       *slog.Logger
+	log       *slog.Logger  // Options.Logger, or one that discards
 	maxBytes  int64         // Options.MaxBytes; 0 for no bound
 	segBytes  int64         // Options.SegmentBytes, or its default
 	syncEvery time.Duration // Options.Sync
@@ -157,30 +156,28 @@ type Spool struct {
 	cond   sync.Cond
 	sealed bool
 	closed bool
-	// closeDone is closed when the first Close has ended, closeErr its
-	// error: a Close that finds the spool closing waits for it, so that
-	// no Close returns with the files still open or the directory locked.
-	closeDone chan struct{}
+	// closeOnce runs the first Close, closeErr its error: a Close that
+	// finds the spool closing waits for it, so that no Close returns with
+	// the files still open or the directory locked.
+	closeOnce sync.Once
 	closeErr  error
 
-	segs    []*segment // every segment, by number, oldest first
-	active  *segment   // the one appended to; nil until the next Append creates one
-	rotate  bool       // the next Append starts a new segment: a write or sync failed
-	nextNum uint64     // the number of the next segment created
+	segs   []*segment // every segment, by number, oldest first
+	active *segment   // the one appended to; nil until the next Append creates one
+	rotate bool       // the next Append starts a new segment: a write or sync failed
+	// nextNum is the number of the next segment created; 0 once a
+	// segment numbered math.MaxUint64 exists or existed: no number is
+	// left above it. Numbers never wrap: a segment numbered below an
+	// older one would sort before it, out of the log's order.
+	nextNum uint64
 	// cutAt is the size at which a written (not mapped) segment is
 	// closed: segBytes, or less once a write found the disk full
-	// (writeFailed).
+	// (store).
 	cutAt int64
-	// numbersUsed: a segment numbered math.MaxUint64 exists or existed, so
-	// no number is left above it. nextNum never wraps: a segment numbered
-	// below an older one would sort before it, out of the log's order.
-	numbersUsed bool
 
-	bytes   int64  // Stats.Bytes
-	live    int64  // Stats.Records
-	backlog int64  // Stats.Backlog
-	handed  uint64 // records handed since Open
-	stats   Stats  // Recovered and Corrupt
+	// stats are the counts Stats returns, but for Handed, which holds
+	// the records handed since Open only: Stats adds the backlog.
+	stats Stats
 
 	// The backlog is every record from the cursor on: cur (nil when no
 	// segment holds one yet), at ordinal curN, curOff bytes into it.
@@ -196,19 +193,6 @@ type Spool struct {
 	commitState
 	line waitline.Line[int64] // AppendWait calls waiting for room, oldest first
 }
-
-// Open locks dir (creating it, mode 0700, if needed), reads what it holds,
-// and returns the spool. Records found there that are not done form the
-// backlog, ahead of anything appended later. A record cut short at the end
-// of a segment (a crash mid-write) is truncated away; a record whose
-// checksum fails is skipped, counted and logged; a file whose header is
-// damaged is set aside (renamed *.corrupt), counted and logged: a segment's
-// records are lost with it; with the acknowledgement file set aside,
-// every record is handed again. Open fails, with an error naming dir, when another Spool
-// holds the lock (in this process or another), when a file is of a newer
-// format Version, or when dir cannot be created or read. New files are mode 0600. (SPEC §11.2, §11.7,
-// §11.8.)
-func Open(dir string, o Options) (*Spool, error) { return open(dir, o) }
 
 // Append writes data as a record, to the operating system before it
 // returns (to the disk too when Options.Sync is 0; SPEC §11.1). Then, if
@@ -236,65 +220,13 @@ func (s *Spool) Append(data []byte, direct func(ID) bool) (ID, error) {
 	return s.appendLocked(data, direct)
 }
 
-// AppendWait is Append that, when the record would take the files over
-// MaxBytes, waits for room (a segment removed) until ctx ends, in line
-// with other waiting calls, first come first served. When ctx ends first
-// it returns an error matching both ErrFull and ctx.Err(). Seal and Close
-// end every wait with ErrClosed.
-func (s *Spool) AppendWait(ctx context.Context, data []byte, direct func(ID) bool) (ID, error) {
-	return s.appendWait(ctx, data, direct)
-}
-
-// Load hands backlog records to fn, oldest first, until fn returns false
-// (that record stays first in the backlog) or the backlog is empty.
-// recovered is true for a record found at Open. data is valid only during
-// the call. Records that are done are not handed. A record whose checksum
-// fails, or that a stretch which cannot be framed holds, is counted and
-// logged, and handed to damaged instead, with its bytes as read (nil when
-// they cannot be framed; valid only during the call), which returns false
-// when it has no room for it (it then stays first); the caller reports and
-// acknowledges it like any other. With a nil damaged it is skipped and
-// marked done. Load returns the number of records fn took, and an error
-// wrapping the file system's when a read failed (the record stays in the
-// backlog, to be read again).
-func (s *Spool) Load(fn func(id ID, data []byte, recovered bool) bool, damaged func(id ID, data []byte, recovered bool) bool) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0, ErrClosed
-	}
-	return s.load(fn, damaged)
-}
-
-// Ack records that the records ids are done. They are not handed again,
-// after a restart either, and a segment whose records are all done is
-// removed, unless it is the one being written (SPEC §11.6). ids may be in
-// any order and from any segments. The error wraps the file system's, or matches ErrFull
-// when even compacted the acknowledgements would take the files over
-// MaxBytes; the records are then done for this process, their
-// acknowledgements are written again at the next Ack and at Close, and
-// they may be handed again after a restart if those fail too.
-func (s *Spool) Ack(ids []ID) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.ack(ids)
-}
-
 // Stats returns the spool's counts now.
 func (s *Spool) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{
-		Bytes:     s.bytes,
-		Records:   s.live,
-		Backlog:   s.backlog,
-		Recovered: s.stats.Recovered,
-		Corrupt:   s.stats.Corrupt,
-		Handed:    s.handed + uint64(s.backlog),
-	}
+	st := s.stats
+	st.Handed += uint64(st.Backlog)
+	return st
 }
 
 // Seal makes every later Append and AppendWait return ErrClosed, and ends
@@ -306,10 +238,3 @@ func (s *Spool) Seal() {
 	defer s.mu.Unlock()
 	s.seal()
 }
-
-// Close seals the spool, syncs and closes its files, removes the segments
-// whose records are all done, stops its goroutine and gives the lock back.
-// Records not done stay for the next Open (SPEC §11.4). It is safe to call more than
-// once, concurrently too: a later call waits for the first to end and
-// returns its error.
-func (s *Spool) Close() error { return s.close() }
