@@ -1,8 +1,10 @@
 package analytics
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -165,37 +167,22 @@ var optionTable = []optionSpec{
 func defaultConfig() config {
 	c := config{policy: retry.DefaultPolicy()}
 	for i := range optionTable {
-		o := &optionTable[i]
-		if o.def == nil {
-			continue
-		}
-		switch p := o.field(&c).(type) {
-		case *string:
-			*p = o.def.(string)
-		case *bool:
-			*p = o.def.(bool)
-		case *int:
-			*p = o.def.(int)
-		case *int64:
-			*p = o.def.(int64)
-		case *time.Duration:
-			*p = o.def.(time.Duration)
+		if o := &optionTable[i]; o.def != nil {
+			o.set(&c, o.def)
 		}
 	}
 	return c
 }
 
-// number reads the option's field in c when it is a count or a duration.
-func (o *optionSpec) number(c *config) (n int64, duration bool) {
-	switch p := o.field(c).(type) {
-	case *int:
-		return int64(*p), false
-	case *int64:
-		return *p, false
-	case *time.Duration:
-		return int64(*p), true
-	}
-	return 0, false
+// value is the option's field in c.
+func (o *optionSpec) value(c *config) reflect.Value { return reflect.ValueOf(o.field(c)).Elem() }
+
+// set stores v in the option's field of c, converted to the field's type:
+// a count is read from the environment as an int, and SpoolMaxBytes is an
+// int64.
+func (o *optionSpec) set(c *config, v any) {
+	f := o.value(c)
+	f.Set(reflect.ValueOf(v).Convert(f.Type()))
 }
 
 // check returns the OptionError of a value beyond the option's bounds.
@@ -203,7 +190,8 @@ func (o *optionSpec) check(c *config) error {
 	if o.max == 0 {
 		return nil
 	}
-	n, duration := o.number(c)
+	f := o.value(c) // a count or a duration
+	n, duration := f.Int(), f.Type() == reflect.TypeFor[time.Duration]()
 	show := func(n int64) string {
 		if duration {
 			return time.Duration(n).String()
@@ -234,36 +222,20 @@ func (o *optionSpec) invalid(format string, args ...any) error {
 // fromEnv turns the non-empty value of the option's environment variable
 // into an Option that sets the field as the With* function does.
 func (o *optionSpec) fromEnv(value string) (Option, error) {
+	var v any
+	var err error
 	switch o.field(new(config)).(type) {
 	case *string:
-		return func(c *config) { *o.field(c).(*string) = value }, nil
+		v = value
 	case *bool:
-		on, err := envBool(value)
-		if err != nil {
-			return nil, err
-		}
-		return func(c *config) { *o.field(c).(*bool) = on }, nil
+		v, err = envBool(value)
 	case *time.Duration:
-		d, err := envSeconds(value)
-		if err != nil {
-			return nil, err
-		}
-		return func(c *config) { *o.field(c).(*time.Duration) = d }, nil
+		v, err = envSeconds(value)
+	default: // a count
+		v, err = envCount(value, o.unit, cmp.Or(o.example, fmt.Sprint(o.def)))
 	}
-	example := o.example
-	if example == "" {
-		example = fmt.Sprint(o.def)
-	}
-	n, err := envCount(value, o.unit, example)
 	if err != nil {
 		return nil, err
 	}
-	return func(c *config) {
-		switch p := o.field(c).(type) {
-		case *int:
-			*p = n
-		case *int64:
-			*p = int64(n)
-		}
-	}, nil
+	return func(c *config) { o.set(c, v) }, nil
 }
