@@ -105,26 +105,19 @@ const (
 	envWriteKey = "ANALYTICS_WRITE_KEY"
 )
 
-// An envVar is a variable the SDK reads. read turns a non-empty value into
-// its option; it is nil for the write key, which is never an Option (an
-// Option could be printed) and is read by NewFromEnv alone.
-type envVar struct {
-	name string
-	read func(value string) (Option, error)
-}
-
-// envVars are the variables of OptionsFromEnv, in the order of its doc and
-// of its errors: the write key, then those of the options table. An
-// option gets a variable by its env in the table; optiontable_test.go
-// holds OptionsFromEnv's doc to it.
-var envVars = func() []envVar {
-	vars := []envVar{{envWriteKey, nil}}
-	for i := range optionTable {
-		if o := &optionTable[i]; o.env != "" {
-			vars = append(vars, envVar{o.env, o.fromEnv})
+// envNames are the variables of OptionsFromEnv, in the order of its doc
+// and of its errors: the write key, which is never an Option (an Option
+// could be printed) and is read by NewFromEnv alone, then those of the
+// options table. An option gets a variable by its env in the table;
+// optiontable_test.go holds OptionsFromEnv's doc to it.
+var envNames = func() []string {
+	names := []string{envWriteKey}
+	for _, o := range optionTable {
+		if o.env != "" {
+			names = append(names, o.env)
 		}
 	}
-	return vars
+	return names
 }()
 
 // envReading is what the environment says: the options of the variables
@@ -149,25 +142,22 @@ func readEnv(environ []string) envReading {
 			continue
 		}
 		values[name] = strings.TrimSpace(value)
-		if !slices.ContainsFunc(envVars, func(v envVar) bool { return v.name == name }) {
+		if !slices.Contains(envNames, name) {
 			unknown = append(unknown, name)
 		}
 	}
-	var env envReading
-	for _, v := range envVars {
-		value := values[v.name]
-		switch {
-		case value == "":
-		case v.read == nil:
-			env.writeKey = value
-		default:
-			opt, err := v.read(value)
-			if err != nil {
-				env.problems = append(env.problems, envProblem(v.name, err.Error()))
-				continue
-			}
-			env.opts = append(env.opts, opt)
+	env := envReading{writeKey: values[envWriteKey]}
+	for i := range optionTable {
+		o := &optionTable[i]
+		if o.env == "" || values[o.env] == "" {
+			continue
 		}
+		opt, err := o.fromEnv(values[o.env])
+		if err != nil {
+			env.problems = append(env.problems, envProblem(o.env, err.Error()))
+			continue
+		}
+		env.opts = append(env.opts, opt)
 	}
 	slices.Sort(unknown)
 	for _, name := range unknown {

@@ -328,8 +328,8 @@ func TestOptionsFromEnvDocListsTheTable(t *testing.T) {
 		}
 	}
 	var want []string
-	for _, v := range envVars {
-		want = append(want, v.name)
+	for _, name := range envNames {
+		want = append(want, name)
 	}
 	assert.Equal(t, want, listed, "the variables OptionsFromEnv's doc lists, in order")
 }
