@@ -326,7 +326,7 @@ func (p *enqueuing) push(ctx context.Context) error {
 		return p.err
 	}
 	c := p.c
-	ev := consumer.Event{At: c.stats.latency.since(p.now), Message: p.kept}
+	ev := consumer.Event{At: p.now.Sub(c.stats.latency.start), Message: p.kept}
 	kept := 0
 	if p.kept != nil {
 		kept = keptBytes(p.kept, p.e.buf, p.e.kept)

@@ -88,7 +88,9 @@ func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 
 // called calls the callback, if any, for the event of it, with the message
 // Enqueue took, or, for an event read back from the spool, a Spooled made
-// from its bytes: the Called step of every intake.
+// from its bytes: the Called step of every intake. It recovers a panic of
+// the user's callback, so that it neither crashes the program nor stops
+// the other events' callbacks.
 func (c *Client) called(it *queue.Item[consumer.Event], err error) {
 	if c.callback == nil {
 		return
@@ -97,12 +99,6 @@ func (c *Client) called(it *queue.Item[consumer.Event], err error) {
 	if !ok {
 		msg = spooledMessage(it.Data, it.Value.Recovered)
 	}
-	c.callOne(msg, err)
-}
-
-// callOne calls the user's callback, recovering a panic so that it neither
-// crashes the program nor stops the other events' callbacks.
-func (c *Client) callOne(msg Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("analytics: callback panicked", slog.Any("panic", p))

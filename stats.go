@@ -243,7 +243,7 @@ func (c *Client) Stats() Stats {
 		QueueMaxSize:   c.cfg.maxQueueSize,
 		QueueMaxBytes:  c.cfg.maxQueueBytes,
 		QueueHeldBytes: heldBytes,
-		Latency:        c.stats.latency.snapshot(),
+		Latency:        LatencyStats{Delivered: c.stats.latency.delivered.snapshot(), Failed: c.stats.latency.failed.snapshot()},
 		Spool:          c.in.spoolStats(),
 	}
 }
@@ -292,9 +292,6 @@ type latencies struct {
 	delivered, failed latencyHistogram
 }
 
-// since is the stamp of an event enqueued at now.
-func (l *latencies) since(now time.Time) time.Duration { return now.Sub(l.start) }
-
 // endedRun counts into l the latencies of a run of events that has just
 // had its final outcome, delivered or failed; those read back from the
 // spool are not stamped (unstamped) and not counted.
@@ -324,10 +321,6 @@ func endedRun(l *latencies, run []queue.Item[consumer.Event], delivered bool) {
 	if sum != 0 {
 		h.sum.Add(int64(sum))
 	}
-}
-
-func (l *latencies) snapshot() LatencyStats {
-	return LatencyStats{Delivered: l.delivered.snapshot(), Failed: l.failed.snapshot()}
 }
 
 type latencyHistogram struct {
