@@ -18,16 +18,15 @@ import (
 // and Close (or Shutdown) it before the program exits: events still queued
 // are lost only if the process ends first.
 type Client struct {
-	cfg      config
-	up       *consumer.Uploader
-	q        *queue.Queue[consumer.Event] // where events wait to be cut into batches
-	in       intake                       // memory-only or spooled: chosen once, in New
-	loop     *consumer.Loop               // cuts, uploads and reports
-	ownHTTP  *http.Client                 // the SDK's own client, whose idle connections Close closes
-	log      *slog.Logger                 // recovered panics
-	failLog  *slog.Logger                 // events that failed for good, throttled
-	callback Callback
-	stats    counters
+	cfg     config
+	up      *consumer.Uploader
+	q       *queue.Queue[consumer.Event] // where events wait to be cut into batches
+	in      intake                       // memory-only or spooled: chosen once, in New
+	loop    *consumer.Loop               // cuts, uploads and reports
+	ownHTTP *http.Client                 // the SDK's own client, whose idle connections Close closes
+	log     *slog.Logger                 // recovered panics
+	failLog *slog.Logger                 // events that failed for good, throttled
+	stats   counters
 
 	stopped       atomic.Bool  // stopIntake ran
 	accepting     sync.RWMutex // read-held by each Enqueue from its push until its event is counted
@@ -56,11 +55,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{
-		cfg:      cfg,
-		log:      newLogger(cfg.logger),
-		callback: cfg.callback,
-	}
+	c := &Client{cfg: cfg, log: newLogger(cfg.logger)}
 	httpClient := cfg.httpClient
 	if httpClient == nil {
 		httpClient = consumer.NewHTTPClient(cfg.maxConcurrentRequests)
@@ -288,7 +283,7 @@ func (p *enqueuing) start(invalid error, messageID string) bool {
 	}
 	p.e = getEncoder()
 	p.e.v3Wire = p.c.cfg.v3Wire
-	p.e.countKept = p.c.callback != nil // for keptBytes
+	p.e.countKept = p.c.cfg.callback != nil // for keptBytes
 	p.e.reset()
 	p.now = time.Now()
 	if messageID == "" {
@@ -311,7 +306,7 @@ func (p *enqueuing) encoded(err error) bool {
 		p.err = err
 		return false
 	}
-	return p.c.callback != nil
+	return p.c.cfg.callback != nil
 }
 
 // push queues the encoded message, with what the callback gets and its

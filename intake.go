@@ -92,7 +92,7 @@ func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 // the user's callback, so that it neither crashes the program nor stops
 // the other events' callbacks.
 func (c *Client) called(it *queue.Item[consumer.Event], err error) {
-	if c.callback == nil {
+	if c.cfg.callback == nil {
 		return
 	}
 	msg, ok := it.Value.Message.(Message)
@@ -105,9 +105,9 @@ func (c *Client) called(it *queue.Item[consumer.Event], err error) {
 		}
 	}()
 	if err == nil {
-		c.callback.Success(msg)
+		c.cfg.callback.Success(msg)
 	} else {
-		c.callback.Failure(msg, err)
+		c.cfg.callback.Failure(msg, err)
 	}
 }
 
