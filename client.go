@@ -67,12 +67,16 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	}
 	c.stats.latency.start = time.Now()
 	c.failLog = throttled(c.log)
+	batchContext := libraryContextJSON // context.library: this SDK's, or v3's on the v3 wire
+	if cfg.v3Wire {
+		batchContext = `{"library":` + v3LibraryJSON + `}`
+	}
 	c.up = consumer.New(consumer.Config{
 		Endpoint:              cfg.batchURLBase(),
 		WriteKey:              writeKey,
 		OAuth:                 oauth,
 		UserAgent:             "analytics-go/" + Version,
-		Context:               []byte(`{"library":` + cfg.library() + `}`),
+		Context:               []byte(batchContext),
 		JSONTimes:             cfg.v3Wire,
 		BatchMessageID:        cfg.v3Wire,
 		Client:                httpClient,

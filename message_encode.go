@@ -300,7 +300,8 @@ func (e *encoder) encodeContext(c *Context) error {
 const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
 
 // libraryContextJSON is what encodeContext writes for a message without
-// a Context (the library alone), as one constant.
+// a Context (the library alone), as one constant, and the batch's context
+// on the default wire.
 const libraryContextJSON = `{"library":` + libraryJSON + `}`
 
 // v3LibraryJSON is context.library as segmentio/analytics-go v3 sent it on
