@@ -202,8 +202,8 @@ func fieldError(typ, field string, err error) error {
 	return &FieldError{Type: typ, Name: name, Reason: strings.TrimPrefix(err.Error(), "json: ")}
 }
 
-// encodeContext writes the message's context: the SDK's library, then the
-// caller's members, if any. With v3Wire the library is the batch's
+// encodeContext writes the context c, not nil (tail writes a message's
+// without one): the SDK's library, then the caller's members. With v3Wire the library is the batch's
 // alone (the envelope's context), and a library the caller set is written as
 // it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
@@ -211,10 +211,6 @@ func (e *encoder) encodeContext(c *Context) error {
 	if !e.v3Wire {
 		o.name("library")
 		e.buf = append(e.buf, libraryJSON...)
-	}
-	if c == nil {
-		o.close()
-		return nil
 	}
 	written := make([]string, 0, len(contextFields))
 	if !e.v3Wire {
@@ -299,9 +295,9 @@ func (e *encoder) encodeContext(c *Context) error {
 // libraryJSON is context.library as every message carries it.
 const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
 
-// libraryContextJSON is what encodeContext writes for a message without
-// a Context (the library alone), as one constant, and the batch's context
-// on the default wire.
+// libraryContextJSON is the context tail writes for a message without
+// one (the library alone), as one constant, and the batch's context on the
+// default wire.
 const libraryContextJSON = `{"library":` + libraryJSON + `}`
 
 // v3LibraryJSON is context.library as segmentio/analytics-go v3 sent it on
