@@ -65,11 +65,11 @@ func OptionsFromEnv() ([]Option, error) {
 }
 
 func optionsFromEnviron(environ []string) ([]Option, error) {
-	env := readEnv(environ)
-	if len(env.problems) > 0 {
-		return nil, errors.Join(env.problems...)
+	opts, _, problems := readEnv(environ)
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
 	}
-	return env.opts, nil
+	return opts, nil
 }
 
 // NewFromEnv returns a client configured by the environment alone: the
@@ -89,15 +89,15 @@ func NewFromEnv(opts ...Option) (*Client, error) {
 }
 
 func newFromEnviron(environ []string, opts []Option) (*Client, error) {
-	env := readEnv(environ)
-	if env.writeKey == "" {
+	envOpts, writeKey, problems := readEnv(environ)
+	if writeKey == "" {
 		missing := envProblem(envWriteKey, "empty or unset; set it to the write key of your source")
-		env.problems = append([]error{missing}, env.problems...)
+		problems = append([]error{missing}, problems...)
 	}
-	if len(env.problems) > 0 {
-		return nil, errors.Join(env.problems...)
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
 	}
-	return New(env.writeKey, append(slices.Clip(opts), env.opts...)...)
+	return New(writeKey, append(slices.Clip(opts), envOpts...)...)
 }
 
 const (
@@ -120,17 +120,10 @@ var envNames = func() []string {
 	return names
 }()
 
-// envReading is what the environment says: the options of the variables
-// set, the write key, and every problem found.
-type envReading struct {
-	opts     []Option
-	writeKey string
-	problems []error
-}
-
-// readEnv reads environ, in the form of os.Environ. When a name appears
-// twice the first value wins, as with os.Getenv.
-func readEnv(environ []string) envReading {
+// readEnv reads environ, in the form of os.Environ: the options of the
+// variables set, the write key, and every problem found. When a name
+// appears twice the first value wins, as with os.Getenv.
+func readEnv(environ []string) (opts []Option, writeKey string, problems []error) {
 	values := map[string]string{}
 	var unknown []string
 	for _, kv := range environ {
@@ -146,7 +139,7 @@ func readEnv(environ []string) envReading {
 			unknown = append(unknown, name)
 		}
 	}
-	env := envReading{writeKey: values[envWriteKey]}
+	writeKey = values[envWriteKey]
 	for i := range optionTable {
 		o := &optionTable[i]
 		if o.env == "" || values[o.env] == "" {
@@ -154,10 +147,10 @@ func readEnv(environ []string) envReading {
 		}
 		opt, err := o.fromEnv(values[o.env])
 		if err != nil {
-			env.problems = append(env.problems, envProblem(o.env, err.Error()))
+			problems = append(problems, envProblem(o.env, err.Error()))
 			continue
 		}
-		env.opts = append(env.opts, opt)
+		opts = append(opts, opt)
 	}
 	slices.Sort(unknown)
 	for _, name := range unknown {
@@ -165,9 +158,9 @@ func readEnv(environ []string) envReading {
 		if known := suggestEnvName(name); known != "" {
 			reason = "unknown name; did you mean " + known + "?"
 		}
-		env.problems = append(env.problems, envProblem(name, reason))
+		problems = append(problems, envProblem(name, reason))
 	}
-	return env
+	return opts, writeKey, problems
 }
 
 func envProblem(name, reason string) error {
