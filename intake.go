@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,13 +58,12 @@ const unstamped time.Duration = -1
 // Ended step of every intake.
 func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 	n := int64(len(run))
+	endedRun(&c.stats.latency, run, err == nil)
 	if err == nil {
 		c.stats.delivered.Add(n)
-		endedRun(&c.stats.latency, run, true)
 		return
 	}
 	c.stats.failed(err, n)
-	endedRun(&c.stats.latency, run, false)
 	var what string
 	var he *HTTPError
 	var te *TokenError
@@ -149,11 +149,7 @@ func (m memoryIntake) stop() { m.c.q.Close() }
 // finish fails whatever a cancelled shutdown (or an internal error) left
 // queued, with its cause (SPEC §8).
 func (m memoryIntake) finish() {
-	cause := m.c.loop.Cause()
-	if cause == nil {
-		cause = shutdownCause(nil)
-	}
-	m.c.loop.Drain(&BatchError{Reason: cause})
+	m.c.loop.Drain(&BatchError{Reason: cmp.Or(m.c.loop.Cause(), shutdownCause(nil))})
 }
 
 func (memoryIntake) shutdownError(err error) error { return shutdownCause(err) }
