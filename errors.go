@@ -161,6 +161,11 @@ func (e *OptionError) Error() string {
 	return "analytics: invalid option " + e.Option + ": " + e.Reason
 }
 
+// invalidOption is the OptionError of option, with its reason formatted.
+func invalidOption(option, format string, args ...any) error {
+	return &OptionError{Option: option, Reason: fmt.Sprintf(format, args...)}
+}
+
 // FieldError is a message that failed validation or encoding at Enqueue. It
 // names the message type and the field. errors.Is(err,
 // ErrInvalidMessage) is true.

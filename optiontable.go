@@ -200,23 +200,19 @@ func (o *optionSpec) check(c *config) error {
 	}
 	switch {
 	case n < o.min && o.min == 0:
-		return o.invalid("must not be negative, got %s", show(n))
+		return invalidOption(o.name, "must not be negative, got %s", show(n))
 	case n < o.min && duration && o.min == positive:
-		return o.invalid("must be positive, got %s", show(n))
+		return invalidOption(o.name, "must be positive, got %s", show(n))
 	case n < o.min && o.minName != "":
-		return o.invalid("must be at least %s (%s), got %s", show(o.min), o.minName, show(n))
+		return invalidOption(o.name, "must be at least %s (%s), got %s", show(o.min), o.minName, show(n))
 	case n < o.min:
-		return o.invalid("must be at least %s, got %s", show(o.min), show(n))
+		return invalidOption(o.name, "must be at least %s, got %s", show(o.min), show(n))
 	case n > o.max && o.maxWhy != "":
-		return o.invalid("must be at most %s (%s), got %s", show(o.max), o.maxWhy, show(n))
+		return invalidOption(o.name, "must be at most %s (%s), got %s", show(o.max), o.maxWhy, show(n))
 	case n > o.max:
-		return o.invalid("must be at most %s, got %s", show(o.max), show(n))
+		return invalidOption(o.name, "must be at most %s, got %s", show(o.max), show(n))
 	}
 	return nil
-}
-
-func (o *optionSpec) invalid(format string, args ...any) error {
-	return &OptionError{Option: o.name, Reason: fmt.Sprintf(format, args...)}
 }
 
 // fromEnv turns the non-empty value of the option's environment variable
