@@ -12,6 +12,22 @@ import (
 	"github.com/google/uuid"
 )
 
+// encodeMessage encodes m into e.buf, with ts as the default for an unset
+// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
+// the defaults of docs/SPEC.md §2, filled once, at Enqueue. It returns
+// whether it generated the id. e.buf holds the JSON, which must be copied
+// before e is reused. Enqueue does the same steps on each message's own
+// type (enqueuing).
+func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
+	e.reset()
+	var id []byte
+	if m.id() == "" {
+		e.newID()
+		id, generated = e.id[:], true
+	}
+	return generated, e.checkSize(m.encode(e, id, ts))
+}
+
 // reset readies e for the next message.
 func (e *encoder) reset() {
 	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
@@ -78,117 +94,123 @@ func (r *randomBytes) fill(p []byte) {
 }
 
 func (m Track) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.openObject()
+	o.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("event", m.Event)
-	return o.tail("analytics.Track", m.Context, "properties", m.Properties, m.Integrations)
+	return o.tail("analytics.Track", m.Context,
+		namedMap{"properties", m.Properties},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Identify) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
-	return o.tail("analytics.Identify", m.Context, "traits", m.Traits, m.Integrations)
+	o := e.openObject()
+	o.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	return o.tail("analytics.Identify", m.Context,
+		namedMap{"traits", m.Traits},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Page) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.head("page", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.openObject()
+	o.head("page", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("name", m.Name)
 	o.str("category", m.Category)
-	return o.tail("analytics.Page", m.Context, "properties", m.Properties, m.Integrations)
+	return o.tail("analytics.Page", m.Context,
+		namedMap{"properties", m.Properties},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Screen) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.head("screen", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.openObject()
+	o.head("screen", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("name", m.Name)
 	o.str("category", m.Category)
-	return o.tail("analytics.Screen", m.Context, "properties", m.Properties, m.Integrations)
+	return o.tail("analytics.Screen", m.Context,
+		namedMap{"properties", m.Properties},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Group) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.openObject()
+	o.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("groupId", m.GroupId)
-	return o.tail("analytics.Group", m.Context, "traits", m.Traits, m.Integrations)
+	return o.tail("analytics.Group", m.Context,
+		namedMap{"traits", m.Traits},
+		namedMap{"integrations", m.Integrations})
 }
 
 func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
+	o := e.openObject()
+	o.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
 	o.str("previousId", m.PreviousId)
-	return o.tail("analytics.Alias", m.Context, "", nil, m.Integrations)
+	return o.tail("analytics.Alias", m.Context,
+		namedMap{"integrations", m.Integrations})
 }
 
-// head opens a message's object and writes the members every message
-// starts with: the message's own MessageId, or else genID.
-func (e *encoder) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) object {
+// head writes the members every message starts with: the message's own
+// MessageId, or else genID.
+func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
 	// The first member, and the SDK's own: its name and value need no
 	// escaping, and a message this short fits.
-	b := append(e.buf, `{"type":"`...)
+	b := append(o.e.buf, `"type":"`...)
 	b = append(b, typ...)
-	e.buf = append(b, '"')
-	o := object{e: e}
+	o.e.buf, o.empty = append(b, '"'), false
 	if id != "" {
 		o.str("messageId", id)
 	} else {
 		o.name("messageId")
-		e.buf = append(e.buf, '"')
-		e.buf = append(e.buf, genID...)
-		e.buf = append(e.buf, '"')
+		o.e.buf = append(o.e.buf, '"')
+		o.e.buf = append(o.e.buf, genID...)
+		o.e.buf = append(o.e.buf, '"')
 	}
 	o.time("timestamp", ts)
 	o.str("anonymousId", anonymousID)
 	o.str("userId", userID)
-	return o
 }
 
 // tail writes the members after the head (context, then the free-form
-// maps: free as member key, properties or traits, if the type has one,
-// and integrations) and closes the object. A value JSON cannot hold
-// becomes a *FieldError naming typ, the field and the path inside it;
+// maps) and closes the object. A value JSON cannot hold becomes a
+// *FieldError naming typ, the field and the path inside it;
 // errStop (the message is too large) passes through as it is. With v3Wire,
-// a message without a Context has no context member, as in v3. With
-// countKept, it tallies for keptBytes the Context's struct and the slots
-// of the maps.
-func (o *object) tail(typ string, ctx *Context, key string, free map[string]any, integrations Integrations) error {
-	e := o.e
-	if e.countKept {
-		e.kept += contextKept(ctx) + slotsKept(free) + slotsKept(integrations)
-	}
+// a message without a Context has no context member, as in v3.
+func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
 	switch {
-	case ctx == nil && !e.v3Wire:
+	case ctx == nil && !o.e.v3Wire:
 		// The most common context, the SDK's library alone: one append.
 		o.name("context")
-		e.buf = append(e.buf, libraryContextJSON...)
+		o.e.buf = append(o.e.buf, libraryContextJSON...)
 	case ctx != nil:
 		o.name("context")
-		if err := e.encodeContext(ctx); err != nil {
+		if err := o.e.encodeContext(ctx); err != nil {
 			return fieldError(typ, "Context", err)
 		}
 	}
-	if err := o.fields(typ, key, free); err != nil {
-		return err
-	}
-	if err := o.fields(typ, "integrations", integrations); err != nil {
-		return err
+	for _, m := range maps {
+		if err := o.fields(m.key, m.m); err != nil {
+			return fieldError(typ, m.field(), err)
+		}
 	}
 	o.close()
 	return nil
 }
 
-// fields writes the map member k, omitted when m is empty. An error names
-// the field of typ that holds m.
-func (o *object) fields(typ, k string, m map[string]any) error {
-	if len(m) == 0 {
-		return nil
+// namedMap is a map member of a message: its JSON key and the map.
+type namedMap struct {
+	key string
+	m   map[string]any
+}
+
+// field is the Go name of the message's field that the member writes, for
+// an error: a constant, so that an error keeps no string of the caller's
+// message (Enqueue keeps none; see enqueue).
+func (n namedMap) field() string {
+	switch n.key {
+	case "properties":
+		return "Properties"
+	case "traits":
+		return "Traits"
 	}
-	o.name(k)
-	if err := o.e.object(m); err != nil {
-		field := "Integrations" // a constant: an error keeps no string of the caller's (see enqueue)
-		switch k {
-		case "properties":
-			field = "Properties"
-		case "traits":
-			field = "Traits"
-		}
-		return fieldError(typ, field, err)
-	}
-	return nil
+	return "Integrations"
 }
 
 func fieldError(typ, field string, err error) error {
