@@ -52,14 +52,14 @@ type encoder struct {
 	// v3Wire writes the message as segmentio/analytics-go v3 did
 	// (WithV3Wire): no context.library, a context only when the message
 	// has one, timestamps as encoding/json writes a time.Time. The caller
-	// sets it before each encodeMessage.
+	// sets it before each message (reset).
 	v3Wire bool
 	// countKept makes the encoder tally in kept, for keptBytes, what each
 	// value it writes costs the message kept for the callback (boxKept),
 	// and each Context.Extra member it leaves unwritten (valueKept): the
 	// estimate's rules are message.go's (keptBytes), the encoder only shows it the
 	// values as it meets them. The caller sets it before each
-	// encodeMessage.
+	// message (reset).
 	countKept bool
 	kept      int
 }
@@ -73,7 +73,7 @@ type pair struct {
 var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
 
 // errStop ends the encoding of a message found over MaxMessageBytes; e.over
-// says by how much, and encodeMessage turns it into ErrMessageTooLarge.
+// says by how much, and checkSize turns it into ErrMessageTooLarge.
 var errStop = errors.New("message over MaxMessageBytes")
 
 // fits reports whether n more bytes keep the message within

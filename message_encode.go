@@ -12,22 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// encodeMessage encodes m into e.buf, with ts as the default for an unset
-// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
-// the defaults of docs/SPEC.md §2, filled once, at Enqueue. It returns
-// whether it generated the id. e.buf holds the JSON, which must be copied
-// before e is reused. Enqueue does the same steps on each message's own
-// type (enqueuing).
-func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	e.reset()
-	var id []byte
-	if m.id() == "" {
-		e.newID()
-		id, generated = e.id[:], true
-	}
-	return generated, e.checkSize(m.encode(e, id, ts))
-}
-
 // reset readies e for the next message.
 func (e *encoder) reset() {
 	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
