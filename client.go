@@ -18,16 +18,15 @@ import (
 // and Close (or Shutdown) it before the program exits: events still queued
 // are lost only if the process ends first.
 type Client struct {
-	cfg      config
-	up       *consumer.Uploader
-	q        *queue.Queue[consumer.Event] // where events wait to be cut into batches
-	in       intake                       // memory-only or spooled: chosen once, in New
-	loop     *consumer.Loop               // cuts, uploads and reports
-	ownHTTP  *http.Client                 // the SDK's own client, whose idle connections Close closes
-	log      *slog.Logger                 // recovered panics
-	failLog  *slog.Logger                 // events that failed for good, throttled
-	callback Callback
-	stats    counters
+	cfg     config
+	up      *consumer.Uploader
+	q       *queue.Queue[consumer.Event] // where events wait to be cut into batches
+	in      intake                       // memory-only or spooled: chosen once, in New
+	loop    *consumer.Loop               // cuts, uploads and reports
+	ownHTTP *http.Client                 // the SDK's own client, whose idle connections Close closes
+	log     *slog.Logger                 // recovered panics
+	failLog *slog.Logger                 // events that failed for good, throttled
+	stats   counters
 
 	stopped       atomic.Bool  // stopIntake ran
 	accepting     sync.RWMutex // read-held by each Enqueue from its push until its event is counted
@@ -56,11 +55,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{
-		cfg:      cfg,
-		log:      newLogger(cfg.logger),
-		callback: cfg.callback,
-	}
+	c := &Client{cfg: cfg, log: newLogger(cfg.logger)}
 	httpClient := cfg.httpClient
 	if httpClient == nil {
 		httpClient = consumer.NewHTTPClient(cfg.maxConcurrentRequests)
@@ -72,12 +67,16 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	}
 	c.stats.latency.start = time.Now()
 	c.failLog = throttled(c.log)
+	batchContext := libraryContextJSON // context.library: this SDK's, or v3's on the v3 wire
+	if cfg.v3Wire {
+		batchContext = `{"library":` + v3LibraryJSON + `}`
+	}
 	c.up = consumer.New(consumer.Config{
 		Endpoint:              cfg.batchURLBase(),
 		WriteKey:              writeKey,
 		OAuth:                 oauth,
 		UserAgent:             "analytics-go/" + Version,
-		Context:               []byte(`{"library":` + cfg.library() + `}`),
+		Context:               []byte(batchContext),
 		JSONTimes:             cfg.v3Wire,
 		BatchMessageID:        cfg.v3Wire,
 		Client:                httpClient,
@@ -288,7 +287,7 @@ func (p *enqueuing) start(invalid error, messageID string) bool {
 	}
 	p.e = getEncoder()
 	p.e.v3Wire = p.c.cfg.v3Wire
-	p.e.countKept = p.c.callback != nil // for keptBytes
+	p.e.countKept = p.c.cfg.callback != nil // for keptBytes
 	p.e.reset()
 	p.now = time.Now()
 	if messageID == "" {
@@ -311,7 +310,7 @@ func (p *enqueuing) encoded(err error) bool {
 		p.err = err
 		return false
 	}
-	return p.c.callback != nil
+	return p.c.cfg.callback != nil
 }
 
 // push queues the encoded message, with what the callback gets and its
@@ -326,7 +325,7 @@ func (p *enqueuing) push(ctx context.Context) error {
 		return p.err
 	}
 	c := p.c
-	ev := consumer.Event{At: c.stats.latency.since(p.now), Message: p.kept}
+	ev := consumer.Event{At: p.now.Sub(c.stats.latency.start), Message: p.kept}
 	kept := 0
 	if p.kept != nil {
 		kept = keptBytes(p.kept, p.e.buf, p.e.kept)

@@ -407,7 +407,7 @@ func TestCallbackPanicIsRecovered(t *testing.T) {
 		e := newEnv(t, api)
 		calls := 0
 		var mu sync.Mutex
-		e.client.callback = CallbackFunc(func(m Message, err error) {
+		e.client.cfg.callback = CallbackFunc(func(m Message, err error) {
 			mu.Lock()
 			calls++
 			mu.Unlock()

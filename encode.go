@@ -52,14 +52,14 @@ type encoder struct {
 	// v3Wire writes the message as segmentio/analytics-go v3 did
 	// (WithV3Wire): no context.library, a context only when the message
 	// has one, timestamps as encoding/json writes a time.Time. The caller
-	// sets it before each encodeMessage.
+	// sets it before each message (reset).
 	v3Wire bool
 	// countKept makes the encoder tally in kept, for keptBytes, what each
 	// value it writes costs the message kept for the callback (boxKept),
 	// and each Context.Extra member it leaves unwritten (valueKept): the
 	// estimate's rules are message.go's (keptBytes), the encoder only shows it the
 	// values as it meets them. The caller sets it before each
-	// encodeMessage.
+	// message (reset).
 	countKept bool
 	kept      int
 }
@@ -73,7 +73,7 @@ type pair struct {
 var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
 
 // errStop ends the encoding of a message found over MaxMessageBytes; e.over
-// says by how much, and encodeMessage turns it into ErrMessageTooLarge.
+// says by how much, and checkSize turns it into ErrMessageTooLarge.
 var errStop = errors.New("message over MaxMessageBytes")
 
 // fits reports whether n more bytes keep the message within
@@ -662,44 +662,37 @@ func (e *encoder) escaped(s string, i int) {
 	e.buf = append(e.buf, '"')
 	start := 0
 	for i < len(s) {
-		if c := s[i]; c < utf8.RuneSelf {
-			if plain[c] {
-				i++
+		c := s[i]
+		if c < utf8.RuneSelf && plain[c] {
+			i++
+			continue
+		}
+		r, size := rune(c), 1
+		if c >= utf8.RuneSelf {
+			if r, size = utf8.DecodeRuneInString(s[i:]); size > 1 && r != '\u2028' && r != '\u2029' {
+				i += size // a rune written as it is
 				continue
 			}
-			e.buf = append(e.buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				e.buf = append(e.buf, '\\', c)
-			case '\n':
-				e.buf = append(e.buf, '\\', 'n')
-			case '\r':
-				e.buf = append(e.buf, '\\', 'r')
-			case '\t':
-				e.buf = append(e.buf, '\\', 't')
-			default:
-				e.buf = append(e.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			e.buf = append(e.buf, s[start:i]...)
-			e.buf = append(e.buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			e.buf = append(e.buf, s[start:i]...)
+		e.buf = append(e.buf, s[start:i]...)
+		switch r {
+		case '"', '\\':
+			e.buf = append(e.buf, '\\', c)
+		case '\n':
+			e.buf = append(e.buf, '\\', 'n')
+		case '\r':
+			e.buf = append(e.buf, '\\', 'r')
+		case '\t':
+			e.buf = append(e.buf, '\\', 't')
+		case '\u2028', '\u2029':
 			e.buf = append(e.buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
+		case utf8.RuneError: // a byte that is not UTF-8 (size 1)
+			e.buf = append(e.buf, `\ufffd`...)
+		default: // a control byte
+			e.buf = append(e.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
 		i += size
+		start = i
 	}
 	e.buf = append(e.buf, s[start:]...)
 	e.buf = append(e.buf, '"')

@@ -65,11 +65,11 @@ func OptionsFromEnv() ([]Option, error) {
 }
 
 func optionsFromEnviron(environ []string) ([]Option, error) {
-	env := readEnv(environ)
-	if len(env.problems) > 0 {
-		return nil, errors.Join(env.problems...)
+	opts, _, problems := readEnv(environ)
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
 	}
-	return env.opts, nil
+	return opts, nil
 }
 
 // NewFromEnv returns a client configured by the environment alone: the
@@ -89,15 +89,15 @@ func NewFromEnv(opts ...Option) (*Client, error) {
 }
 
 func newFromEnviron(environ []string, opts []Option) (*Client, error) {
-	env := readEnv(environ)
-	if env.writeKey == "" {
+	envOpts, writeKey, problems := readEnv(environ)
+	if writeKey == "" {
 		missing := envProblem(envWriteKey, "empty or unset; set it to the write key of your source")
-		env.problems = append([]error{missing}, env.problems...)
+		problems = append([]error{missing}, problems...)
 	}
-	if len(env.problems) > 0 {
-		return nil, errors.Join(env.problems...)
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
 	}
-	return New(env.writeKey, append(slices.Clip(opts), env.opts...)...)
+	return New(writeKey, append(slices.Clip(opts), envOpts...)...)
 }
 
 const (
@@ -105,39 +105,25 @@ const (
 	envWriteKey = "ANALYTICS_WRITE_KEY"
 )
 
-// An envVar is a variable the SDK reads. read turns a non-empty value into
-// its option; it is nil for the write key, which is never an Option (an
-// Option could be printed) and is read by NewFromEnv alone.
-type envVar struct {
-	name string
-	read func(value string) (Option, error)
-}
-
-// envVars are the variables of OptionsFromEnv, in the order of its doc and
-// of its errors: the write key, then those of the options table. An
-// option gets a variable by its env in the table; optiontable_test.go
-// holds OptionsFromEnv's doc to it.
-var envVars = func() []envVar {
-	vars := []envVar{{envWriteKey, nil}}
-	for i := range optionTable {
-		if o := &optionTable[i]; o.env != "" {
-			vars = append(vars, envVar{o.env, o.fromEnv})
+// envNames are the variables of OptionsFromEnv, in the order of its doc
+// and of its errors: the write key, which is never an Option (an Option
+// could be printed) and is read by NewFromEnv alone, then those of the
+// options table. An option gets a variable by its env in the table;
+// optiontable_test.go holds OptionsFromEnv's doc to it.
+var envNames = func() []string {
+	names := []string{envWriteKey}
+	for _, o := range optionTable {
+		if o.env != "" {
+			names = append(names, o.env)
 		}
 	}
-	return vars
+	return names
 }()
 
-// envReading is what the environment says: the options of the variables
-// set, the write key, and every problem found.
-type envReading struct {
-	opts     []Option
-	writeKey string
-	problems []error
-}
-
-// readEnv reads environ, in the form of os.Environ. When a name appears
-// twice the first value wins, as with os.Getenv.
-func readEnv(environ []string) envReading {
+// readEnv reads environ, in the form of os.Environ: the options of the
+// variables set, the write key, and every problem found. When a name
+// appears twice the first value wins, as with os.Getenv.
+func readEnv(environ []string) (opts []Option, writeKey string, problems []error) {
 	values := map[string]string{}
 	var unknown []string
 	for _, kv := range environ {
@@ -149,25 +135,22 @@ func readEnv(environ []string) envReading {
 			continue
 		}
 		values[name] = strings.TrimSpace(value)
-		if !slices.ContainsFunc(envVars, func(v envVar) bool { return v.name == name }) {
+		if !slices.Contains(envNames, name) {
 			unknown = append(unknown, name)
 		}
 	}
-	var env envReading
-	for _, v := range envVars {
-		value := values[v.name]
-		switch {
-		case value == "":
-		case v.read == nil:
-			env.writeKey = value
-		default:
-			opt, err := v.read(value)
-			if err != nil {
-				env.problems = append(env.problems, envProblem(v.name, err.Error()))
-				continue
-			}
-			env.opts = append(env.opts, opt)
+	writeKey = values[envWriteKey]
+	for i := range optionTable {
+		o := &optionTable[i]
+		if o.env == "" || values[o.env] == "" {
+			continue
 		}
+		opt, err := o.fromEnv(values[o.env])
+		if err != nil {
+			problems = append(problems, envProblem(o.env, err.Error()))
+			continue
+		}
+		opts = append(opts, opt)
 	}
 	slices.Sort(unknown)
 	for _, name := range unknown {
@@ -175,9 +158,9 @@ func readEnv(environ []string) envReading {
 		if known := suggestEnvName(name); known != "" {
 			reason = "unknown name; did you mean " + known + "?"
 		}
-		env.problems = append(env.problems, envProblem(name, reason))
+		problems = append(problems, envProblem(name, reason))
 	}
-	return env
+	return opts, writeKey, problems
 }
 
 func envProblem(name, reason string) error {

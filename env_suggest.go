@@ -10,23 +10,23 @@ import "strings"
 func suggestEnvName(name string) string {
 	unknown := strings.TrimPrefix(strings.ToUpper(name), envPrefix)
 	best, bestDistance := "", 0
-	for _, v := range envVars {
-		known := strings.TrimPrefix(v.name, envPrefix)
+	for _, name := range envNames {
+		known := strings.TrimPrefix(name, envPrefix)
 		d := editDistance(unknown, known)
 		if d <= max(2, len(known)/4) && (best == "" || d < bestDistance) {
-			best, bestDistance = v.name, d
+			best, bestDistance = name, d
 		}
 	}
 	if best != "" || len(unknown) < 3 {
 		return best
 	}
-	for _, v := range envVars {
-		known := strings.TrimPrefix(v.name, envPrefix)
+	for _, name := range envNames {
+		known := strings.TrimPrefix(name, envPrefix)
 		if strings.Contains(known, unknown) || strings.Contains(unknown, known) {
 			if best != "" {
 				return "" // more than one: no guess
 			}
-			best = v.name
+			best = name
 		}
 	}
 	return best

@@ -17,9 +17,9 @@ import (
 // two as a function.
 func optionsFromLookup(lookup func(string) (string, bool)) ([]Option, error) {
 	var environ []string
-	for _, v := range envVars {
-		if value, ok := lookup(v.name); ok {
-			environ = append(environ, v.name+"="+value)
+	for _, name := range envNames {
+		if value, ok := lookup(name); ok {
+			environ = append(environ, name+"="+value)
 		}
 	}
 	return optionsFromEnviron(environ)
@@ -147,8 +147,8 @@ func TestEnvEveryVariable(t *testing.T) {
 		c := configFromEnv(t, tt.name+"="+tt.value)
 		assert.Equal(t, tt.want, tt.got(c), "%s=%s", tt.name, tt.value)
 	}
-	for _, v := range envVars {
-		assert.True(t, tested[v.name], "%s has no test", v.name)
+	for _, name := range envNames {
+		assert.True(t, tested[name], "%s has no test", name)
 	}
 }
 
@@ -263,8 +263,8 @@ func TestEnvWriteKeyIsKnownButNoOption(t *testing.T) {
 
 func TestEnvUnsetOrEmptyLeavesDefaults(t *testing.T) {
 	environ := []string{"HOME=/root", "=C:=C:\\"} // the second as on Windows
-	for _, v := range envVars {
-		environ = append(environ, v.name+"=", v.name+"=ignored, the first wins")
+	for _, name := range envNames {
+		environ = append(environ, name+"=", name+"=ignored, the first wins")
 	}
 	opts, err := optionsFromEnviron(environ)
 	require.NoError(t, err)

@@ -161,6 +161,11 @@ func (e *OptionError) Error() string {
 	return "analytics: invalid option " + e.Option + ": " + e.Reason
 }
 
+// invalidOption is the OptionError of option, with its reason formatted.
+func invalidOption(option, format string, args ...any) error {
+	return &OptionError{Option: option, Reason: fmt.Sprintf(format, args...)}
+}
+
 // FieldError is a message that failed validation or encoding at Enqueue. It
 // names the message type and the field. errors.Is(err,
 // ErrInvalidMessage) is true.
@@ -192,16 +197,8 @@ func shutdownCause(ctxErr error) error {
 	if ctxErr == nil {
 		ctxErr = context.Canceled
 	}
-	return &shutdownError{ctxErr}
+	return &wrapped{ErrShutdown, ctxErr}
 }
-
-type shutdownError struct{ ctxErr error }
-
-// Error says the shutdown ended first, and why.
-func (e *shutdownError) Error() string { return ErrShutdown.Error() + ": " + e.ctxErr.Error() }
-
-// Unwrap returns ErrShutdown and the context's error.
-func (e *shutdownError) Unwrap() []error { return []error{ErrShutdown, e.ctxErr} }
 
 // ErrSpool is wrapped by Enqueue's error when the spool (WithSpool) could
 // not write the event: the error wraps the file system's cause too (no
@@ -216,13 +213,20 @@ func queueFullError(ctxErr error) error {
 	if ctxErr == nil {
 		return ErrQueueFull
 	}
-	return &queueFull{ctxErr}
+	return &wrapped{ErrQueueFull, ctxErr}
 }
 
-type queueFull struct{ ctxErr error }
+// wrapped is one of the sentinel errors with its cause, and matches both:
+// a shutdown cut short (ErrShutdown and the context's error), an
+// EnqueueContext that waited in vain (ErrQueueFull and the context's
+// error), an event the spool could not keep (ErrSpool and the file
+// system's error).
+type wrapped struct{ sentinel, cause error }
 
-// Error reads "analytics: queue is full: context deadline exceeded".
-func (e *queueFull) Error() string { return ErrQueueFull.Error() + ": " + e.ctxErr.Error() }
+// Error reads like "analytics: queue is full: context deadline exceeded",
+// or "analytics: the spool could not keep the event: spool: write
+// /dir/...seg: no space left on device".
+func (e *wrapped) Error() string { return e.sentinel.Error() + ": " + e.cause.Error() }
 
-// Unwrap returns ErrQueueFull and the context's error.
-func (e *queueFull) Unwrap() []error { return []error{ErrQueueFull, e.ctxErr} }
+// Unwrap returns the sentinel and the cause.
+func (e *wrapped) Unwrap() []error { return []error{e.sentinel, e.cause} }

@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,13 +58,12 @@ const unstamped time.Duration = -1
 // Ended step of every intake.
 func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 	n := int64(len(run))
+	endedRun(&c.stats.latency, run, err == nil)
 	if err == nil {
 		c.stats.delivered.Add(n)
-		endedRun(&c.stats.latency, run, true)
 		return
 	}
 	c.stats.failed(err, n)
-	endedRun(&c.stats.latency, run, false)
 	var what string
 	var he *HTTPError
 	var te *TokenError
@@ -88,30 +88,26 @@ func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
 
 // called calls the callback, if any, for the event of it, with the message
 // Enqueue took, or, for an event read back from the spool, a Spooled made
-// from its bytes: the Called step of every intake.
+// from its bytes: the Called step of every intake. It recovers a panic of
+// the user's callback, so that it neither crashes the program nor stops
+// the other events' callbacks.
 func (c *Client) called(it *queue.Item[consumer.Event], err error) {
-	if c.callback == nil {
+	if c.cfg.callback == nil {
 		return
 	}
 	msg, ok := it.Value.Message.(Message)
 	if !ok {
 		msg = spooledMessage(it.Data, it.Value.Recovered)
 	}
-	c.callOne(msg, err)
-}
-
-// callOne calls the user's callback, recovering a panic so that it neither
-// crashes the program nor stops the other events' callbacks.
-func (c *Client) callOne(msg Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("analytics: callback panicked", slog.Any("panic", p))
 		}
 	}()
 	if err == nil {
-		c.callback.Success(msg)
+		c.cfg.callback.Success(msg)
 	} else {
-		c.callback.Failure(msg, err)
+		c.cfg.callback.Failure(msg, err)
 	}
 }
 
@@ -153,11 +149,7 @@ func (m memoryIntake) stop() { m.c.q.Close() }
 // finish fails whatever a cancelled shutdown (or an internal error) left
 // queued, with its cause (SPEC §8).
 func (m memoryIntake) finish() {
-	cause := m.c.loop.Cause()
-	if cause == nil {
-		cause = shutdownCause(nil)
-	}
-	m.c.loop.Drain(&BatchError{Reason: cause})
+	m.c.loop.Drain(&BatchError{Reason: cmp.Or(m.c.loop.Cause(), shutdownCause(nil))})
 }
 
 func (memoryIntake) shutdownError(err error) error { return shutdownCause(err) }

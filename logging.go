@@ -60,13 +60,11 @@ func (t *throttle) admit() (ok bool, suppressed int) {
 	return true, suppressed
 }
 
+// throttledHandler passes records to the handler it embeds as its
+// throttle allows; Enabled is the embedded handler's.
 type throttledHandler struct {
-	next slog.Handler
-	t    *throttle
-}
-
-func (h throttledHandler) Enabled(ctx context.Context, level slog.Level) bool {
-	return h.next.Enabled(ctx, level)
+	slog.Handler
+	t *throttle
 }
 
 func (h throttledHandler) Handle(ctx context.Context, r slog.Record) error {
@@ -78,15 +76,15 @@ func (h throttledHandler) Handle(ctx context.Context, r slog.Record) error {
 		r = r.Clone()
 		r.AddAttrs(slog.Int("suppressed", suppressed))
 	}
-	return h.next.Handle(ctx, r)
+	return h.Handler.Handle(ctx, r)
 }
 
 func (h throttledHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return throttledHandler{h.next.WithAttrs(attrs), h.t}
+	return throttledHandler{h.Handler.WithAttrs(attrs), h.t}
 }
 
 func (h throttledHandler) WithGroup(name string) slog.Handler {
-	return throttledHandler{h.next.WithGroup(name), h.t}
+	return throttledHandler{h.Handler.WithGroup(name), h.t}
 }
 
 // safeHandler passes records to the user's handler and drops a record that

@@ -12,22 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// encodeMessage encodes m into e.buf, with ts as the default for an unset
-// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
-// the defaults of docs/SPEC.md §2, filled once, at Enqueue. It returns
-// whether it generated the id. e.buf holds the JSON, which must be copied
-// before e is reused. Enqueue does the same steps on each message's own
-// type (enqueuing).
-func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
-	e.reset()
-	var id []byte
-	if m.id() == "" {
-		e.newID()
-		id, generated = e.id[:], true
-	}
-	return generated, e.checkSize(m.encode(e, id, ts))
-}
-
 // reset readies e for the next message.
 func (e *encoder) reset() {
 	e.buf, e.pairs, e.depth, e.over, e.kept = e.buf[:0], e.pairs[:0], 0, 0, 0
@@ -224,8 +208,8 @@ func fieldError(typ, field string, err error) error {
 	return &FieldError{Type: typ, Name: name, Reason: strings.TrimPrefix(err.Error(), "json: ")}
 }
 
-// encodeContext writes the message's context: the SDK's library, then the
-// caller's members, if any. With v3Wire the library is the batch's
+// encodeContext writes the context c, not nil (tail writes a message's
+// without one): the SDK's library, then the caller's members. With v3Wire the library is the batch's
 // alone (the envelope's context), and a library the caller set is written as
 // it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
@@ -233,10 +217,6 @@ func (e *encoder) encodeContext(c *Context) error {
 	if !e.v3Wire {
 		o.name("library")
 		e.buf = append(e.buf, libraryJSON...)
-	}
-	if c == nil {
-		o.close()
-		return nil
 	}
 	written := make([]string, 0, len(contextFields))
 	if !e.v3Wire {
@@ -321,8 +301,9 @@ func (e *encoder) encodeContext(c *Context) error {
 // libraryJSON is context.library as every message carries it.
 const libraryJSON = `{"name":"analytics-go","version":"` + Version + `"}`
 
-// libraryContextJSON is what encodeContext writes for a message without
-// a Context (the library alone), as one constant.
+// libraryContextJSON is the context tail writes for a message without
+// one (the library alone), as one constant, and the batch's context on the
+// default wire.
 const libraryContextJSON = `{"library":` + libraryJSON + `}`
 
 // v3LibraryJSON is context.library as segmentio/analytics-go v3 sent it on

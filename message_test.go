@@ -29,6 +29,23 @@ func encodeMessage(m Message, id string, ts time.Time) ([]byte, error) {
 	return append([]byte(nil), e.buf...), nil
 }
 
+// encodeMessage encodes m into e.buf, with ts as the default for an unset
+// Timestamp and, for an unset MessageId, a new UUID v4 (then in e.id):
+// the defaults of docs/SPEC.md §2, filled once, at Enqueue. It returns
+// whether it generated the id. e.buf holds the JSON, which must be copied
+// before e is reused. Enqueue does the same steps on each message's own
+// type (enqueuing); this is them through the Message interface, for the
+// tests and benchmarks that hold messages of any type.
+func (e *encoder) encodeMessage(m Message, ts time.Time) (generated bool, err error) {
+	e.reset()
+	var id []byte
+	if m.id() == "" {
+		e.newID()
+		id, generated = e.id[:], true
+	}
+	return generated, e.checkSize(m.encode(e, id, ts))
+}
+
 var fixedTime = time.Date(2026, 11, 29, 12, 34, 56, 789_123_456, time.UTC)
 
 // decode encodes m as Enqueue does and decodes the JSON back.

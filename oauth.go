@@ -69,34 +69,31 @@ func (o OAuth) uploaderOAuth() (*consumer.OAuth, error) {
 	if o == (OAuth{}) {
 		return nil, nil
 	}
-	invalid := func(format string, args ...any) error {
-		return &OptionError{Option: "OAuth", Reason: fmt.Sprintf(format, args...)}
-	}
 	switch {
 	case o.ClientID == "":
-		return nil, invalid("ClientID must not be empty: it is the OAuth app's id")
+		return nil, invalidOption("OAuth", "ClientID must not be empty: it is the OAuth app's id")
 	case o.KeyID == "":
-		return nil, invalid("KeyID must not be empty: it is the id of the public key registered in the OAuth app")
+		return nil, invalidOption("OAuth", "KeyID must not be empty: it is the id of the public key registered in the OAuth app")
 	case o.PrivateKey == "" && o.PrivateKeyFile == "":
-		return nil, invalid("no private key: give its PEM as PrivateKey or its file as PrivateKeyFile")
+		return nil, invalidOption("OAuth", "no private key: give its PEM as PrivateKey or its file as PrivateKeyFile")
 	case o.PrivateKey != "" && o.PrivateKeyFile != "":
-		return nil, invalid("both PrivateKey and PrivateKeyFile are set: give one")
+		return nil, invalidOption("OAuth", "both PrivateKey and PrivateKeyFile are set: give one")
 	}
 	server := strings.TrimRight(cmp.Or(o.AuthServer, OAuthAuthServer), "/")
 	if err := validateEndpoint(server); err != nil {
-		return nil, invalid("AuthServer %v", err)
+		return nil, invalidOption("OAuth", "AuthServer %v", err)
 	}
 	data, where := []byte(o.PrivateKey), "PrivateKey"
 	if o.PrivateKeyFile != "" {
 		var err error
 		if data, err = os.ReadFile(o.PrivateKeyFile); err != nil {
-			return nil, invalid("PrivateKeyFile: %v", err) // names the file, never its content
+			return nil, invalidOption("OAuth", "PrivateKeyFile: %v", err) // names the file, never its content
 		}
 		where = "PrivateKeyFile " + o.PrivateKeyFile
 	}
 	key, why := parseRSAKey(data)
 	if why != "" {
-		return nil, invalid("%s is %s", where, why)
+		return nil, invalidOption("OAuth", "%s is %s", where, why)
 	}
 	return &consumer.OAuth{ClientID: o.ClientID, KeyID: o.KeyID, Key: key, AuthServer: server}, nil
 }

@@ -194,15 +194,6 @@ func WithGzip(on bool) Option { return func(c *config) { c.gzip = on } }
 // leaves compression to WithGzip. See docs/SPEC.md §4.
 func WithV3Wire(on bool) Option { return func(c *config) { c.v3Wire = on } }
 
-// library is the batch's context.library: v3's on the v3 wire, else this
-// SDK's.
-func (c *config) library() string {
-	if c.v3Wire {
-		return v3LibraryJSON
-	}
-	return libraryJSON
-}
-
 // WithHTTPClient sends requests with client instead of the SDK's own. Use
 // it for a proxy, a custom CA or a custom transport. Leave client.Timeout at
 // 0: each attempt has its own deadline (WithRequestTimeout). Give it

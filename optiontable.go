@@ -1,8 +1,10 @@
 package analytics
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -165,37 +167,22 @@ var optionTable = []optionSpec{
 func defaultConfig() config {
 	c := config{policy: retry.DefaultPolicy()}
 	for i := range optionTable {
-		o := &optionTable[i]
-		if o.def == nil {
-			continue
-		}
-		switch p := o.field(&c).(type) {
-		case *string:
-			*p = o.def.(string)
-		case *bool:
-			*p = o.def.(bool)
-		case *int:
-			*p = o.def.(int)
-		case *int64:
-			*p = o.def.(int64)
-		case *time.Duration:
-			*p = o.def.(time.Duration)
+		if o := &optionTable[i]; o.def != nil {
+			o.set(&c, o.def)
 		}
 	}
 	return c
 }
 
-// number reads the option's field in c when it is a count or a duration.
-func (o *optionSpec) number(c *config) (n int64, duration bool) {
-	switch p := o.field(c).(type) {
-	case *int:
-		return int64(*p), false
-	case *int64:
-		return *p, false
-	case *time.Duration:
-		return int64(*p), true
-	}
-	return 0, false
+// value is the option's field in c.
+func (o *optionSpec) value(c *config) reflect.Value { return reflect.ValueOf(o.field(c)).Elem() }
+
+// set stores v in the option's field of c, converted to the field's type:
+// a count is read from the environment as an int, and SpoolMaxBytes is an
+// int64.
+func (o *optionSpec) set(c *config, v any) {
+	f := o.value(c)
+	f.Set(reflect.ValueOf(v).Convert(f.Type()))
 }
 
 // check returns the OptionError of a value beyond the option's bounds.
@@ -203,7 +190,8 @@ func (o *optionSpec) check(c *config) error {
 	if o.max == 0 {
 		return nil
 	}
-	n, duration := o.number(c)
+	f := o.value(c) // a count or a duration
+	n, duration := f.Int(), f.Type() == reflect.TypeFor[time.Duration]()
 	show := func(n int64) string {
 		if duration {
 			return time.Duration(n).String()
@@ -212,58 +200,38 @@ func (o *optionSpec) check(c *config) error {
 	}
 	switch {
 	case n < o.min && o.min == 0:
-		return o.invalid("must not be negative, got %s", show(n))
+		return invalidOption(o.name, "must not be negative, got %s", show(n))
 	case n < o.min && duration && o.min == positive:
-		return o.invalid("must be positive, got %s", show(n))
+		return invalidOption(o.name, "must be positive, got %s", show(n))
 	case n < o.min && o.minName != "":
-		return o.invalid("must be at least %s (%s), got %s", show(o.min), o.minName, show(n))
+		return invalidOption(o.name, "must be at least %s (%s), got %s", show(o.min), o.minName, show(n))
 	case n < o.min:
-		return o.invalid("must be at least %s, got %s", show(o.min), show(n))
+		return invalidOption(o.name, "must be at least %s, got %s", show(o.min), show(n))
 	case n > o.max && o.maxWhy != "":
-		return o.invalid("must be at most %s (%s), got %s", show(o.max), o.maxWhy, show(n))
+		return invalidOption(o.name, "must be at most %s (%s), got %s", show(o.max), o.maxWhy, show(n))
 	case n > o.max:
-		return o.invalid("must be at most %s, got %s", show(o.max), show(n))
+		return invalidOption(o.name, "must be at most %s, got %s", show(o.max), show(n))
 	}
 	return nil
-}
-
-func (o *optionSpec) invalid(format string, args ...any) error {
-	return &OptionError{Option: o.name, Reason: fmt.Sprintf(format, args...)}
 }
 
 // fromEnv turns the non-empty value of the option's environment variable
 // into an Option that sets the field as the With* function does.
 func (o *optionSpec) fromEnv(value string) (Option, error) {
+	var v any
+	var err error
 	switch o.field(new(config)).(type) {
 	case *string:
-		return func(c *config) { *o.field(c).(*string) = value }, nil
+		v = value
 	case *bool:
-		on, err := envBool(value)
-		if err != nil {
-			return nil, err
-		}
-		return func(c *config) { *o.field(c).(*bool) = on }, nil
+		v, err = envBool(value)
 	case *time.Duration:
-		d, err := envSeconds(value)
-		if err != nil {
-			return nil, err
-		}
-		return func(c *config) { *o.field(c).(*time.Duration) = d }, nil
+		v, err = envSeconds(value)
+	default: // a count
+		v, err = envCount(value, o.unit, cmp.Or(o.example, fmt.Sprint(o.def)))
 	}
-	example := o.example
-	if example == "" {
-		example = fmt.Sprint(o.def)
-	}
-	n, err := envCount(value, o.unit, example)
 	if err != nil {
 		return nil, err
 	}
-	return func(c *config) {
-		switch p := o.field(c).(type) {
-		case *int:
-			*p = n
-		case *int64:
-			*p = int64(n)
-		}
-	}, nil
+	return func(c *config) { o.set(c, v) }, nil
 }

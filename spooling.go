@@ -91,7 +91,7 @@ func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, ev consu
 		return 0, c.refusal(ctx, queue.Full, wait)
 	}
 	c.stats.rejSpool.Add(1)
-	return 0, &spoolError{err}
+	return 0, &wrapped{ErrSpool, err}
 }
 
 func (s *spoolIntake) accepted() uint64 { return s.sp.Stats().Handed }
@@ -102,17 +102,6 @@ func (s *spoolIntake) stop() { s.sp.Seal() }
 
 // shutdownError is nil: what is left is kept, not failed.
 func (s *spoolIntake) shutdownError(error) error { return nil }
-
-// spoolError is Enqueue's error when the spool could not write an event:
-// it matches ErrSpool and the file system's error.
-type spoolError struct{ cause error }
-
-// Error reads "analytics: the spool could not keep the event: spool:
-// write /dir/...seg: no space left on device".
-func (e *spoolError) Error() string { return ErrSpool.Error() + ": " + e.cause.Error() }
-
-// Unwrap returns ErrSpool and the cause.
-func (e *spoolError) Unwrap() []error { return []error{ErrSpool, e.cause} }
 
 // refill takes events waiting in the spool into the queue while it has
 // room, oldest first, and reports whether some still wait on disk.
@@ -146,7 +135,7 @@ func (s *spoolIntake) take(damaged bool) func(spool.ID, []byte, bool) bool {
 
 // errDamaged is the failure of an event whose record the spool found
 // damaged (its checksum fails) when reading it back: it matches ErrSpool.
-var errDamaged = &spoolError{errors.New("spool: the event's record is damaged on disk (its checksum fails); it was skipped, not sent")}
+var errDamaged = &wrapped{ErrSpool, errors.New("spool: the event's record is damaged on disk (its checksum fails); it was skipped, not sent")}
 
 // leaves reports whether events that ended with err stay in the spool for
 // the next start instead of failing: those a shutdown cut short. They have

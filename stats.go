@@ -178,37 +178,44 @@ type SendRateStats = retry.GateState
 
 // counters are the client's own; the uploader keeps the per-attempt ones.
 type counters struct {
-	enqueued, delivered                          atomic.Int64
-	rejInvalid, rejTooLarge, rejFull, rejClosed  atomic.Int64
-	rejSpool                                     atomic.Int64
-	failExhausted, failBackoff, failRateLimit    atomic.Int64
-	failFatal, failRedirect, failShutdown, other atomic.Int64
-	failSpool                                    atomic.Int64
-	latency                                      latencies
+	enqueued, delivered                         atomic.Int64
+	rejInvalid, rejTooLarge, rejFull, rejClosed atomic.Int64
+	rejSpool                                    atomic.Int64
+	failures                                    [len(failReasons) + 1]atomic.Int64 // by failReasons, then Other
+	latency                                     latencies
+}
+
+// failReasons are the errors FailedStats counts by, in the order they are
+// looked for, each with its field; a failure that wraps none is Other.
+var failReasons = [...]struct {
+	err   error
+	field func(*FailedStats) *int64
+}{
+	{ErrRetriesExhausted, func(f *FailedStats) *int64 { return &f.RetriesExhausted }},
+	{ErrBackoffBudgetExceeded, func(f *FailedStats) *int64 { return &f.BackoffBudgetExceeded }},
+	{ErrRateLimitBudgetExceeded, func(f *FailedStats) *int64 { return &f.RateLimitBudgetExceeded }},
+	{ErrFatalStatus, func(f *FailedStats) *int64 { return &f.FatalStatus }},
+	{ErrRedirect, func(f *FailedStats) *int64 { return &f.Redirect }},
+	{ErrShutdown, func(f *FailedStats) *int64 { return &f.Shutdown }},
+	{ErrSpool, func(f *FailedStats) *int64 { return &f.Spool }},
 }
 
 // failed counts n events failed with err under the reason it wraps.
 func (c *counters) failed(err error, n int64) {
-	var reason *atomic.Int64
-	switch {
-	case errors.Is(err, ErrRetriesExhausted):
-		reason = &c.failExhausted
-	case errors.Is(err, ErrBackoffBudgetExceeded):
-		reason = &c.failBackoff
-	case errors.Is(err, ErrRateLimitBudgetExceeded):
-		reason = &c.failRateLimit
-	case errors.Is(err, ErrFatalStatus):
-		reason = &c.failFatal
-	case errors.Is(err, ErrRedirect):
-		reason = &c.failRedirect
-	case errors.Is(err, ErrShutdown):
-		reason = &c.failShutdown
-	case errors.Is(err, ErrSpool):
-		reason = &c.failSpool
-	default:
-		reason = &c.other
+	i := 0
+	for i < len(failReasons) && !errors.Is(err, failReasons[i].err) {
+		i++
 	}
-	reason.Add(n)
+	c.failures[i].Add(n)
+}
+
+// failedStats is FailedStats now.
+func (c *counters) failedStats() (f FailedStats) {
+	for i, r := range failReasons {
+		*r.field(&f) = c.failures[i].Load()
+	}
+	f.Other = c.failures[len(failReasons)].Load()
+	return f
 }
 
 // Stats returns a snapshot of the client's counters. It is safe to call at
@@ -225,17 +232,8 @@ func (c *Client) Stats() Stats {
 			Closed:    c.stats.rejClosed.Load(),
 			Spool:     c.stats.rejSpool.Load(),
 		},
-		Delivered: c.stats.delivered.Load(),
-		Failed: FailedStats{
-			RetriesExhausted:        c.stats.failExhausted.Load(),
-			BackoffBudgetExceeded:   c.stats.failBackoff.Load(),
-			RateLimitBudgetExceeded: c.stats.failRateLimit.Load(),
-			FatalStatus:             c.stats.failFatal.Load(),
-			Redirect:                c.stats.failRedirect.Load(),
-			Shutdown:                c.stats.failShutdown.Load(),
-			Spool:                   c.stats.failSpool.Load(),
-			Other:                   c.stats.other.Load(),
-		},
+		Delivered:      c.stats.delivered.Load(),
+		Failed:         c.stats.failedStats(),
 		Batches:        c.loop.Batches(),
 		UploadStats:    c.up.Counters(),
 		SendRate:       c.up.SendRate(),
@@ -245,7 +243,7 @@ func (c *Client) Stats() Stats {
 		QueueMaxSize:   c.cfg.maxQueueSize,
 		QueueMaxBytes:  c.cfg.maxQueueBytes,
 		QueueHeldBytes: heldBytes,
-		Latency:        c.stats.latency.snapshot(),
+		Latency:        LatencyStats{Delivered: c.stats.latency.delivered.snapshot(), Failed: c.stats.latency.failed.snapshot()},
 		Spool:          c.in.spoolStats(),
 	}
 }
@@ -294,9 +292,6 @@ type latencies struct {
 	delivered, failed latencyHistogram
 }
 
-// since is the stamp of an event enqueued at now.
-func (l *latencies) since(now time.Time) time.Duration { return now.Sub(l.start) }
-
 // endedRun counts into l the latencies of a run of events that has just
 // had its final outcome, delivered or failed; those read back from the
 // spool are not stamped (unstamped) and not counted.
@@ -326,10 +321,6 @@ func endedRun(l *latencies, run []queue.Item[consumer.Event], delivered bool) {
 	if sum != 0 {
 		h.sum.Add(int64(sum))
 	}
-}
-
-func (l *latencies) snapshot() LatencyStats {
-	return LatencyStats{Delivered: l.delivered.snapshot(), Failed: l.failed.snapshot()}
 }
 
 type latencyHistogram struct {
