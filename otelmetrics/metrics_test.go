@@ -193,7 +193,11 @@ func byBatch() func(analyticstest.Request) analyticstest.Answer {
 		case prefix == "rl" && n == 0:
 			return analyticstest.RetryAfter(429, "1")
 		case prefix == "bad":
-			return analyticstest.Status(400)
+			// After a moment of fake time, which passes only once the
+			// test waits: answered at once, the batch could fail and give
+			// its room back before the ninth Enqueue, which must find the
+			// queue full.
+			return analyticstest.Answer{Status: 400, Delay: time.Millisecond}
 		}
 		return analyticstest.Status(200)
 	}
