@@ -218,32 +218,32 @@ func (e *encoder) encodeContext(c *Context) error {
 		o.name("library")
 		e.buf = append(e.buf, libraryJSON...)
 	}
-	written := make([]string, 0, len(contextFields))
+	var names [20]string // contextFields and library, on the stack
+	written := names[:0]
 	if !e.v3Wire {
 		written = append(written, "library")
 	}
-	for _, s := range [...]struct {
+	for i, s := range [...]struct {
 		name string
-		v    any
 		zero bool
 	}{
-		{"app", c.App, c.App == AppInfo{}},
-		{"campaign", c.Campaign, c.Campaign == CampaignInfo{}},
-		{"device", c.Device, c.Device == DeviceInfo{}},
-		{"library", c.Library, !e.v3Wire || c.Library == LibraryInfo{}},
-		{"location", c.Location, c.Location == LocationInfo{}},
-		{"network", c.Network, c.Network == NetworkInfo{}},
-		{"os", c.OS, c.OS == OSInfo{}},
-		{"page", c.Page, c.Page == PageInfo{}},
-		{"referrer", c.Referrer, c.Referrer == ReferrerInfo{}},
-		{"screen", c.Screen, c.Screen == ScreenInfo{}},
+		{"app", c.App == AppInfo{}},
+		{"campaign", c.Campaign == CampaignInfo{}},
+		{"device", c.Device == DeviceInfo{}},
+		{"library", !e.v3Wire || c.Library == LibraryInfo{}},
+		{"location", c.Location == LocationInfo{}},
+		{"network", c.Network == NetworkInfo{}},
+		{"os", c.OS == OSInfo{}},
+		{"page", c.Page == PageInfo{}},
+		{"referrer", c.Referrer == ReferrerInfo{}},
+		{"screen", c.Screen == ScreenInfo{}},
 	} {
 		if s.zero {
 			continue
 		}
 		written = append(written, s.name)
 		o.name(s.name)
-		if err := e.marshal(s.v); err != nil {
+		if err := e.marshal(c.part(i)); err != nil {
 			return within("."+s.name, err)
 		}
 	}
@@ -296,6 +296,32 @@ func (e *encoder) encodeContext(c *Context) error {
 	}
 	o.close()
 	return nil
+}
+
+// part returns the i-th of the Context's struct members, in encodeContext's
+// order, boxed: only the members written are, each a small allocation.
+func (c *Context) part(i int) any {
+	switch i {
+	case 0:
+		return c.App
+	case 1:
+		return c.Campaign
+	case 2:
+		return c.Device
+	case 3:
+		return c.Library
+	case 4:
+		return c.Location
+	case 5:
+		return c.Network
+	case 6:
+		return c.OS
+	case 7:
+		return c.Page
+	case 8:
+		return c.Referrer
+	}
+	return c.Screen
 }
 
 // libraryJSON is context.library as every message carries it.
