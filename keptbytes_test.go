@@ -217,37 +217,17 @@ func BenchmarkEnqueueCallback(b *testing.B) {
 		{"track-20-props", track20},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			c, err := New("wk", WithEndpoint("http://bench.test"), WithHTTPClient(&http.Client{Transport: discard{}}),
-				WithMaxQueueSize(quietQueue), WithFlushAt(MaxBatchEvents), WithFlushInterval(time.Hour),
-				WithCallback(CallbackFunc(func(Message, error) {})))
-			require.NoError(b, err, "New")
+			c := quietClient(b, WithCallback(CallbackFunc(func(Message, error) {})))
 			defer c.Close()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				// Drained well before FlushAt, so that no upload starts.
-				if i%quietDrain == 0 {
-					b.StopTimer()
-					drainKept(c)
-					b.StartTimer()
-				}
+				drainEvery(b, c, i)
 				if err := c.Enqueue(bc.msg(i)); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-}
-
-// drainKept empties the queue of a client with a callback, as uploads
-// would, without calling back.
-func drainKept(c *Client) {
-	q := c.q
-	batch := q.Drain()
-	size := 0
-	for _, it := range batch.Items {
-		size += it.Size()
-	}
-	q.Release(len(batch.Items), size)
 }
 
 // A Context.Extra member that a Context field wins over is never written,
