@@ -122,7 +122,7 @@ func TestCallbackGetsACopyOfTheMessage(t *testing.T) {
 	}
 	e.enqueue(&Page{MessageId: "p", UserId: "u", Name: "Home", Properties: props})
 	props["plan"], props["added"] = "changed", true
-	ctx.Locale = "fr-FR"
+	ctx.Locale, ctx.Traits["t"], ctx.Extra = "fr-FR", "changed", map[string]any{"x": 1}
 	integrations["All"] = true
 	e.close()
 
@@ -135,7 +135,8 @@ func TestCallbackGetsACopyOfTheMessage(t *testing.T) {
 		assert.Equal(t, Properties{"plan": "pro", "nested": map[string]any{"a": 1}}, tr.Properties, "properties as enqueued")
 		assert.Equal(t, Integrations{"All": false}, tr.Integrations, "integrations as enqueued")
 		assert.Equal(t, "en-US", tr.Context.Locale, "the context as enqueued")
-		assert.Equal(t, Traits{"t": "v"}, tr.Context.Traits)
+		assert.Equal(t, Traits{"t": "v"}, tr.Context.Traits, "the context's traits as enqueued")
+		assert.Nil(t, tr.Context.Extra, "the context's Extra as enqueued")
 		assert.True(t, tr.Timestamp.Equal(ts), "the same instant: %v, %v", tr.Timestamp, ts)
 		gotName, gotOff := tr.Timestamp.Zone()
 		wantName, wantOff := ts.Zone()

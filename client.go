@@ -310,7 +310,7 @@ func (p *enqueuing) encoded(err error) bool {
 		p.err = err
 		return false
 	}
-	return p.c.cfg.callback != nil
+	return p.e.countKept // a callback is set
 }
 
 // push queues the encoded message, with what the callback gets and its

@@ -124,7 +124,7 @@ type ScreenInfo struct {
 
 // contextFields are the member names Context writes from its fields; an
 // Extra member of the same name is written only when the field is unset.
-var contextFields = []string{
+var contextFields = [...]string{
 	"app", "campaign", "device", "library", "location", "network", "os", "page",
 	"referrer", "screen", "ip", "direct", "locale", "groupId", "timezone", "userAgent", "traits",
 }
@@ -163,7 +163,7 @@ func (c *Context) UnmarshalJSON(b []byte) error {
 	}
 	*c = Context(p)
 	for k, raw := range m {
-		if slices.Contains(contextFields, k) {
+		if slices.Contains(contextFields[:], k) {
 			continue
 		}
 		// json.Number keeps large integers exact; encoding writes it back

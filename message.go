@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -221,15 +222,16 @@ func (m Identify) kept(id string, ts time.Time) Message {
 		Context: m.Context.kept(), Traits: keptMap(m.Traits), Integrations: keptMap(m.Integrations)}
 }
 
-func (m Page) kept(id string, ts time.Time) Message {
-	return Page{Type: "page", MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
-		UserId: strings.Clone(m.UserId), Name: strings.Clone(m.Name), Category: strings.Clone(m.Category),
-		Timestamp: keptTime(m.Timestamp, ts), Context: m.Context.kept(), Properties: keptMap(m.Properties),
-		Integrations: keptMap(m.Integrations)}
+func (m Page) kept(id string, ts time.Time) Message { return m.keptAs("page", id, ts) }
+
+// Screen's fields are Page's: a Screen is kept as a Page is.
+func (m Screen) kept(id string, ts time.Time) Message {
+	return Screen(Page(m).keptAs("screen", id, ts))
 }
 
-func (m Screen) kept(id string, ts time.Time) Message {
-	return Screen{Type: "screen", MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
+// keptAs is Page's and Screen's kept, with typ as the Type.
+func (m Page) keptAs(typ, id string, ts time.Time) Page {
+	return Page{Type: typ, MessageId: orClone(m.MessageId, id), AnonymousId: strings.Clone(m.AnonymousId),
 		UserId: strings.Clone(m.UserId), Name: strings.Clone(m.Name), Category: strings.Clone(m.Category),
 		Timestamp: keptTime(m.Timestamp, ts), Context: m.Context.kept(), Properties: keptMap(m.Properties),
 		Integrations: keptMap(m.Integrations)}
@@ -255,7 +257,10 @@ func orClone(s, def string) string {
 	return strings.Clone(s)
 }
 
-// keptMap returns a new map with m's members, nil for nil.
+// keptMap returns a new map with m's members, nil for nil. It is
+// maps.Clone but for the compiler: maps.Clone's runtime half is one it
+// cannot see into, so passing it the caller's map moves that map to the
+// heap.
 func keptMap[M ~map[string]any](m M) M {
 	if m == nil {
 		return nil
@@ -267,13 +272,14 @@ func keptMap[M ~map[string]any](m M) M {
 	return k
 }
 
-// kept returns a copy of c, nil for nil. Its strings and maps are c's:
-// only the struct is new.
+// kept returns a copy of c, nil for nil, with maps and an IP of its own
+// (the values inside the maps are c's).
 func (c *Context) kept() *Context {
 	if c == nil {
 		return nil
 	}
 	k := *c
+	k.IP, k.Traits, k.Extra = slices.Clone(c.IP), keptMap(c.Traits), keptMap(c.Extra)
 	return &k
 }
 

@@ -209,21 +209,21 @@ func fieldError(typ, field string, err error) error {
 }
 
 // encodeContext writes the context c, not nil (tail writes a message's
-// without one): the SDK's library, then the caller's members. With v3Wire the library is the batch's
-// alone (the envelope's context), and a library the caller set is written as
-// it is, as v3 did.
+// without one): the SDK's library, then the caller's members. With v3Wire
+// the library is the batch's alone (the envelope's context), and a library
+// the caller set is written as it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
 	o := e.openObject()
 	if !e.v3Wire {
 		o.name("library")
 		e.buf = append(e.buf, libraryJSON...)
 	}
-	var names [20]string // contextFields and library, on the stack
+	var names [len(contextFields) + 1]string // and library
 	written := names[:0]
 	if !e.v3Wire {
 		written = append(written, "library")
 	}
-	for i, s := range [...]struct {
+	for _, s := range [...]struct {
 		name string
 		zero bool
 	}{
@@ -243,7 +243,7 @@ func (e *encoder) encodeContext(c *Context) error {
 		}
 		written = append(written, s.name)
 		o.name(s.name)
-		if err := e.marshal(c.part(i)); err != nil {
+		if err := e.marshal(c.part(s.name)); err != nil {
 			return within("."+s.name, err)
 		}
 	}
@@ -298,27 +298,28 @@ func (e *encoder) encodeContext(c *Context) error {
 	return nil
 }
 
-// part returns the i-th of the Context's struct members, in encodeContext's
-// order, boxed: only the members written are, each a small allocation.
-func (c *Context) part(i int) any {
-	switch i {
-	case 0:
+// part returns the Context's struct member written under name, boxed:
+// encodeContext boxes only the members it writes, each a small
+// allocation.
+func (c *Context) part(name string) any {
+	switch name {
+	case "app":
 		return c.App
-	case 1:
+	case "campaign":
 		return c.Campaign
-	case 2:
+	case "device":
 		return c.Device
-	case 3:
+	case "library":
 		return c.Library
-	case 4:
+	case "location":
 		return c.Location
-	case 5:
+	case "network":
 		return c.Network
-	case 6:
+	case "os":
 		return c.OS
-	case 7:
+	case "page":
 		return c.Page
-	case 8:
+	case "referrer":
 		return c.Referrer
 	}
 	return c.Screen
