@@ -135,7 +135,13 @@ func (b batchBody) Len() int { return len(open) + eventsLen(b.events) + len(b.ta
 
 // Reader returns a new reader of the body that copies from the events as
 // it goes: the uncompressed request body is never assembled in memory.
-func (b batchBody) Reader() io.Reader { return &bodyReader{body: b, cur: open} }
+func (b batchBody) Reader() io.Reader {
+	r := b.reader()
+	return &r
+}
+
+// reader is a bodyReader at the body's start.
+func (b batchBody) reader() bodyReader { return bodyReader{body: b, cur: open} }
 
 // bodyReader reads open, e0, ",", e1, ..., e(n-1), tail.
 type bodyReader struct {
@@ -209,7 +215,7 @@ func compress(b batchBody) []byte {
 	g.zw.Reset(&g.out)
 	g.bw.Reset(g.zw)
 	// Writes to a bytes.Buffer cannot fail, nor can reads of a body.
-	g.r = bodyReader{body: b, cur: open}
+	g.r = b.reader()
 	_, _ = g.bw.ReadFrom(&g.r)
 	_ = g.bw.Flush()
 	_ = g.zw.Close()
