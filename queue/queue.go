@@ -91,12 +91,10 @@ type Queue[T any] struct {
 // hold, with no chain of hand-offs from one waiter to the next.
 type waiter[T any] = waitline.Waiter[pending[T]]
 
-// pending is what a waiter keeps: its item, and what PushWait returns.
+// pending is what a waiter keeps: its item (Data not yet copied), and
+// what PushWait returns.
 type pending[T any] struct {
-	data  []byte
-	value T
-	kept  int
-	size  int // len(data) + kept
+	item Item[T]
 	// res and n are what PushWait returns, set before the waiter is
 	// woken, out of line (or, after ctx ended, under q.mu).
 	res Admission
@@ -160,10 +158,11 @@ func (q *Queue[T]) Push(data []byte, value T, kept int) (Admission, int) {
 	if q.closed {
 		return Closed, q.n
 	}
-	if !q.fits(len(data), len(data)+kept) {
+	it := Item[T]{Data: data, Value: value, Kept: kept}
+	if !q.fits(it) {
 		return Full, q.n
 	}
-	q.add(data, value, kept)
+	q.add(it)
 	return Admitted, q.n
 }
 
@@ -183,15 +182,15 @@ func (q *Queue[T]) Push(data []byte, value T, kept int) (Admission, int) {
 // (ctx.Err() says why). An item that fits at once is admitted whether or
 // not ctx has ended. PushWait starts no goroutine.
 func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int) (Admission, int) {
-	size := len(data) + kept
+	it := Item[T]{Data: data, Value: value, Kept: kept}
 	q.mu.Lock()
 	switch {
 	case q.closed:
 		n := q.n
 		q.mu.Unlock()
 		return Closed, n
-	case q.line.First() == nil && q.fits(len(data), size):
-		q.add(data, value, kept)
+	case q.line.First() == nil && q.fits(it):
+		q.add(it)
 		n := q.n
 		q.mu.Unlock()
 		return Admitted, n
@@ -200,7 +199,11 @@ func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int)
 		q.mu.Unlock()
 		return Full, n
 	}
-	w := q.newWaiter(data, value, kept, size)
+	w, _ := q.waiters.Get().(*waiter[T])
+	if w == nil {
+		w = new(waiter[T])
+	}
+	w.Value = pending[T]{item: it}
 	q.line.Join(w)
 	q.mu.Unlock()
 	if !w.Wait(ctx) {
@@ -220,40 +223,29 @@ func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int)
 	return res, n
 }
 
-// newWaiter returns a waiter for an item, from the pool when it has one.
-// q.mu is held.
-func (q *Queue[T]) newWaiter(data []byte, value T, kept, size int) *waiter[T] {
-	w, _ := q.waiters.Get().(*waiter[T])
-	if w == nil {
-		w = new(waiter[T])
-	}
-	w.Value = pending[T]{data: data, value: value, kept: kept, size: size}
-	return w
-}
-
-// fits reports whether an item of dataLen bytes of data and size bytes of
-// Size fits now. An item whose data alone fits the byte bound fits a queue
-// that holds nothing, however large its Size. q.mu is held.
-func (q *Queue[T]) fits(dataLen, size int) bool {
+// fits reports whether it fits now. An item whose Data alone fits the byte
+// bound fits a queue that holds nothing, however large its Size. q.mu is
+// held.
+func (q *Queue[T]) fits(it Item[T]) bool {
 	if q.held >= q.maxItems {
 		return false
 	}
-	return q.heldB+size <= q.maxBytes || q.held == 0 && dataLen <= q.maxBytes
+	return q.heldB+it.Size() <= q.maxBytes || q.held == 0 && len(it.Data) <= q.maxBytes
 }
 
-// add appends a copy of data, with value; the caller checked that it
-// fits. q.mu is held.
-func (q *Queue[T]) add(data []byte, value T, kept int) {
+// add appends it with a copy of its Data; the caller checked that it fits.
+// q.mu is held.
+func (q *Queue[T]) add(it Item[T]) {
 	if q.n == len(q.ring) {
 		q.grow()
 	}
-	copied, c := q.copyData(data)
-	*q.at(q.n) = Item[T]{Data: copied, Value: value, Kept: kept, chunk: c}
-	q.n++
-	q.bytes += len(data)
+	q.bytes += len(it.Data)
 	q.held++
-	q.heldB += len(data) + kept
+	q.heldB += it.Size()
 	q.pushed++
+	it.Data, it.chunk = q.copyData(it.Data)
+	*q.at(q.n) = it
+	q.n++
 }
 
 // leave takes w out of the line, wherever it is; if it was first, the
@@ -269,9 +261,9 @@ func (q *Queue[T]) leave(w *waiter[T]) {
 // order, as long as they fit, and wakes each of those waiters. q.mu is
 // held.
 func (q *Queue[T]) serve() {
-	for w := q.line.First(); w != nil && q.fits(len(w.Value.data), w.Value.size); w = q.line.First() {
+	for w := q.line.First(); w != nil && q.fits(w.Value.item); w = q.line.First() {
 		q.line.Leave(w)
-		q.add(w.Value.data, w.Value.value, w.Value.kept)
+		q.add(w.Value.item)
 		w.Value.res, w.Value.n = Admitted, q.n
 		w.Wake()
 	}
