@@ -71,14 +71,8 @@ func Parse(s string) (Decimal, bool) {
 	return d, true
 }
 
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+// allDigits reports whether s is all ASCII digits; "" is.
+func allDigits(s string) bool { return strings.Trim(s, "0123456789") == "" }
 
 // Negative reports whether d is below zero; zero, even written "-0", is
 // not.
