@@ -206,8 +206,7 @@ func (e *BatchError) Error() string {
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(": " + e.Err.Error())
 	}
 	return b.String()
 }

@@ -247,27 +247,27 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 			slog.String("path", d.Path.String()),
 			slog.String("wait", d.Wait.String()),
 		}
-		if d.Path == retry.RateLimitPath {
-			// One server signal pauses every worker; this batch waits at
-			// the gate like the others. With the send rate on, the client
-			// resumes a jitter of its own after the server's time, so that
-			// a fleet does not come back at once.
-			if jitter, ok := u.gate.Hold(now, d.Wait); ok {
-				attrs = append(attrs, slog.String("jitter", jitter.String()))
-			}
-		}
-		attrs = append(attrs, slog.String("error", errString(last)))
-		u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
 		switch d.Path {
 		case retry.TokenPath:
 			// At once, with a fresh token: the attempt dropped the one refused.
 			u.stats.tokenRetries.Add(1)
-			continue
 		case retry.RateLimitPath:
+			// One server signal pauses every worker; this batch waits at
+			// the gate like the others. With the send rate on, the client
+			// resumes a jitter of its own after the server's time, so that
+			// a fleet does not come back at once.
 			u.stats.rateLimitRetries.Add(1)
+			if jitter, ok := u.gate.Hold(now, d.Wait); ok {
+				attrs = append(attrs, slog.String("jitter", jitter.String()))
+			}
+		default:
+			u.stats.backoffRetries.Add(1)
+		}
+		attrs = append(attrs, slog.String("error", errString(last)))
+		u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
+		if d.Path != retry.BackoffPath {
 			continue
 		}
-		u.stats.backoffRetries.Add(1)
 		// A batch sleeping through its backoff goes as soon as the client
 		// sees the API recover; the send rate spaces it from the others.
 		if err := sleep(ctx, now.Add(d.Wait), admitted.Recovered); err != nil {
