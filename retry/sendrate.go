@@ -450,9 +450,6 @@ func (w *window) add(now time.Time, accepted bool) {
 // counts returns the attempts that ended within windowLength of now, and
 // how many of them were accepted.
 func (w *window) counts(now time.Time) (requests, accepts int) {
-	if w.origin.IsZero() {
-		return 0, 0
-	}
 	n := w.index(now)
 	for _, b := range w.buckets {
 		if b.n > n-windowBuckets && b.n <= n {
