@@ -338,12 +338,7 @@ func (l *Loop) flushedTo(target uint64) bool {
 	if _, taken := l.cfg.Queue.Counts(); taken < target {
 		return false
 	}
-	for _, seq := range l.inflight {
-		if seq < target {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(l.inflight, func(seq uint64) bool { return seq < target })
 }
 
 // batchDone records the end of the batch starting at seq and wakes the

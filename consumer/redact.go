@@ -135,20 +135,14 @@ func (s *scrubber) leaks(err error) bool {
 		return false
 	}
 	msg := err.Error()
-	for _, f := range s.forms {
-		if strings.Contains(msg, f) {
-			return true
-		}
+	if slices.ContainsFunc(s.forms, func(f string) bool { return strings.Contains(msg, f) }) {
+		return true
 	}
 	switch w := err.(type) {
 	case interface{ Unwrap() error }:
 		return s.leaks(w.Unwrap())
 	case interface{ Unwrap() []error }:
-		for _, e := range w.Unwrap() {
-			if s.leaks(e) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(w.Unwrap(), s.leaks)
 	}
 	return false
 }
