@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,12 +118,8 @@ func NewLoop(cfg LoopConfig) *Loop {
 		batches:  make(chan struct{}, batchesInFlight*cap(cfg.Uploader.requests)),
 		done:     make(chan struct{}),
 	}
-	if l.cfg.Logger == nil {
-		l.cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if l.cfg.Damaged == nil {
-		l.cfg.Damaged = errDamaged
-	}
+	l.cfg.Logger = cmp.Or(l.cfg.Logger, slog.New(slog.DiscardHandler))
+	l.cfg.Damaged = cmp.Or(l.cfg.Damaged, errDamaged)
 	if l.cfg.Accepted == nil {
 		l.cfg.Accepted = func() uint64 { pushed, _ := l.cfg.Queue.Counts(); return pushed }
 	}

@@ -24,6 +24,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -130,9 +131,7 @@ func New(cfg Config) *Uploader {
 	}
 	u.cfg.WriteKey = "" // kept only where it is sent: auth, and the OAuth body's writeKey
 	u.gate = retry.NewGate(&u.cfg.Policy, cfg.AdaptiveSendRate)
-	if u.cfg.Logger == nil {
-		u.cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	u.cfg.Logger = cmp.Or(u.cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.OAuth != nil {
 		key, _ := json.Marshal(cfg.WriteKey) // a string: never fails
 		u.env.context = slices.Concat(cfg.Context, []byte(`,"writeKey":`), key)
