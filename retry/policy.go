@@ -313,8 +313,6 @@ func (b *Budget) BackoffDeadline() (time.Time, bool) {
 // fits reports whether a wait started after elapsed ends within budget,
 // without overflowing on huge values.
 func fits(elapsed, wait, budget time.Duration) bool {
-	if elapsed < 0 {
-		elapsed = 0
-	}
+	elapsed = max(elapsed, 0)
 	return elapsed <= budget && wait <= budget-elapsed
 }
