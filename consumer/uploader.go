@@ -120,13 +120,12 @@ type Uploader struct {
 // New returns an Uploader for cfg. It does not validate cfg: the caller
 // does (the analytics package names the option at fault).
 func New(cfg Config) *Uploader {
-	env := envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID}
 	u := &Uploader{
 		cfg:      cfg,
 		url:      cfg.Endpoint + BatchPath,
 		auth:     "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
 		scrub:    newScrubber(cfg.WriteKey),
-		env:      env,
+		env:      envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID},
 		requests: make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
 	}
 	u.cfg.WriteKey = "" // kept only where it is sent: auth, and the OAuth body's writeKey
