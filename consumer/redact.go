@@ -87,12 +87,10 @@ func (s *scrubber) excerpt(t string, cut bool) string {
 }
 
 // error returns err with the key removed from every text it can print.
-// An error whose text holds no form of the key is returned as is, so
+// An error whose text holds no form of the key, or nil, is returned as is, so
 // errors.Is and errors.As see the same chain as without the SDK.
 func (s *scrubber) error(err error) error {
 	switch e := err.(type) {
-	case nil:
-		return nil
 	case *HTTPError:
 		c := *e
 		c.Body = s.text(c.Body)
