@@ -62,11 +62,7 @@ func (u *Uploader) ready(ctx context.Context, slot *slot, budget *retry.Budget) 
 func sleep(ctx context.Context, until time.Time, wake <-chan struct{}) error {
 	var due <-chan time.Time
 	if !until.IsZero() {
-		d := time.Until(until)
-		if d <= 0 {
-			return context.Cause(ctx)
-		}
-		t := time.NewTimer(d)
+		t := time.NewTimer(time.Until(until)) // past: fires at once
 		defer t.Stop()
 		due = t.C
 	}

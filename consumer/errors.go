@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -64,11 +65,7 @@ func (e *HTTPError) Error() string {
 		}
 		fmt.Fprintf(&b, ": %q", body)
 	}
-	check := e.Check
-	if check == "" {
-		check = retry.Check(e.StatusCode)
-	}
-	if check != "" {
+	if check := cmp.Or(e.Check, retry.Check(e.StatusCode)); check != "" {
 		b.WriteString("; " + check)
 	}
 	return b.String()
@@ -206,8 +203,7 @@ func (e *BatchError) Error() string {
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(": " + e.Err.Error())
 	}
 	return b.String()
 }

@@ -39,13 +39,11 @@ func NewHTTPClient(maxConns int) *http.Client {
 // as a 3xx response and fails the batch with retry.ErrRedirect. The
 // analytics package's CheckRedirect calls it.
 func CheckRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > maxRedirects || req.Response == nil || downgrade(req, via) {
+	if len(via) > maxRedirects || req.Response == nil || downgrade(req, via) ||
+		!retry.MayFollowRedirect(req.Response.StatusCode) {
 		return http.ErrUseLastResponse
 	}
-	if retry.MayFollowRedirect(req.Response.StatusCode) {
-		return nil
-	}
-	return http.ErrUseLastResponse
+	return nil
 }
 
 // downgrade reports whether following req would leave https for plain

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,12 +118,8 @@ func NewLoop(cfg LoopConfig) *Loop {
 		batches:  make(chan struct{}, batchesInFlight*cap(cfg.Uploader.requests)),
 		done:     make(chan struct{}),
 	}
-	if l.cfg.Logger == nil {
-		l.cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if l.cfg.Damaged == nil {
-		l.cfg.Damaged = errDamaged
-	}
+	l.cfg.Logger = cmp.Or(l.cfg.Logger, slog.New(slog.DiscardHandler))
+	l.cfg.Damaged = cmp.Or(l.cfg.Damaged, errDamaged)
 	if l.cfg.Accepted == nil {
 		l.cfg.Accepted = func() uint64 { pushed, _ := l.cfg.Queue.Counts(); return pushed }
 	}
@@ -338,12 +335,7 @@ func (l *Loop) flushedTo(target uint64) bool {
 	if _, taken := l.cfg.Queue.Counts(); taken < target {
 		return false
 	}
-	for _, seq := range l.inflight {
-		if seq < target {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(l.inflight, func(seq uint64) bool { return seq < target })
 }
 
 // batchDone records the end of the batch starting at seq and wakes the

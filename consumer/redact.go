@@ -87,12 +87,10 @@ func (s *scrubber) excerpt(t string, cut bool) string {
 }
 
 // error returns err with the key removed from every text it can print.
-// An error whose text holds no form of the key is returned as is, so
+// An error whose text holds no form of the key, or nil, is returned as is, so
 // errors.Is and errors.As see the same chain as without the SDK.
 func (s *scrubber) error(err error) error {
 	switch e := err.(type) {
-	case nil:
-		return nil
 	case *HTTPError:
 		c := *e
 		c.Body = s.text(c.Body)
@@ -135,20 +133,14 @@ func (s *scrubber) leaks(err error) bool {
 		return false
 	}
 	msg := err.Error()
-	for _, f := range s.forms {
-		if strings.Contains(msg, f) {
-			return true
-		}
+	if slices.ContainsFunc(s.forms, func(f string) bool { return strings.Contains(msg, f) }) {
+		return true
 	}
 	switch w := err.(type) {
 	case interface{ Unwrap() error }:
 		return s.leaks(w.Unwrap())
 	case interface{ Unwrap() []error }:
-		for _, e := range w.Unwrap() {
-			if s.leaks(e) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(w.Unwrap(), s.leaks)
 	}
 	return false
 }

@@ -75,11 +75,10 @@ type tokenSource struct {
 }
 
 // tokenFetch is a request for a token in flight, which callers that need
-// one wait for: done is closed when it has ended.
+// one wait for: done is closed when it has ended, with its answer.
 type tokenFetch struct {
-	done      chan struct{}
-	res       retry.Result
-	err       error
+	done chan struct{}
+	tokenAnswer
 	abandoned bool // its caller's context ended it, not the server
 }
 
@@ -134,13 +133,13 @@ func (s *tokenSource) get(ctx context.Context) (string, retry.Result, error) {
 			s.refresh = now.Add(s.expires.Sub(now) / 2)
 		}
 		token, expires := s.token, s.expires
-		f.res, f.err, f.abandoned = a.res, a.err, ctx.Err() != nil
+		f.tokenAnswer, f.abandoned = a, ctx.Err() != nil
 		s.mu.Unlock()
 		close(f.done)
-		if a.err != nil && !stale {
-			return "", a.res, a.err
-		}
 		if a.err != nil {
+			if !stale {
+				return "", a.res, a.err
+			}
 			s.u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: OAuth token refresh failed; the current token serves until it expires",
 				slog.Time("expires", expires), slog.String("error", a.err.Error()))
 		}

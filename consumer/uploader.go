@@ -24,6 +24,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -119,20 +120,17 @@ type Uploader struct {
 // New returns an Uploader for cfg. It does not validate cfg: the caller
 // does (the analytics package names the option at fault).
 func New(cfg Config) *Uploader {
-	env := envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID}
 	u := &Uploader{
 		cfg:      cfg,
 		url:      cfg.Endpoint + BatchPath,
 		auth:     "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
 		scrub:    newScrubber(cfg.WriteKey),
-		env:      env,
+		env:      envelope{context: cfg.Context, jsonTimes: cfg.JSONTimes, batchID: cfg.BatchMessageID},
 		requests: make(chan struct{}, max(cfg.MaxConcurrentRequests, 1)),
 	}
 	u.cfg.WriteKey = "" // kept only where it is sent: auth, and the OAuth body's writeKey
 	u.gate = retry.NewGate(&u.cfg.Policy, cfg.AdaptiveSendRate)
-	if u.cfg.Logger == nil {
-		u.cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	u.cfg.Logger = cmp.Or(u.cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.OAuth != nil {
 		key, _ := json.Marshal(cfg.WriteKey) // a string: never fails
 		u.env.context = slices.Concat(cfg.Context, []byte(`,"writeKey":`), key)
@@ -247,27 +245,27 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 			slog.String("path", d.Path.String()),
 			slog.String("wait", d.Wait.String()),
 		}
-		if d.Path == retry.RateLimitPath {
-			// One server signal pauses every worker; this batch waits at
-			// the gate like the others. With the send rate on, the client
-			// resumes a jitter of its own after the server's time, so that
-			// a fleet does not come back at once.
-			if jitter, ok := u.gate.Hold(now, d.Wait); ok {
-				attrs = append(attrs, slog.String("jitter", jitter.String()))
-			}
-		}
-		attrs = append(attrs, slog.String("error", errString(last)))
-		u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
 		switch d.Path {
 		case retry.TokenPath:
 			// At once, with a fresh token: the attempt dropped the one refused.
 			u.stats.tokenRetries.Add(1)
-			continue
 		case retry.RateLimitPath:
+			// One server signal pauses every worker; this batch waits at
+			// the gate like the others. With the send rate on, the client
+			// resumes a jitter of its own after the server's time, so that
+			// a fleet does not come back at once.
 			u.stats.rateLimitRetries.Add(1)
+			if jitter, ok := u.gate.Hold(now, d.Wait); ok {
+				attrs = append(attrs, slog.String("jitter", jitter.String()))
+			}
+		default:
+			u.stats.backoffRetries.Add(1)
+		}
+		attrs = append(attrs, slog.String("error", errString(last)))
+		u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
+		if d.Path != retry.BackoffPath {
 			continue
 		}
-		u.stats.backoffRetries.Add(1)
 		// A batch sleeping through its backoff goes as soon as the client
 		// sees the API recover; the send rate spaces it from the others.
 		if err := sleep(ctx, now.Add(d.Wait), admitted.Recovered); err != nil {

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -175,15 +176,11 @@ func (g *Gate) Admit(now time.Time, w *Waiter, b *Budget, slot bool) (Admission,
 
 // first returns the attempt that asks for the next turn. g.mu is held.
 func (g *Gate) first() *Waiter {
-	head := g.line[0]
-	if g.rate.mode == sendProbing {
-		for _, w := range g.line[1:] {
-			if w.retries < head.retries {
-				head = w
-			}
-		}
+	if g.rate.mode != sendProbing {
+		return g.line[0]
 	}
-	return head
+	// MinFunc returns the first of the attempts with the fewest retries.
+	return slices.MinFunc(g.line, func(a, b *Waiter) int { return cmp.Compare(a.retries, b.retries) })
 }
 
 // Leave takes w out of line, for an attempt that gives up waiting (its

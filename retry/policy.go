@@ -104,9 +104,6 @@ func (p *Policy) backoff(n int) time.Duration {
 
 // backoffCeiling is d = min(BackoffCap, BackoffBase·2^(n−1)).
 func (p *Policy) backoffCeiling(n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
 	d := p.BackoffBase
 	for i := 1; i < n && d < p.BackoffCap; i++ {
 		if d > p.BackoffCap/2 {
@@ -117,7 +114,8 @@ func (p *Policy) backoffCeiling(n int) time.Duration {
 	return min(d, p.BackoffCap)
 }
 
-// jitter returns a uniformly random duration in [0, n) for n > 0.
+// jitter returns a uniformly random duration in [0, n) for n > 0, and 0
+// for n <= 0.
 func (p *Policy) jitter(n time.Duration) time.Duration { return jitter.N(&p.draw, n) }
 
 // maxResumeJitter bounds the jitter added to the end of a Retry-After
@@ -130,10 +128,7 @@ const maxResumeJitter = time.Second
 // does not come back in the same instant; it is never negative, so no
 // client comes back earlier than asked (SPEC §5).
 func (p *Policy) ResumeJitter(wait time.Duration) time.Duration {
-	if n := min(wait/10, maxResumeJitter); n > 0 {
-		return p.jitter(n)
-	}
-	return 0
+	return p.jitter(min(wait/10, maxResumeJitter))
 }
 
 // probeSpacing is how long the client-wide probe waits after its k-th
@@ -188,15 +183,12 @@ const (
 	TokenPath
 )
 
+var pathNames = [...]string{BackoffPath: "backoff", RateLimitPath: "rate-limit", TokenPath: "token"}
+
 // String returns the path's name, for logs and stats.
 func (p Path) String() string {
-	switch p {
-	case BackoffPath:
-		return "backoff"
-	case RateLimitPath:
-		return "rate-limit"
-	case TokenPath:
-		return "token"
+	if p > 0 && int(p) < len(pathNames) {
+		return pathNames[p]
 	}
 	return "none"
 }
@@ -321,8 +313,6 @@ func (b *Budget) BackoffDeadline() (time.Time, bool) {
 // fits reports whether a wait started after elapsed ends within budget,
 // without overflowing on huge values.
 func fits(elapsed, wait, budget time.Duration) bool {
-	if elapsed < 0 {
-		elapsed = 0
-	}
+	elapsed = max(elapsed, 0)
 	return elapsed <= budget && wait <= budget-elapsed
 }

@@ -256,18 +256,14 @@ func (s *sendRate) fail(now time.Time, o Outcome) {
 	// of whose batches went at the outage's first second) do not probe,
 	// and find the API back, in the same instant.
 	spacing := s.leastSpacing()
-	if spacing/2 > 0 {
-		spacing += s.policy.jitter(spacing / 2)
-	}
+	spacing += s.policy.jitter(spacing / 2)
 	if o == OutcomeRetryable {
 		s.streak++
 		sk := s.policy.probeSpacing(s.streak)
 		// Up to a quarter earlier than s(k), never later: clients whose
 		// outage began in the same instant drift apart, and a batch
 		// alone still never waits beyond its own backoff.
-		if sk/4 > 0 {
-			sk -= s.policy.jitter(sk / 4)
-		}
+		sk -= s.policy.jitter(sk / 4)
 		spacing = max(sk, spacing)
 	}
 	// A rate-limited answer is the server saying it is overloaded: the
@@ -337,7 +333,7 @@ func (s *sendRate) raise(now time.Time) {
 // it. Right after a trouble, until a second of healthy traffic says more,
 // the rate measured before it holds.
 func (s *sendRate) measure(now time.Time) {
-	age := s.meter.age(now)
+	age := now.Sub(s.meter.since)
 	switch {
 	case s.trusted && age < healthyMinAge:
 	case s.meter.n < 2:
@@ -454,9 +450,6 @@ func (w *window) add(now time.Time, accepted bool) {
 // counts returns the attempts that ended within windowLength of now, and
 // how many of them were accepted.
 func (w *window) counts(now time.Time) (requests, accepts int) {
-	if w.origin.IsZero() {
-		return 0, 0
-	}
 	n := w.index(now)
 	for _, b := range w.buckets {
 		if b.n > n-windowBuckets && b.n <= n {
@@ -500,11 +493,6 @@ func (h *healthyRate) count(now time.Time) {
 	h.n++
 }
 
-// age is how long the rate has been measured at now.
-func (h *healthyRate) age(now time.Time) time.Duration {
-	return now.Sub(h.since)
-}
-
 // rate is the healthy rate at now, as a trouble begins with an attempt just
 // counted. The average just after an attempt is high by about half an
 // attempt (the failing one was counted as it started): half is taken off.
@@ -513,7 +501,7 @@ func (h *healthyRate) age(now time.Time) time.Duration {
 // start and fail in the same instant finite.
 func (h *healthyRate) rate(now time.Time) float64 {
 	avg := max(h.avg*decay(now.Sub(h.at))-0.5/healthyWindow.Seconds(), 0)
-	return avg / (1 - decay(max(h.age(now), time.Millisecond)))
+	return avg / (1 - decay(max(now.Sub(h.since), time.Millisecond)))
 }
 
 // decay is the weight left after d of the healthy rate's moving average.

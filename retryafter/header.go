@@ -31,10 +31,7 @@ func FromHeader(h http.Header, now time.Time) (d time.Duration, ok bool) {
 		}
 	}
 	d, err := Parse(value, ref)
-	if err != nil {
-		return 0, false
-	}
-	return d, true
+	return d, err == nil
 }
 
 // singleValue returns the value of the field key, stripped of surrounding

@@ -49,15 +49,11 @@ func Parse(s string) (Decimal, bool) {
 		if len(expText)-len(digits) > 1 || digits == "" || !allDigits(digits) {
 			return Decimal{}, false
 		}
-		e, err := strconv.ParseInt(expText, 10, 64)
-		if err != nil {
-			// Saturate: past ±2^40 every non-zero value is out of any
-			// range we use or finer than a nanosecond.
-			e = 1 << 40
-			if strings.HasPrefix(expText, "-") {
-				e = -e
-			}
-		}
+		// Saturate: past ±2^40 every non-zero value is out of any range
+		// we use or finer than a nanosecond. Of a sign and digits,
+		// ParseInt fails only out of range, returning ±MaxInt64, which
+		// the clamp saturates as any exponent past ±2^40.
+		e, _ := strconv.ParseInt(expText, 10, 64)
 		d.exp = max(min(e, 1<<40), -1<<40)
 	}
 	digits := strings.TrimLeft(whole+frac, "0")
@@ -71,14 +67,8 @@ func Parse(s string) (Decimal, bool) {
 	return d, true
 }
 
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+// allDigits reports whether s is all ASCII digits; "" is.
+func allDigits(s string) bool { return strings.Trim(s, "0123456789") == "" }
 
 // Negative reports whether d is below zero; zero, even written "-0", is
 // not.

@@ -24,9 +24,13 @@ type Draw struct{ fn Func }
 
 func (d *Draw) set(fn Func) { d.fn = fn }
 
-// N returns a duration in [0, n) for n > 0, drawn from d.
+// N returns a duration in [0, n) for n > 0, drawn from d, and 0 for n <= 0
+// without drawing.
 func N(d *Draw, n time.Duration) time.Duration {
-	if d.fn != nil {
+	switch {
+	case n <= 0:
+		return 0
+	case d.fn != nil:
 		return d.fn(n)
 	}
 	return rand.N(n)
