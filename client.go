@@ -355,7 +355,8 @@ func (c *Client) accept(ctx context.Context, wait bool, data []byte, ev consumer
 // refusal returns the error an enqueue returns when the queue refuses its
 // event (Closed or Full), or the spool does (closed, or at its bound), and
 // counts the refusal; nil when it was admitted. A Full after waiting means
-// ctx ended first.
+// ctx ended first: EnqueueContext's error then matches both ErrQueueFull
+// and ctx.Err().
 func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) error {
 	switch res {
 	case queue.Closed:
@@ -363,8 +364,8 @@ func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) 
 		return ErrClosed
 	case queue.Full:
 		c.stats.rejFull.Add(1)
-		if waited {
-			return queueFullError(ctx.Err())
+		if err := ctx.Err(); waited && err != nil {
+			return &wrapped{ErrQueueFull, err}
 		}
 		return ErrQueueFull
 	}
