@@ -56,14 +56,14 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, log: newLogger(cfg.logger)}
-	httpClient := cfg.httpClient
-	if httpClient == nil {
-		httpClient = consumer.NewHTTPClient(cfg.maxConcurrentRequests)
-		c.ownHTTP = httpClient
+	up := cfg.upload // what the options set; the rest is New's
+	if up.Client == nil {
+		up.Client = consumer.NewHTTPClient(up.MaxConcurrentRequests)
+		c.ownHTTP = up.Client
 	} else {
 		// Whatever the user's redirect policy, the write key never
 		// follows a redirect from https to plain http.
-		httpClient = consumer.GuardRedirects(httpClient)
+		up.Client = consumer.GuardRedirects(up.Client)
 	}
 	c.stats.latency.start = time.Now()
 	c.failLog = throttled(c.log)
@@ -71,23 +71,16 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	if cfg.v3Wire {
 		batchContext = `{"library":` + v3LibraryJSON + `}`
 	}
-	c.up = consumer.New(consumer.Config{
-		Endpoint:              cfg.batchURLBase(),
-		WriteKey:              writeKey,
-		OAuth:                 oauth,
-		UserAgent:             "analytics-go/" + Version,
-		Context:               []byte(batchContext),
-		JSONTimes:             cfg.v3Wire,
-		BatchMessageID:        cfg.v3Wire,
-		Client:                httpClient,
-		Gzip:                  cfg.gzip,
-		RequestTimeout:        cfg.requestTimeout,
-		MaxBodyBytes:          MaxBatchBytes,
-		MaxConcurrentRequests: cfg.maxConcurrentRequests,
-		Policy:                cfg.policy,
-		AdaptiveSendRate:      cfg.adaptiveSendRate,
-		Logger:                throttled(c.log), // a warning per failed attempt
-	})
+	up.Endpoint = cfg.batchURLBase()
+	up.WriteKey = writeKey
+	up.OAuth = oauth
+	up.UserAgent = "analytics-go/" + Version
+	up.Context = []byte(batchContext)
+	up.JSONTimes = cfg.v3Wire
+	up.BatchMessageID = cfg.v3Wire
+	up.MaxBodyBytes = MaxBatchBytes
+	up.Logger = throttled(c.log) // a warning per failed attempt
+	c.up = consumer.New(up)
 	c.q = queue.New[consumer.Event](cfg.maxQueueSize, cfg.maxQueueBytes)
 	// The one place that knows whether there is a spool (SPEC §11).
 	if cfg.spoolDir != "" {
@@ -362,7 +355,8 @@ func (c *Client) accept(ctx context.Context, wait bool, data []byte, ev consumer
 // refusal returns the error an enqueue returns when the queue refuses its
 // event (Closed or Full), or the spool does (closed, or at its bound), and
 // counts the refusal; nil when it was admitted. A Full after waiting means
-// ctx ended first.
+// ctx ended first: EnqueueContext's error then matches both ErrQueueFull
+// and ctx.Err().
 func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) error {
 	switch res {
 	case queue.Closed:
@@ -370,8 +364,8 @@ func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) 
 		return ErrClosed
 	case queue.Full:
 		c.stats.rejFull.Add(1)
-		if waited {
-			return queueFullError(ctx.Err())
+		if err := ctx.Err(); waited && err != nil {
+			return &wrapped{ErrQueueFull, err}
 		}
 		return ErrQueueFull
 	}

@@ -36,27 +36,26 @@ func suggestEnvName(name string) string {
 // substitutions and swaps of adjacent bytes that turn a into b (the
 // optimal string alignment distance).
 func editDistance(a, b string) int {
-	// rows[i%3][j] is the distance between a[:i] and b[:j].
-	var rows [3][]int
-	for i := range rows {
-		rows[i] = make([]int, len(b)+1)
+	// d[i][j] is the distance between a[:i] and b[:j].
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
 	}
-	for j := range rows[0] {
-		rows[0][j] = j
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur, prev, prev2 := rows[i%3], rows[(i-1)%3], rows[(i+1)%3]
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
 			}
 		}
 	}
-	return rows[len(a)%3][len(b)]
+	return d[len(a)][len(b)]
 }

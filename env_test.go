@@ -82,7 +82,7 @@ func TestOptionsFromEnv(t *testing.T) {
 	for _, o := range opts {
 		o(&c)
 	}
-	p := c.policy
+	p := c.upload.Policy
 	assert.Equal(t, "http://127.0.0.1:8080", c.endpoint, "ANALYTICS_ENDPOINT")
 	assert.Equal(t, 100, c.flushAt, "ANALYTICS_FLUSH_AT")
 	assert.Equal(t, 500*time.Millisecond, c.flushInterval, "ANALYTICS_FLUSH_INTERVAL")
@@ -90,9 +90,9 @@ func TestOptionsFromEnv(t *testing.T) {
 	assert.Equal(t, time.Minute, p.MaxTotalBackoffDuration, "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION")
 	assert.Equal(t, 120250*time.Millisecond, p.MaxRateLimitDuration, "ANALYTICS_MAX_RATE_LIMIT_DURATION")
 	assert.Equal(t, 30*time.Second, p.RateLimitRetryAfterCap, "ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP")
-	assert.Equal(t, 2500*time.Millisecond, c.requestTimeout, "ANALYTICS_REQUEST_TIMEOUT")
-	assert.False(t, c.gzip, "ANALYTICS_GZIP")
-	assert.Equal(t, 2, c.maxConcurrentRequests, "ANALYTICS_MAX_CONCURRENT_REQUESTS")
+	assert.Equal(t, 2500*time.Millisecond, c.upload.RequestTimeout, "ANALYTICS_REQUEST_TIMEOUT")
+	assert.False(t, c.upload.Gzip, "ANALYTICS_GZIP")
+	assert.Equal(t, 2, c.upload.MaxConcurrentRequests, "ANALYTICS_MAX_CONCURRENT_REQUESTS")
 	assert.Equal(t, 500, c.maxQueueSize, "ANALYTICS_MAX_QUEUE_SIZE")
 	assert.Equal(t, 1_000_000, c.maxQueueBytes, "ANALYTICS_MAX_QUEUE_BYTES")
 }
@@ -118,23 +118,23 @@ func TestEnvEveryVariable(t *testing.T) {
 		{"ANALYTICS_ENDPOINT", "http://127.0.0.1:8080", func(c config) any { return c.endpoint }, "http://127.0.0.1:8080"},
 		{"ANALYTICS_FLUSH_AT", "100", func(c config) any { return c.flushAt }, 100},
 		{"ANALYTICS_FLUSH_INTERVAL", "0.5", func(c config) any { return c.flushInterval }, 500 * time.Millisecond},
-		{"ANALYTICS_RETRY_COUNT", "0", func(c config) any { return c.policy.RetryCount }, 0},
-		{"ANALYTICS_BACKOFF_BASE", "0.25", func(c config) any { return c.policy.BackoffBase }, 250 * time.Millisecond},
-		{"ANALYTICS_BACKOFF_CAP", "30", func(c config) any { return c.policy.BackoffCap }, 30 * time.Second},
-		{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", "60", func(c config) any { return c.policy.MaxTotalBackoffDuration }, time.Minute},
-		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "120.25", func(c config) any { return c.policy.MaxRateLimitDuration }, 120250 * time.Millisecond},
-		{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", "30", func(c config) any { return c.policy.RateLimitRetryAfterCap }, 30 * time.Second},
-		{"ANALYTICS_REQUEST_TIMEOUT", "2.5", func(c config) any { return c.requestTimeout }, 2500 * time.Millisecond},
+		{"ANALYTICS_RETRY_COUNT", "0", func(c config) any { return c.upload.Policy.RetryCount }, 0},
+		{"ANALYTICS_BACKOFF_BASE", "0.25", func(c config) any { return c.upload.Policy.BackoffBase }, 250 * time.Millisecond},
+		{"ANALYTICS_BACKOFF_CAP", "30", func(c config) any { return c.upload.Policy.BackoffCap }, 30 * time.Second},
+		{"ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", "60", func(c config) any { return c.upload.Policy.MaxTotalBackoffDuration }, time.Minute},
+		{"ANALYTICS_MAX_RATE_LIMIT_DURATION", "120.25", func(c config) any { return c.upload.Policy.MaxRateLimitDuration }, 120250 * time.Millisecond},
+		{"ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", "30", func(c config) any { return c.upload.Policy.RateLimitRetryAfterCap }, 30 * time.Second},
+		{"ANALYTICS_REQUEST_TIMEOUT", "2.5", func(c config) any { return c.upload.RequestTimeout }, 2500 * time.Millisecond},
 		{"ANALYTICS_CLOSE_TIMEOUT", "0", func(c config) any { return c.closeTimeout }, time.Duration(0)},
-		{"ANALYTICS_GZIP", "false", func(c config) any { return c.gzip }, false},
-		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "2", func(c config) any { return c.maxConcurrentRequests }, 2},
+		{"ANALYTICS_GZIP", "false", func(c config) any { return c.upload.Gzip }, false},
+		{"ANALYTICS_MAX_CONCURRENT_REQUESTS", "2", func(c config) any { return c.upload.MaxConcurrentRequests }, 2},
 		{"ANALYTICS_MAX_QUEUE_SIZE", "500", func(c config) any { return c.maxQueueSize }, 500},
 		{"ANALYTICS_MAX_QUEUE_BYTES", "1000000", func(c config) any { return c.maxQueueBytes }, 1_000_000},
-		{"ANALYTICS_ADAPTIVE_SEND_RATE", "false", func(c config) any { return c.adaptiveSendRate }, false},
-		{"ANALYTICS_PROBE_INTERVAL", "1.5", func(c config) any { return c.policy.ProbeInterval }, 1500 * time.Millisecond},
+		{"ANALYTICS_ADAPTIVE_SEND_RATE", "false", func(c config) any { return c.upload.AdaptiveSendRate }, false},
+		{"ANALYTICS_PROBE_INTERVAL", "1.5", func(c config) any { return c.upload.Policy.ProbeInterval }, 1500 * time.Millisecond},
 		{"ANALYTICS_SPOOL_DIR", "/var/spool/analytics", func(c config) any { return c.spoolDir }, "/var/spool/analytics"},
-		{"ANALYTICS_SPOOL_MAX_BYTES", "268435456", func(c config) any { return c.spoolMaxBytes }, int64(256 << 20)},
-		{"ANALYTICS_SPOOL_SYNC", "0", func(c config) any { return c.spoolSync }, time.Duration(0)},
+		{"ANALYTICS_SPOOL_MAX_BYTES", "268435456", func(c config) any { return c.spool.MaxBytes }, int64(256 << 20)},
+		{"ANALYTICS_SPOOL_SYNC", "0", func(c config) any { return c.spool.Sync }, time.Duration(0)},
 		{"ANALYTICS_OAUTH_CLIENT_ID", "app", func(c config) any { return c.oauth.ClientID }, "app"},
 		{"ANALYTICS_OAUTH_KEY_ID", "k1", func(c config) any { return c.oauth.KeyID }, "k1"},
 		{"ANALYTICS_OAUTH_PRIVATE_KEY_FILE", "/run/secrets/segment.pem", func(c config) any { return c.oauth.PrivateKeyFile }, "/run/secrets/segment.pem"},
@@ -165,7 +165,7 @@ func TestEnvSecondsAreExact(t *testing.T) {
 		"-1":          -time.Second, // New refuses it, naming the option
 	} {
 		c := configFromEnv(t, "ANALYTICS_REQUEST_TIMEOUT="+value)
-		assert.Equal(t, want, c.requestTimeout, "ANALYTICS_REQUEST_TIMEOUT=%q", value)
+		assert.Equal(t, want, c.upload.RequestTimeout, "ANALYTICS_REQUEST_TIMEOUT=%q", value)
 	}
 }
 
@@ -385,7 +385,7 @@ func TestNewFromEnvEnvironmentOverridesCode(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
 	assert.Equal(t, 20, c.cfg.flushAt, "set in both")
-	assert.Equal(t, 2, c.cfg.policy.RetryCount, "set in code only")
+	assert.Equal(t, 2, c.cfg.upload.Policy.RetryCount, "set in code only")
 }
 
 func TestNewFromEnvMissingWriteKey(t *testing.T) {

@@ -207,15 +207,6 @@ func shutdownCause(ctxErr error) error {
 // before is kept, and Enqueue works again once the disk does.
 var ErrSpool = errors.New("analytics: the spool could not keep the event")
 
-// queueFullError is EnqueueContext's error when its context ended before
-// the queue had room: it matches ErrQueueFull and ctxErr.
-func queueFullError(ctxErr error) error {
-	if ctxErr == nil {
-		return ErrQueueFull
-	}
-	return &wrapped{ErrQueueFull, ctxErr}
-}
-
 // wrapped is one of the sentinel errors with its cause, and matches both:
 // a shutdown cut short (ErrShutdown and the context's error), an
 // EnqueueContext that waited in vain (ErrQueueFull and the context's

@@ -109,5 +109,5 @@ func newAPI() *analyticstest.Server { return analyticstest.New() }
 // withExactBackoff removes the jitter: backoff retry n waits exactly
 // BackoffBase·2^(n−1)/2 (250ms, 500ms, 1s, ... with the defaults).
 func withExactBackoff() Option {
-	return func(c *config) { jitter.Set(&c.policy, func(time.Duration) time.Duration { return 0 }) }
+	return func(c *config) { jitter.Set(&c.upload.Policy, func(time.Duration) time.Duration { return 0 }) }
 }

@@ -115,20 +115,21 @@ func (h safeHandler) Handle(ctx context.Context, r slog.Record) (err error) {
 
 // WithAttrs and WithGroup return a handler that drops everything when the
 // user's panics: there is no handler left to pass records to.
-func (h safeHandler) WithAttrs(attrs []slog.Attr) (next slog.Handler) {
-	defer func() {
-		if recover() != nil {
-			next = slog.DiscardHandler
-		}
-	}()
-	return safeHandler{h.next.WithAttrs(attrs)}
+func (h safeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return safeDerived(func() slog.Handler { return h.next.WithAttrs(attrs) })
 }
 
-func (h safeHandler) WithGroup(name string) (next slog.Handler) {
+func (h safeHandler) WithGroup(name string) slog.Handler {
+	return safeDerived(func() slog.Handler { return h.next.WithGroup(name) })
+}
+
+// safeDerived wraps the handler derive makes from the user's, or returns
+// slog.DiscardHandler when derive panics.
+func safeDerived(derive func() slog.Handler) (next slog.Handler) {
 	defer func() {
 		if recover() != nil {
 			next = slog.DiscardHandler
 		}
 	}()
-	return safeHandler{h.next.WithGroup(name)}
+	return safeHandler{derive()}
 }

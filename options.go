@@ -11,7 +11,6 @@ import (
 
 	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/internal/defaults"
-	"github.com/dualpath/analytics-go/retry"
 	"github.com/dualpath/analytics-go/spool"
 )
 
@@ -38,29 +37,28 @@ const MaxBatchEvents = defaults.MaxBatchEvents
 type Option func(*config)
 
 type config struct {
-	endpoint              string
-	flushAt               int
-	flushInterval         time.Duration
-	maxQueueSize          int
-	maxQueueBytes         int
-	maxConcurrentRequests int
-	policy                retry.Policy
-	requestTimeout        time.Duration
-	gzip                  bool
-	v3Wire                bool
-	httpClient            *http.Client
-	httpClientSet         bool
-	logger                *slog.Logger
-	callback              Callback
-	closeTimeout          time.Duration
-	closeRetries          bool
-	blockingCallbacks     bool
-	adaptiveSendRate      bool
-	spoolDir              string        // "" when the spool is off
-	spoolMaxBytes         int64         // WithSpoolMaxBytes
-	spoolSync             time.Duration // WithSpoolSync
-	spoolFS               spool.FS      // nil: the operating system's; tests inject faults
-	oauth                 OAuth         // the zero OAuth: off
+	endpoint      string
+	flushAt       int
+	flushInterval time.Duration
+	maxQueueSize  int
+	maxQueueBytes int
+	// upload holds the uploader's settings that options set: Gzip,
+	// RequestTimeout, MaxConcurrentRequests, Policy, AdaptiveSendRate and
+	// Client (WithHTTPClient; nil: the SDK's own). New fills in the rest.
+	upload            consumer.Config
+	v3Wire            bool
+	httpClientSet     bool
+	logger            *slog.Logger
+	callback          Callback
+	closeTimeout      time.Duration
+	closeRetries      bool
+	blockingCallbacks bool
+	spoolDir          string // "" when the spool is off
+	// spool holds the spool's settings that options set: MaxBytes
+	// (WithSpoolMaxBytes), Sync (WithSpoolSync) and FS (nil: the operating
+	// system's; tests inject faults). New adds the logger.
+	spool spool.Options
+	oauth OAuth // the zero OAuth: off
 }
 
 // DefaultCloseTimeout bounds Close unless WithCloseTimeout says otherwise:
@@ -113,23 +111,27 @@ func WithMaxQueueBytes(n int) Option { return func(c *config) { c.maxQueueBytes 
 // 8), and so the connections of the SDK's own client. A batch waiting to
 // retry holds no request slot. At least 1, at most 1,000.
 func WithMaxConcurrentRequests(n int) Option {
-	return func(c *config) { c.maxConcurrentRequests = n }
+	return func(c *config) { c.upload.MaxConcurrentRequests = n }
 }
 
 // WithRetryCount sets how many retries a batch may spend on the backoff
 // path (default 10): N means N+1 attempts if nothing else happens, 0 means
 // no retry; at most 1,000. Rate-limited retries do not count.
-func WithRetryCount(n int) Option { return func(c *config) { c.policy.RetryCount = n } }
+func WithRetryCount(n int) Option { return func(c *config) { c.upload.Policy.RetryCount = n } }
 
 // WithBackoffBase sets the first backoff wait's ceiling (default 500 ms):
 // retry n waits d/2 + rand[0, d/2) with d = min(BackoffCap,
 // BackoffBase·2^(n−1)). 0 retries without waiting; negative is invalid; at
 // most 7 days.
-func WithBackoffBase(d time.Duration) Option { return func(c *config) { c.policy.BackoffBase = d } }
+func WithBackoffBase(d time.Duration) Option {
+	return func(c *config) { c.upload.Policy.BackoffBase = d }
+}
 
 // WithBackoffCap caps d in the backoff formula (default 60 s). Must be
 // positive, at most 7 days.
-func WithBackoffCap(d time.Duration) Option { return func(c *config) { c.policy.BackoffCap = d } }
+func WithBackoffCap(d time.Duration) Option {
+	return func(c *config) { c.upload.Policy.BackoffCap = d }
+}
 
 // WithBackoffFunc sets the wait before each backoff-path retry: wait(n) for
 // retry n (n = 1 for the first), in place of the jittered formula of
@@ -141,7 +143,7 @@ func WithBackoffCap(d time.Duration) Option { return func(c *config) { c.policy.
 // ProbeInterval, so wait is called for that too: it must depend on n
 // alone, return quickly and be safe for concurrent use.
 func WithBackoffFunc(wait func(n int) time.Duration) Option {
-	return func(c *config) { c.policy.Backoff = wait }
+	return func(c *config) { c.upload.Policy.Backoff = wait }
 }
 
 // WithMaxTotalBackoffDuration bounds one batch's backoff path, measured on
@@ -150,7 +152,7 @@ func WithBackoffFunc(wait func(n int) time.Duration) Option {
 // ErrBackoffBudgetExceeded; 0 allows no backoff wait at all. At most 30
 // days.
 func WithMaxTotalBackoffDuration(d time.Duration) Option {
-	return func(c *config) { c.policy.MaxTotalBackoffDuration = d }
+	return func(c *config) { c.upload.Policy.MaxTotalBackoffDuration = d }
 }
 
 // WithMaxRateLimitDuration bounds how long a batch waits on rate limiting
@@ -162,22 +164,24 @@ func WithMaxTotalBackoffDuration(d time.Duration) Option {
 // sustained 429s no event waits on the pause much past this. 0 allows no
 // rate-limit wait at all. At most 30 days.
 func WithMaxRateLimitDuration(d time.Duration) Option {
-	return func(c *config) { c.policy.MaxRateLimitDuration = d }
+	return func(c *config) { c.upload.Policy.MaxRateLimitDuration = d }
 }
 
 // WithRateLimitRetryAfterCap caps one rate-limit wait, whatever Retry-After
 // asked for (default 300 s). Must be positive, at most 7 days.
 func WithRateLimitRetryAfterCap(d time.Duration) Option {
-	return func(c *config) { c.policy.RateLimitRetryAfterCap = d }
+	return func(c *config) { c.upload.Policy.RateLimitRetryAfterCap = d }
 }
 
 // WithRequestTimeout bounds each attempt, from sending the request to
 // reading the response (default 10 s). A timeout is retried on the backoff
 // path. Must be positive, at most 7 days.
-func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) { c.upload.RequestTimeout = d }
+}
 
 // WithGzip turns gzip compression of request bodies on or off (default on).
-func WithGzip(on bool) Option { return func(c *config) { c.gzip = on } }
+func WithGzip(on bool) Option { return func(c *config) { c.upload.Gzip = on } }
 
 // WithV3Wire writes request bodies in the shape segmentio/analytics-go v3
 // sent (default off), for a receiver, or a test double, written against
@@ -201,7 +205,7 @@ func WithV3Wire(on bool) Option { return func(c *config) { c.v3Wire = on } }
 // in a method other than POST fails with ErrRedirect. The SDK never closes
 // idle connections of a client it was given.
 func WithHTTPClient(client *http.Client) Option {
-	return func(c *config) { c.httpClient, c.httpClientSet = client, true }
+	return func(c *config) { c.upload.Client, c.httpClientSet = client, true }
 }
 
 // CheckRedirect is the SDK's redirect rule, that of its own
@@ -308,7 +312,9 @@ func WithBlockingCallbacks(on bool) Option { return func(c *config) { c.blocking
 // pause, which ends exactly at the server's time, as before the send rate
 // existed. Stats().SendRate shows the limit, the attempts held back, and
 // whether the client is probing.
-func WithAdaptiveSendRate(on bool) Option { return func(c *config) { c.adaptiveSendRate = on } }
+func WithAdaptiveSendRate(on bool) Option {
+	return func(c *config) { c.upload.AdaptiveSendRate = on }
+}
 
 // WithProbeInterval caps the spacing of the send rate's probe (default
 // 4 s): while the API is down, one attempt at a time goes out, after the
@@ -322,7 +328,7 @@ func WithAdaptiveSendRate(on bool) Option { return func(c *config) { c.adaptiveS
 // during an outage. Must be positive, at most 7 days. Without the
 // adaptive send rate it has no effect.
 func WithProbeInterval(d time.Duration) Option {
-	return func(c *config) { c.policy.ProbeInterval = d }
+	return func(c *config) { c.upload.Policy.ProbeInterval = d }
 }
 
 // WithSpool keeps every accepted event in an append-only log under dir as
@@ -348,7 +354,7 @@ func WithSpool(dir string) Option { return func(c *config) { c.spoolDir = dir } 
 // DefaultSpoolMaxBytes, 1 GiB): at the bound, Enqueue returns ErrQueueFull
 // and EnqueueContext waits. Space comes back as batches end. At least
 // 1 MiB, at most 1 TiB. Without WithSpool it has no effect.
-func WithSpoolMaxBytes(n int64) Option { return func(c *config) { c.spoolMaxBytes = n } }
+func WithSpoolMaxBytes(n int64) Option { return func(c *config) { c.spool.MaxBytes = n } }
 
 // WithSpoolSync sets how often the spool's writes are forced to the disk
 // with fsync (default DefaultSpoolSync, 1 s): a machine crash or power loss
@@ -359,7 +365,7 @@ func WithSpoolMaxBytes(n int64) Option { return func(c *config) { c.spoolMaxByte
 // and the marks as each batch ends. Not negative, at most 7 days. A process
 // crash loses nothing whatever the interval. Without WithSpool it has no
 // effect.
-func WithSpoolSync(d time.Duration) Option { return func(c *config) { c.spoolSync = d } }
+func WithSpoolSync(d time.Duration) Option { return func(c *config) { c.spool.Sync = d } }
 
 // WithOAuth authenticates uploads with OAuth 2.0 (default off: with the
 // write key's Basic credentials), for a source whose workspace requires
@@ -402,7 +408,7 @@ func (c *config) validate() error {
 	if c.flushAt > c.maxQueueSize {
 		return &OptionError{Option: "FlushAt", Reason: fmt.Sprintf("%d is more than MaxQueueSize %d, so no batch would ever fill", c.flushAt, c.maxQueueSize)}
 	}
-	if c.httpClientSet && c.httpClient == nil {
+	if c.httpClientSet && c.upload.Client == nil {
 		return &OptionError{Option: "HTTPClient", Reason: "must not be nil"}
 	}
 	return nil

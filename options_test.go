@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dualpath/analytics-go/consumer"
 	"github.com/dualpath/analytics-go/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,30 +36,32 @@ func closeAccepted(c *Client) {
 func TestDefaults(t *testing.T) {
 	c := defaultConfig()
 	want := config{
-		endpoint:              "https://api.segment.io",
-		flushAt:               250,
-		flushInterval:         5 * time.Second,
-		maxQueueSize:          10_000,
-		maxQueueBytes:         64 << 20,
-		maxConcurrentRequests: 8,
-		policy:                retry.DefaultPolicy(),
-		requestTimeout:        10 * time.Second,
-		gzip:                  true,
+		endpoint:      "https://api.segment.io",
+		flushAt:       250,
+		flushInterval: 5 * time.Second,
+		maxQueueSize:  10_000,
+		maxQueueBytes: 64 << 20,
+		upload: consumer.Config{
+			MaxConcurrentRequests: 8,
+			Policy:                retry.DefaultPolicy(),
+			RequestTimeout:        10 * time.Second,
+			Gzip:                  true,
+		},
 	}
 	assert.Equal(t, want.endpoint, c.endpoint, "Endpoint")
 	assert.Equal(t, want.flushAt, c.flushAt, "FlushAt")
 	assert.Equal(t, want.flushInterval, c.flushInterval, "FlushInterval")
 	assert.Equal(t, want.maxQueueSize, c.maxQueueSize, "MaxQueueSize")
 	assert.Equal(t, want.maxQueueBytes, c.maxQueueBytes, "MaxQueueBytes")
-	assert.Equal(t, want.maxConcurrentRequests, c.maxConcurrentRequests, "MaxConcurrentRequests")
-	assert.Equal(t, want.requestTimeout, c.requestTimeout, "RequestTimeout")
-	assert.Equal(t, want.gzip, c.gzip, "Gzip")
-	assert.Nil(t, c.httpClient, "HTTPClient")
+	assert.Equal(t, want.upload.MaxConcurrentRequests, c.upload.MaxConcurrentRequests, "MaxConcurrentRequests")
+	assert.Equal(t, want.upload.RequestTimeout, c.upload.RequestTimeout, "RequestTimeout")
+	assert.Equal(t, want.upload.Gzip, c.upload.Gzip, "Gzip")
+	assert.Nil(t, c.upload.Client, "HTTPClient")
 	assert.Nil(t, c.logger, "Logger")
 	assert.Nil(t, c.callback, "Callback")
 	assert.Equal(t, 30*time.Second, c.closeTimeout, "CloseTimeout")
-	assert.True(t, c.adaptiveSendRate, "AdaptiveSendRate")
-	p := c.policy
+	assert.True(t, c.upload.AdaptiveSendRate, "AdaptiveSendRate")
+	p := c.upload.Policy
 	assert.Equal(t, 10, p.RetryCount, "RetryCount")
 	assert.Equal(t, 500*time.Millisecond, p.BackoffBase, "BackoffBase")
 	assert.Equal(t, 60*time.Second, p.BackoffCap, "BackoffCap")
@@ -86,25 +89,25 @@ func TestOptionsApply(t *testing.T) {
 		o(&c)
 	}
 	require.NoError(t, c.validate(), "validate")
-	p := c.policy
+	p := c.upload.Policy
 	assert.Equal(t, "http://127.0.0.1:9/", c.endpoint, "Endpoint")
 	assert.Equal(t, "http://127.0.0.1:9", c.batchURLBase(), "the base of the batch URL")
 	assert.Equal(t, 7, c.flushAt, "FlushAt")
 	assert.Equal(t, time.Second, c.flushInterval, "FlushInterval")
 	assert.Equal(t, 70, c.maxQueueSize, "MaxQueueSize")
 	assert.Equal(t, 64_000, c.maxQueueBytes, "MaxQueueBytes")
-	assert.Equal(t, 3, c.maxConcurrentRequests, "MaxConcurrentRequests")
+	assert.Equal(t, 3, c.upload.MaxConcurrentRequests, "MaxConcurrentRequests")
 	assert.Zero(t, p.RetryCount, "RetryCount")
 	assert.Zero(t, p.BackoffBase, "BackoffBase")
 	assert.Equal(t, time.Second, p.BackoffCap, "BackoffCap")
 	assert.Zero(t, p.MaxTotalBackoffDuration, "MaxTotalBackoffDuration")
 	assert.Equal(t, time.Minute, p.MaxRateLimitDuration, "MaxRateLimitDuration")
 	assert.Equal(t, 2*time.Second, p.RateLimitRetryAfterCap, "RateLimitRetryAfterCap")
-	assert.Equal(t, 3*time.Second, c.requestTimeout, "RequestTimeout")
-	assert.False(t, c.gzip, "Gzip")
-	assert.Same(t, client, c.httpClient, "HTTPClient")
+	assert.Equal(t, 3*time.Second, c.upload.RequestTimeout, "RequestTimeout")
+	assert.False(t, c.upload.Gzip, "Gzip")
+	assert.Same(t, client, c.upload.Client, "HTTPClient")
 	assert.NotNil(t, c.callback, "Callback")
-	assert.False(t, c.adaptiveSendRate, "AdaptiveSendRate")
+	assert.False(t, c.upload.AdaptiveSendRate, "AdaptiveSendRate")
 	assert.Equal(t, time.Nanosecond, p.ProbeInterval, "ProbeInterval")
 }
 

@@ -68,7 +68,7 @@ func (f *syncGateFile) Sync() error {
 // the Enqueue calls under way.
 func TestSpoolSync0EnqueueDuringCloseIsSent(t *testing.T) {
 	gate := newSyncGateFS()
-	withFS := func(c *config) { c.spoolFS = gate }
+	withFS := func(c *config) { c.spool.FS = gate }
 	e := newEnv(t, newAPI(), WithSpool(t.TempDir()), WithSpoolSync(0), withFS, WithFlushAt(5), WithCloseTimeout(0))
 	e.enqueue(tracks("before-", 7)...)
 	e.flush()

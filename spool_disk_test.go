@@ -60,7 +60,7 @@ func TestSpoolNearlyFullDisk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			disk := &smallDiskFS{SmallDisk: testsupport.NewSmallDisk(dir, tt.free)}
-			opts := append([]Option{WithSpool(dir), func(c *config) { c.spoolFS = disk }}, tt.opts...)
+			opts := append([]Option{WithSpool(dir), func(c *config) { c.spool.FS = disk }}, tt.opts...)
 			e := newEnv(t, newAPI(), opts...)
 			pad := strings.Repeat("p", 100) // about 300 bytes an event, as written
 			msgs := make([]Message, 3000)

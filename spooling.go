@@ -31,12 +31,9 @@ type spoolIntake struct {
 // client left there: those events wait in the spool's backlog, ahead of
 // anything enqueued now, and the loop takes them into the queue first.
 func newSpoolIntake(c *Client) (*spoolIntake, error) {
-	sp, err := spool.Open(c.cfg.spoolDir, spool.Options{
-		MaxBytes: c.cfg.spoolMaxBytes,
-		Sync:     c.cfg.spoolSync,
-		FS:       c.cfg.spoolFS,
-		Logger:   throttled(c.log),
-	})
+	opts := c.cfg.spool
+	opts.Logger = throttled(c.log)
+	sp, err := spool.Open(c.cfg.spoolDir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("analytics: %w", err)
 	}
@@ -217,7 +214,7 @@ func (s *spoolIntake) spoolStats() SpoolStats {
 	}
 	return SpoolStats{
 		Bytes:          st.Bytes,
-		MaxBytes:       s.c.cfg.spoolMaxBytes,
+		MaxBytes:       s.c.cfg.spool.MaxBytes,
 		Records:        st.Records,
 		OnDisk:         st.Backlog,
 		Recovered:      st.Recovered,

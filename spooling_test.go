@@ -369,7 +369,7 @@ func (f *faultFile) Write(p []byte) (int, error) {
 // once the disk does.
 func TestSpoolDiskErrors(t *testing.T) {
 	faults := &faultFS{}
-	withFS := func(c *config) { c.spoolFS = faults }
+	withFS := func(c *config) { c.spool.FS = faults }
 	e := newEnv(t, newAPI(), WithSpool(t.TempDir()), withFS, WithFlushAt(5))
 	before := tracks("before-", 7)
 	e.enqueue(before...)
@@ -595,7 +595,7 @@ func TestSpoolDamageFoundWhenReadBack(t *testing.T) {
 		faults := &faultFS{garble: []byte(`"event":"Damaged`)} // "Damaged" reads "DamageD"
 		api := newAPI()
 		g := newGate(api)
-		e := newEnv(t, api, WithSpool(dir), func(c *config) { c.spoolFS = faults },
+		e := newEnv(t, api, WithSpool(dir), func(c *config) { c.spool.FS = faults },
 			WithMaxQueueSize(10), WithFlushAt(5), WithMaxConcurrentRequests(1))
 		msgs := tracks("dmg-", 100)
 		msgs[90] = Track{MessageId: "dmg-90", UserId: "u", Event: "Damaged"}
