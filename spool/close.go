@@ -52,7 +52,7 @@ func (s *Spool) closeLocked() error {
 	if s.stop != nil {
 		close(s.stop)
 		s.mu.Unlock() // the syncer may be waiting for the lock
-		<-s.syncDone
+		s.syncer.Wait()
 		s.mu.Lock()
 	}
 	for s.decided < s.written || s.syncRunning { // Appends in a group commit, the syncer's last sync

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -45,12 +46,12 @@ type commitState struct {
 	failed []failedSync
 
 	// The syncer (Sync > 0): dirty is set by a write after the syncer last
-	// looked, which kicks it; it then syncs Sync later. stop ends it, and it
-	// closes syncDone as it exits.
-	dirty    bool
-	kick     chan struct{}
-	stop     chan struct{}
-	syncDone chan struct{}
+	// looked, which kicks it; it then syncs Sync later. stop ends it, and
+	// syncer waits for it to exit.
+	dirty  bool
+	kick   chan struct{}
+	stop   chan struct{}
+	syncer sync.WaitGroup
 }
 
 // retiredFile is a retired segment's file that the syncer must sync and
@@ -210,7 +211,6 @@ func (s *Spool) markDirty() {
 // Options.Sync after it, and so syncs nothing while the spool is idle.
 // Close stops it.
 func (s *Spool) syncLoop() {
-	defer close(s.syncDone)
 	for {
 		select {
 		case <-s.kick:

@@ -224,10 +224,7 @@ func (s *Spool) addRuns(p []byte) bool {
 		if seg == nil || v[1] >= uint64(seg.records) {
 			continue
 		}
-		hi := uint64(seg.records)
-		if v[2] < hi-v[1] {
-			hi = v[1] + v[2]
-		}
+		hi := v[1] + min(v[2], uint64(seg.records)-v[1])
 		seg.done.add(uint32(v[1]), uint32(hi))
 	}
 	return true
@@ -364,10 +361,8 @@ func (sc *scanner) zeros(f File, path string, off, size int64) (bool, error) {
 		if _, err := f.ReadAt(buf[:n], off); err != nil {
 			return false, ioErr("read", path, err)
 		}
-		for _, c := range buf[:n] {
-			if c != 0 {
-				return false, nil
-			}
+		if slices.ContainsFunc(buf[:n], func(c byte) bool { return c != 0 }) {
+			return false, nil
 		}
 		off += int64(n)
 	}
