@@ -278,9 +278,7 @@ func (s *Spool) flushDone(w *doneWriter) error {
 	wrote, err := writeAll(d.f, w.buf)
 	if wrote > 0 {
 		d.dirty = true
-		if s.syncEvery > 0 {
-			s.markDirty()
-		}
+		s.markDirty()
 	}
 	if err == nil {
 		d.size += n

@@ -178,9 +178,7 @@ func (s *Spool) closeFile(f File, path string) {
 // s.mu is held.
 func (s *Spool) dirChanged() {
 	s.dirDirty = true
-	if s.syncEvery > 0 && s.kick != nil { // not at Open: what it removes may come back
-		s.markDirty()
-	}
+	s.markDirty() // not at Open: what it removes may come back
 }
 
 // syncFailed deals with err, a failed sync of a segment covering the
@@ -195,10 +193,11 @@ func (s *Spool) syncFailed(from, to uint64, err error) {
 	}
 }
 
-// markDirty wakes the syncer after a write, unless it knows already.
-// s.mu is held.
+// markDirty wakes the syncer after a write, unless it knows already or
+// there is none (Sync 0, or Open still reading the directory). s.mu is
+// held.
 func (s *Spool) markDirty() {
-	if !s.dirty {
+	if !s.dirty && s.kick != nil {
 		s.dirty = true
 		select {
 		case s.kick <- struct{}{}:
