@@ -312,10 +312,7 @@ func (sc *scanner) frames(f File, path string, size int64, reserved bool, record
 		if size-off-frameSize < int64(length) {
 			break // cut short
 		}
-		if cap(sc.payload) < int(length) {
-			sc.payload = make([]byte, length)
-		}
-		sc.payload = sc.payload[:length]
+		sc.payload = slices.Grow(sc.payload[:0], int(length))[:length]
 		if _, err := io.ReadFull(sc.br, sc.payload); err != nil {
 			return 0, false, ioErr("read", path, err)
 		}
