@@ -31,7 +31,13 @@ type doneFile struct {
 	aside int64
 	ids   []ID   // Ack's ids, sorted
 	runs  []span // one segment's new runs, in Ack
-	buf   []byte // done records, as written
+	// buf builds the done records of one write to DONE: uvarint triples
+	// (segment, first ordinal, count), a record cut every maxAckPayload
+	// bytes, the one being built beginning at start; added counts the
+	// runs added.
+	buf   []byte
+	start int
+	added int
 }
 
 // Ack records that the records ids are done. They are not handed again,
@@ -56,18 +62,18 @@ func (s *Spool) Ack(ids []ID) error {
 	slices.SortFunc(d.ids, func(x, y ID) int {
 		return cmp.Or(cmp.Compare(x.Seg, y.Seg), cmp.Compare(x.N, y.N))
 	})
-	w := s.doneWriter()
+	d.begin(d.buf[:0])
 	for rest := d.ids; len(rest) > 0; {
 		n := 1
 		for n < len(rest) && rest[n].Seg == rest[0].Seg {
 			n++
 		}
 		if seg := s.find(rest[0].Seg); seg != nil { // unknown: ignored
-			s.ackRuns(seg, rest[:n], s.handedBelow(seg), &w)
+			s.ackRuns(seg, rest[:n], s.handedBelow(seg))
 		}
 		rest = rest[n:]
 	}
-	err := s.flushDone(&w)
+	err := s.flushDone()
 	// Acks that finish the active segment free no bytes (it is not
 	// removed while it is active), so reclaim wakes nobody; but a
 	// waiting AppendWait's record may fit now that makeRoom can retire
@@ -116,8 +122,9 @@ func (s *Spool) handedBelow(seg *segment) uint32 {
 
 // ackRuns marks done the records of seg among ids (sorted, all of seg)
 // below limit that were not done, then removes seg if it is finished
-// (SPEC §11.6), or adds their runs to w. s.mu is held.
-func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32, w *doneWriter) {
+// (SPEC §11.6), or adds their runs to the write being built in s.done.
+// s.mu is held.
+func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) {
 	runs := s.done.runs[:0]
 	for k, id := range ids {
 		n := id.N
@@ -138,7 +145,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32, w *doneWriter) {
 		s.markDone(seg, r.lo, r.hi)
 	}
 	if seg.live == 0 {
-		if seg == s.active && !s.ackFits(int64(len(w.buf)+len(runs)*maxRunBytes)) {
+		if seg == s.active && !s.ackFits(int64(len(s.done.buf)+len(runs)*maxRunBytes)) {
 			// It is finished, and its runs would take the files over
 			// MaxBytes: retire it, as makeRoom would, so that it goes
 			// and needs none. (A record alone in the spool may fill
@@ -151,7 +158,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32, w *doneWriter) {
 		}
 	}
 	for _, r := range runs {
-		w.run(seg.num, r.lo, r.hi-r.lo)
+		s.done.run(seg.num, r.lo, r.hi-r.lo)
 	}
 }
 
@@ -209,45 +216,37 @@ func (s *Spool) compactAt() int64 {
 	return 2*compact + slack
 }
 
-// doneWriter builds done records: uvarint triples (segment, first ordinal,
-// count), a record cut every maxAckPayload bytes.
-type doneWriter struct {
-	buf   []byte
-	start int // where the record being built begins
-	runs  int // runs added
+// begin starts building the done records of one write to DONE in d.buf,
+// after b: a header, or nothing. s.mu is held.
+func (d *doneFile) begin(b []byte) {
+	d.buf, d.added = b, 0
+	d.record()
 }
 
-// doneWriter returns a writer of the records of one write to DONE. s.mu
-// is held.
-func (s *Spool) doneWriter() doneWriter {
-	w := doneWriter{buf: s.done.buf[:0]}
-	w.begin()
-	return w
+// record begins a done record, its frame left for end to fill.
+func (d *doneFile) record() {
+	d.start = len(d.buf)
+	d.buf = append(d.buf, 0, 0, 0, 0, 0, 0, 0, 0)
 }
 
-func (w *doneWriter) begin() {
-	w.start = len(w.buf)
-	w.buf = append(w.buf, 0, 0, 0, 0, 0, 0, 0, 0) // its frame, filled by end
-}
-
-func (w *doneWriter) run(seg uint64, lo, n uint32) {
-	if len(w.buf)-w.start-frameSize >= maxAckPayload {
-		w.end()
-		w.begin()
+func (d *doneFile) run(seg uint64, lo, n uint32) {
+	if len(d.buf)-d.start-frameSize >= maxAckPayload {
+		d.end()
+		d.record()
 	}
-	w.buf = binary.AppendUvarint(w.buf, seg)
-	w.buf = binary.AppendUvarint(w.buf, uint64(lo))
-	w.buf = binary.AppendUvarint(w.buf, uint64(n))
-	w.runs++
+	d.buf = binary.AppendUvarint(d.buf, seg)
+	d.buf = binary.AppendUvarint(d.buf, uint64(lo))
+	d.buf = binary.AppendUvarint(d.buf, uint64(n))
+	d.added++
 }
 
-func (w *doneWriter) end() {
-	p := w.buf[w.start+frameSize:]
-	binary.LittleEndian.PutUint32(w.buf[w.start:], uint32(len(p)))
-	binary.LittleEndian.PutUint32(w.buf[w.start+4:], crc32.Checksum(p, castagnoli))
+func (d *doneFile) end() {
+	p := d.buf[d.start+frameSize:]
+	binary.LittleEndian.PutUint32(d.buf[d.start:], uint32(len(p)))
+	binary.LittleEndian.PutUint32(d.buf[d.start+4:], crc32.Checksum(p, castagnoli))
 }
 
-// flushDone writes what w holds to DONE, if anything, in one write; or
+// flushDone writes the records begun in s.done.buf to DONE, if anything, in one write; or
 // writes DONE whole when there is none yet, it is stale, has grown past
 // compactAt, or the write would take the files over MaxBytes. A failed write is cut off
 // again, and DONE marked stale: rewritten whole at the next Ack, and at
@@ -255,13 +254,12 @@ func (w *doneWriter) end() {
 // runs not written are written after all (with Sync 0 a record whose
 // fsync failed is acked so that a restart does not send it: its Append
 // returned an error). s.mu is held.
-func (s *Spool) flushDone(w *doneWriter) error {
+func (s *Spool) flushDone() error {
 	d := &s.done
-	w.end()
-	d.buf = w.buf
-	n := int64(len(w.buf))
+	d.end()
+	n := int64(len(d.buf))
 	switch {
-	case w.runs == 0 && !d.stale:
+	case d.added == 0 && !d.stale:
 		return nil
 	case d.size == 0 || d.stale || !s.ackFits(n) || d.size+n > s.compactAt():
 		return s.compactDone()
@@ -275,12 +273,10 @@ func (s *Spool) flushDone(w *doneWriter) error {
 		}
 		d.f = f
 	}
-	wrote, err := writeAll(d.f, w.buf)
+	wrote, err := writeAll(d.f, d.buf)
 	if wrote > 0 {
 		d.dirty = true
-		if s.syncEvery > 0 {
-			s.markDirty()
-		}
+		s.markDirty()
 	}
 	if err == nil {
 		d.size += n
@@ -312,20 +308,18 @@ func (s *Spool) flushDone(w *doneWriter) error {
 // fails, DONE stays as it was, stale. s.mu is held.
 func (s *Spool) compactDone() error {
 	d := &s.done
-	w := doneWriter{buf: appendHeader(d.buf[:0], doneMagic)}
-	w.begin()
-	w.run(s.nextNum-1, 0, 0) // the last number used: math.MaxUint64 once none is left
+	d.begin(appendHeader(d.buf[:0], doneMagic))
+	d.run(s.nextNum-1, 0, 0) // the last number used: math.MaxUint64 once none is left
 
 	for _, seg := range s.segs {
 		for _, sp := range seg.done {
-			w.run(seg.num, sp.lo, sp.hi-sp.lo)
+			d.run(seg.num, sp.lo, sp.hi-sp.lo)
 		}
 	}
-	w.end()
-	d.buf = w.buf
+	d.end()
 	path := s.donePath()
 	d.stale = true // until the new file stands
-	if !s.ackFits(int64(len(w.buf)) - d.size) {
+	if !s.ackFits(int64(len(d.buf)) - d.size) {
 		// Written at a later Ack or at Close if room comes back by then.
 		return fmt.Errorf("%w: no room under MaxBytes for the acknowledgements in %s: records done may be handed again after a restart", ErrFull, path)
 	}
@@ -341,7 +335,7 @@ func (s *Spool) compactDone() error {
 	if err != nil {
 		return ioErr("create", tmp, err)
 	}
-	_, err = writeAll(f, w.buf)
+	_, err = writeAll(f, d.buf)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -354,7 +348,7 @@ func (s *Spool) compactDone() error {
 		return ioErr("rewrite", path, err)
 	}
 	s.dirChanged() // the rename on the disk with the next sync: until then the old file stands, synced
-	s.stats.Bytes += int64(len(w.buf)) - d.size
-	d.size, d.stale = int64(len(w.buf)), false
+	s.stats.Bytes += int64(len(d.buf)) - d.size
+	d.size, d.stale = int64(len(d.buf)), false
 	return nil
 }

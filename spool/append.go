@@ -59,9 +59,9 @@ func (s *Spool) appendLocked(data []byte, direct func(ID) bool) (ID, error) {
 		// The record is in the file, but not known to be on the disk:
 		// it is not accepted. It is done rather than handed, and
 		// acknowledged, so that a restart does not send it either.
-		w := s.doneWriter()
-		s.ackRuns(seg, []ID{id}, seg.records, &w)
-		if aerr := s.flushDone(&w); aerr != nil {
+		s.done.begin(s.done.buf[:0])
+		s.ackRuns(seg, []ID{id}, seg.records)
+		if aerr := s.flushDone(); aerr != nil {
 			s.log.Warn("spool: acknowledge a record whose sync failed", "err", aerr)
 		}
 		return ID{}, err

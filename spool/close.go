@@ -52,13 +52,13 @@ func (s *Spool) closeLocked() error {
 	if s.stop != nil {
 		close(s.stop)
 		s.mu.Unlock() // the syncer may be waiting for the lock
-		<-s.syncDone
+		s.syncer.Wait()
 		s.mu.Lock()
 	}
 	for s.decided < s.written || s.syncRunning { // Appends in a group commit, the syncer's last sync
 		s.cond.Wait()
 	}
-	var errs []error
+	var errs []error // errors.Join drops the nils
 	files := s.retired // retired since the syncer's last sync: unsynced, as the active one may be
 	s.retired = nil
 	if a := s.active; a != nil {
@@ -68,13 +68,9 @@ func (s *Spool) closeLocked() error {
 	}
 	for _, r := range files {
 		if s.synced < s.written {
-			if err := r.f.Sync(); err != nil {
-				errs = append(errs, ioErr("sync", s.segPath(r.num), err))
-			}
+			errs = append(errs, ioErr("sync", s.segPath(r.num), r.f.Sync()))
 		}
-		if err := r.f.Close(); err != nil {
-			errs = append(errs, ioErr("close", s.segPath(r.num), err))
-		}
+		errs = append(errs, ioErr("close", s.segPath(r.num), r.f.Close()))
 	}
 	s.synced = s.written
 	if s.done.stale {
@@ -92,15 +88,13 @@ func (s *Spool) closeLocked() error {
 	// closed.
 	errs = append(errs, s.syncAcks())
 	if d := &s.done; d.f != nil {
-		if err := d.f.Close(); err != nil {
-			errs = append(errs, ioErr("close", s.donePath(), err))
-		}
+		errs = append(errs, ioErr("close", s.donePath(), d.f.Close()))
 		d.f = nil
 	}
 	s.rd.drop()
 	for _, seg := range append([]*segment(nil), s.segs...) {
 		if seg.live == 0 {
-			errs = append(errs, s.reclaim(seg)) // errors.Join drops a nil
+			errs = append(errs, s.reclaim(seg))
 		}
 	}
 	if s.dirDirty || s.done.size > 0 && len(s.segs) == 0 {
@@ -119,8 +113,6 @@ func (s *Spool) closeLocked() error {
 			s.syncDirNow()
 		}
 	}
-	if err := s.unlock(); err != nil {
-		errs = append(errs, ioErr("unlock directory", s.dir, err))
-	}
+	errs = append(errs, ioErr("unlock directory", s.dir, s.unlock()))
 	return errors.Join(errs...)
 }

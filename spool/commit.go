@@ -2,6 +2,7 @@ package spool
 
 import (
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -45,12 +46,12 @@ type commitState struct {
 	failed []failedSync
 
 	// The syncer (Sync > 0): dirty is set by a write after the syncer last
-	// looked, which kicks it; it then syncs Sync later. stop ends it, and it
-	// closes syncDone as it exits.
-	dirty    bool
-	kick     chan struct{}
-	stop     chan struct{}
-	syncDone chan struct{}
+	// looked, which kicks it; it then syncs Sync later. stop ends it, and
+	// syncer waits for it to exit.
+	dirty  bool
+	kick   chan struct{}
+	stop   chan struct{}
+	syncer sync.WaitGroup
 }
 
 // retiredFile is a retired segment's file that the syncer must sync and
@@ -177,9 +178,7 @@ func (s *Spool) closeFile(f File, path string) {
 // s.mu is held.
 func (s *Spool) dirChanged() {
 	s.dirDirty = true
-	if s.syncEvery > 0 && s.kick != nil { // not at Open: what it removes may come back
-		s.markDirty()
-	}
+	s.markDirty() // not at Open: what it removes may come back
 }
 
 // syncFailed deals with err, a failed sync of a segment covering the
@@ -194,10 +193,11 @@ func (s *Spool) syncFailed(from, to uint64, err error) {
 	}
 }
 
-// markDirty wakes the syncer after a write, unless it knows already.
-// s.mu is held.
+// markDirty wakes the syncer after a write, unless it knows already or
+// there is none (Sync 0, or Open still reading the directory). s.mu is
+// held.
 func (s *Spool) markDirty() {
-	if !s.dirty {
+	if !s.dirty && s.kick != nil {
 		s.dirty = true
 		select {
 		case s.kick <- struct{}{}:
@@ -210,7 +210,6 @@ func (s *Spool) markDirty() {
 // Options.Sync after it, and so syncs nothing while the spool is idle.
 // Close stops it.
 func (s *Spool) syncLoop() {
-	defer close(s.syncDone)
 	for {
 		select {
 		case <-s.kick:

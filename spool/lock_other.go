@@ -23,7 +23,7 @@ var (
 	held   = map[string]bool{} // absolute directory paths this process holds
 )
 
-func lockDir(dir string) (func() error, error) {
+func (osFS) Lock(dir string) (func() error, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

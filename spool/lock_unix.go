@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// lockDir takes an flock on dir itself and one on dir/LOCK. An flock
+// Lock takes an flock on dir itself and one on dir/LOCK. An flock
 // belongs to the open file description, so a second Open in this process,
 // which opens them again, is refused as one in another process is; the
 // kernel gives them back when the process dies, however it dies (SPEC
@@ -21,7 +21,7 @@ import (
 // layout every platform has, and its lock is what remains where a file
 // system refuses to flock a directory (some network file systems, which
 // emulate flock with byte-range locks that want a file open for writing).
-func lockDir(dir string) (func() error, error) {
+func (osFS) Lock(dir string) (func() error, error) {
 	d, err := lockFile(dir, os.O_RDONLY)
 	if err != nil && !dirLockUnsupported(err) {
 		return nil, err

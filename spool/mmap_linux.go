@@ -5,6 +5,7 @@ package spool
 import (
 	"errors"
 	"os"
+	"slices"
 	"syscall"
 )
 
@@ -18,9 +19,10 @@ import (
 // one with writes, 0.61-0.68 mapped, against a bound of half.)
 
 // osMapped is an *os.File as a mapper: fallocate (or the FS's Allocate),
-// mmap and munmap on its descriptor.
+// mmap and munmap on its descriptor, used only while its File is open: the
+// active segment's, under Spool.mu.
 type osMapped struct {
-	conn    syscall.RawConn
+	fd      int
 	allocFd func(fd int, size int64) error
 }
 
@@ -31,33 +33,16 @@ func osMapper(f File, allocate func(fd int, size int64) error) mapper {
 	if !ok {
 		return nil
 	}
-	conn, err := of.SyscallConn()
-	if err != nil {
-		return nil
-	}
 	if allocate == nil {
 		allocate = fallocate
 	}
-	return &osMapped{conn: conn, allocFd: allocate}
+	return &osMapped{fd: int(of.Fd()), allocFd: allocate}
 }
 
-func (o *osMapped) allocate(size int64) error {
-	var aerr error
-	if err := o.conn.Control(func(fd uintptr) { aerr = o.allocFd(int(fd), size) }); err != nil {
-		return errors.Join(errors.ErrUnsupported, err)
-	}
-	return aerr
-}
+func (o *osMapped) allocate(size int64) error { return o.allocFd(o.fd, size) }
 
 func (o *osMapped) mmap(off int64, n int) ([]byte, error) {
-	var win []byte
-	var merr error
-	if err := o.conn.Control(func(fd uintptr) {
-		win, merr = syscall.Mmap(int(fd), off, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	}); err != nil {
-		return nil, err
-	}
-	return win, merr
+	return syscall.Mmap(o.fd, off, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 }
 
 func (o *osMapped) munmap(b []byte) error { return syscall.Munmap(b) }
@@ -66,12 +51,9 @@ func (o *osMapped) munmap(b []byte) error { return syscall.Munmap(b) }
 // file system, the kernel, a sandbox) rather than of space: the segment
 // is then written, not mapped.
 func unsupported(err error) bool {
-	for _, e := range []syscall.Errno{syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.ENODEV, syscall.EPERM} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]syscall.Errno{syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.ENODEV, syscall.EPERM}, func(e syscall.Errno) bool {
+		return errors.Is(err, e)
+	})
 }
 
 // fallocate reserves the blocks of the file's first size bytes, and makes

@@ -74,8 +74,7 @@ func Open(dir string, o Options) (*Spool, error) {
 	if s.syncEvery > 0 {
 		s.kick = make(chan struct{}, 1)
 		s.stop = make(chan struct{})
-		s.syncDone = make(chan struct{})
-		go s.syncLoop()
+		s.syncer.Go(s.syncLoop)
 	}
 	return s, nil
 }

@@ -21,4 +21,3 @@ func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 func (osFS) Remove(name string) error                   { return os.Remove(name) }
 func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }
-func (osFS) Lock(dir string) (func() error, error)      { return lockDir(dir) }

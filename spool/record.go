@@ -95,8 +95,11 @@ func (s *Spool) donePath() string          { return filepath.Join(s.dir, doneNam
 // ioErr is a file system error as the spool returns it: the operation and
 // the file, and the cause for errors.Is (syscall.ENOSPC, say; SPEC §11.9). A
 // *fs.PathError's own op and path are dropped, so the path is not said
-// twice.
+// twice. A nil err stays nil.
 func ioErr(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err

@@ -224,10 +224,7 @@ func (s *Spool) addRuns(p []byte) bool {
 		if seg == nil || v[1] >= uint64(seg.records) {
 			continue
 		}
-		hi := uint64(seg.records)
-		if v[2] < hi-v[1] {
-			hi = v[1] + v[2]
-		}
+		hi := v[1] + min(v[2], uint64(seg.records)-v[1])
 		seg.done.add(uint32(v[1]), uint32(hi))
 	}
 	return true
@@ -315,10 +312,7 @@ func (sc *scanner) frames(f File, path string, size int64, reserved bool, record
 		if size-off-frameSize < int64(length) {
 			break // cut short
 		}
-		if cap(sc.payload) < int(length) {
-			sc.payload = make([]byte, length)
-		}
-		sc.payload = sc.payload[:length]
+		sc.payload = slices.Grow(sc.payload[:0], int(length))[:length]
 		if _, err := io.ReadFull(sc.br, sc.payload); err != nil {
 			return 0, false, ioErr("read", path, err)
 		}
@@ -364,10 +358,8 @@ func (sc *scanner) zeros(f File, path string, off, size int64) (bool, error) {
 		if _, err := f.ReadAt(buf[:n], off); err != nil {
 			return false, ioErr("read", path, err)
 		}
-		for _, c := range buf[:n] {
-			if c != 0 {
-				return false, nil
-			}
+		if slices.ContainsFunc(buf[:n], func(c byte) bool { return c != 0 }) {
+			return false, nil
 		}
 		off += int64(n)
 	}
