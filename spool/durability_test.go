@@ -57,6 +57,19 @@ func recovered(t *testing.T, f *crashFS, cfg crashConfig) []int {
 	return out
 }
 
+// rec is the payload of the workload's i-th Append attempt.
+func rec(i int) []byte {
+	return fmt.Appendf(nil, `{"r":%d,"pad":"%s"}`, i, strings.Repeat("p", i*7%61))
+}
+
+// recNum reads the attempt number back from a payload.
+func recNum(t testing.TB, data string) int {
+	var i int
+	_, err := fmt.Sscanf(data, `{"r":%d,`, &i)
+	require.NoError(t, err, "a payload the workload never wrote: %q", data)
+	return i
+}
+
 // appendRecs appends rec(lo) to rec(hi-1), handed directly, and returns
 // their IDs.
 func appendRecs(t *testing.T, s *Spool, lo, hi int) []ID {

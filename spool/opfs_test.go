@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // opFS is the operating system's file system with every operation
@@ -176,19 +174,6 @@ func (f *opFile) Close() error {
 		return &fs.PathError{Op: "close", Path: f.name, Err: err}
 	}
 	return cerr
-}
-
-// rec is the payload of the workload's i-th Append attempt.
-func rec(i int) []byte {
-	return fmt.Appendf(nil, `{"r":%d,"pad":"%s"}`, i, strings.Repeat("p", i*7%61))
-}
-
-// recNum reads the attempt number back from a payload.
-func recNum(t testing.TB, data string) int {
-	var i int
-	_, err := fmt.Sscanf(data, `{"r":%d,`, &i)
-	require.NoError(t, err, "a payload the workload never wrote: %q", data)
-	return i
 }
 
 // model is what the workload knows of the spool: which Appends were
