@@ -222,16 +222,6 @@ func (c *timeCache) append(dst []byte, t time.Time) []byte {
 	return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
-// fields writes the map member k, omitted when m is empty. Its errors name
-// no field: the caller does (see tail).
-func (o *object) fields(k string, m map[string]any) error {
-	if len(m) == 0 {
-		return nil
-	}
-	o.name(k)
-	return o.e.object(m)
-}
-
 // object writes a map with sorted keys, so that the same map always
 // encodes to the same bytes.
 func (e *encoder) object(m map[string]any) error {

@@ -78,123 +78,112 @@ func (r *randomBytes) fill(p []byte) {
 }
 
 func (m Track) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("event", m.Event)
-	return o.tail("analytics.Track", m.Context,
-		namedMap{"properties", m.Properties},
-		namedMap{"integrations", m.Integrations})
+	return o.tail("analytics.Track", m.Context, m.Properties, nil, m.Integrations)
 }
 
 func (m Identify) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
-	return o.tail("analytics.Identify", m.Context,
-		namedMap{"traits", m.Traits},
-		namedMap{"integrations", m.Integrations})
+	o := e.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	return o.tail("analytics.Identify", m.Context, nil, m.Traits, m.Integrations)
 }
 
 func (m Page) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("page", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
-	o.str("name", m.Name)
-	o.str("category", m.Category)
-	return o.tail("analytics.Page", m.Context,
-		namedMap{"properties", m.Properties},
-		namedMap{"integrations", m.Integrations})
+	return m.encodeAs(e, "page", "analytics.Page", id, ts)
 }
 
+// Screen's fields are Page's: a Screen is written as a Page is.
 func (m Screen) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("screen", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	return Page(m).encodeAs(e, "screen", "analytics.Screen", id, ts)
+}
+
+// encodeAs is Page's and Screen's encode, with typ as the type and goType
+// naming the Go type in errors.
+func (m Page) encodeAs(e *encoder, typ, goType string, id []byte, ts time.Time) error {
+	o := e.head(typ, m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("name", m.Name)
 	o.str("category", m.Category)
-	return o.tail("analytics.Screen", m.Context,
-		namedMap{"properties", m.Properties},
-		namedMap{"integrations", m.Integrations})
+	return o.tail(goType, m.Context, m.Properties, nil, m.Integrations)
 }
 
 func (m Group) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("groupId", m.GroupId)
-	return o.tail("analytics.Group", m.Context,
-		namedMap{"traits", m.Traits},
-		namedMap{"integrations", m.Integrations})
+	return o.tail("analytics.Group", m.Context, nil, m.Traits, m.Integrations)
 }
 
 func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
+	o := e.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
 	o.str("previousId", m.PreviousId)
-	return o.tail("analytics.Alias", m.Context,
-		namedMap{"integrations", m.Integrations})
+	return o.tail("analytics.Alias", m.Context, nil, nil, m.Integrations)
 }
 
-// head writes the members every message starts with: the message's own
-// MessageId, or else genID.
-func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
+// head opens a message's object and writes the members every message
+// starts with: the message's own MessageId, or else genID.
+func (e *encoder) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) object {
 	// The first member, and the SDK's own: its name and value need no
 	// escaping, and a message this short fits.
-	b := append(o.e.buf, `"type":"`...)
+	b := append(e.buf, `{"type":"`...)
 	b = append(b, typ...)
-	o.e.buf, o.empty = append(b, '"'), false
+	e.buf = append(b, '"')
+	o := object{e: e}
 	if id != "" {
 		o.str("messageId", id)
 	} else {
 		o.name("messageId")
-		o.e.buf = append(o.e.buf, '"')
-		o.e.buf = append(o.e.buf, genID...)
-		o.e.buf = append(o.e.buf, '"')
+		e.buf = append(e.buf, '"')
+		e.buf = append(e.buf, genID...)
+		e.buf = append(e.buf, '"')
 	}
 	o.time("timestamp", ts)
 	o.str("anonymousId", anonymousID)
 	o.str("userId", userID)
+	return o
 }
 
 // tail writes the members after the head (context, then the free-form
-// maps) and closes the object. A value JSON cannot hold becomes a
-// *FieldError naming typ, the field and the path inside it;
-// errStop (the message is too large) passes through as it is. With v3Wire,
-// a message without a Context has no context member, as in v3.
-func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
+// maps, those a message has not being nil) and closes the object. A value
+// JSON cannot hold becomes a *FieldError naming typ, the field and the
+// path inside it; errStop (the message is too large) passes through as it
+// is. With v3Wire, a message without a Context has no context member, as
+// in v3. With countKept, it tallies what the message kept for the callback
+// holds beyond its strings and its maps' members: its Context and the
+// slots of its maps (see keptBytes).
+func (o *object) tail(typ string, ctx *Context, properties Properties, traits Traits, integrations Integrations) error {
+	e := o.e
+	if e.countKept {
+		e.kept += contextKept(ctx) + slotsKept(properties) + slotsKept(traits) + slotsKept(integrations)
+	}
 	switch {
-	case ctx == nil && !o.e.v3Wire:
+	case ctx == nil && !e.v3Wire:
 		// The most common context, the SDK's library alone: one append.
 		o.name("context")
-		o.e.buf = append(o.e.buf, libraryContextJSON...)
+		e.buf = append(e.buf, libraryContextJSON...)
 	case ctx != nil:
 		o.name("context")
-		if err := o.e.encodeContext(ctx); err != nil {
+		if err := e.encodeContext(ctx); err != nil {
 			return fieldError(typ, "Context", err)
 		}
 	}
-	for _, m := range maps {
-		if err := o.fields(m.key, m.m); err != nil {
-			return fieldError(typ, m.field(), err)
+	for i, m := range [...]map[string]any{properties, traits, integrations} {
+		if len(m) == 0 {
+			continue
+		}
+		o.name(messageMaps[i].key)
+		if err := e.object(m); err != nil {
+			return fieldError(typ, messageMaps[i].field, err)
 		}
 	}
 	o.close()
 	return nil
 }
 
-// namedMap is a map member of a message: its JSON key and the map.
-type namedMap struct {
-	key string
-	m   map[string]any
-}
-
-// field is the Go name of the message's field that the member writes, for
-// an error: a constant, so that an error keeps no string of the caller's
-// message (Enqueue keeps none; see enqueue).
-func (n namedMap) field() string {
-	switch n.key {
-	case "properties":
-		return "Properties"
-	case "traits":
-		return "Traits"
-	}
-	return "Integrations"
+// messageMaps are the JSON keys and the Go field names of a message's
+// maps, in the order tail writes them. The names are constants, so that
+// an error keeps no string of the caller's message (Enqueue keeps none;
+// see enqueue).
+var messageMaps = [...]struct{ key, field string }{
+	{"properties", "Properties"}, {"traits", "Traits"}, {"integrations", "Integrations"},
 }
 
 func fieldError(typ, field string, err error) error {
