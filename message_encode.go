@@ -202,66 +202,46 @@ func fieldError(typ, field string, err error) error {
 // the library is the batch's alone (the envelope's context), and a library
 // the caller set is written as it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
-	o := e.openObject()
+	w := contextWriter{o: e.openObject()}
 	if !e.v3Wire {
-		o.name("library")
+		w.member("library")
 		e.buf = append(e.buf, libraryJSON...)
 	}
-	var names [len(contextFields) + 1]string // and library
-	written := names[:0]
-	if !e.v3Wire {
-		written = append(written, "library")
+	contextPart(&w, "app", c.App)
+	contextPart(&w, "campaign", c.Campaign)
+	contextPart(&w, "device", c.Device)
+	if e.v3Wire {
+		contextPart(&w, "library", c.Library)
 	}
-	for _, s := range [...]struct {
-		name string
-		zero bool
-	}{
-		{"app", c.App == AppInfo{}},
-		{"campaign", c.Campaign == CampaignInfo{}},
-		{"device", c.Device == DeviceInfo{}},
-		{"library", !e.v3Wire || c.Library == LibraryInfo{}},
-		{"location", c.Location == LocationInfo{}},
-		{"network", c.Network == NetworkInfo{}},
-		{"os", c.OS == OSInfo{}},
-		{"page", c.Page == PageInfo{}},
-		{"referrer", c.Referrer == ReferrerInfo{}},
-		{"screen", c.Screen == ScreenInfo{}},
-	} {
-		if s.zero {
-			continue
-		}
-		written = append(written, s.name)
-		o.name(s.name)
-		if err := e.marshal(c.part(s.name)); err != nil {
-			return within("."+s.name, err)
-		}
+	contextPart(&w, "location", c.Location)
+	contextPart(&w, "network", c.Network)
+	contextPart(&w, "os", c.OS)
+	contextPart(&w, "page", c.Page)
+	contextPart(&w, "referrer", c.Referrer)
+	contextPart(&w, "screen", c.Screen)
+	if w.err != nil {
+		return w.err
 	}
 	if len(c.IP) > 0 {
-		written = append(written, "ip")
-		o.name("ip")
+		w.member("ip")
 		e.string(c.IP.String())
 	}
 	if c.Direct {
-		written = append(written, "direct")
-		o.name("direct")
+		w.member("direct")
 		e.buf = append(e.buf, "true"...)
 	}
-	for _, s := range [...]struct{ name, v string }{
-		{"locale", c.Locale}, {"groupId", c.GroupID}, {"timezone", c.Timezone}, {"userAgent", c.UserAgent},
-	} {
-		if s.v != "" {
-			written = append(written, s.name)
-		}
-		o.str(s.name, s.v)
-	}
+	w.str("locale", c.Locale)
+	w.str("groupId", c.GroupID)
+	w.str("timezone", c.Timezone)
+	w.str("userAgent", c.UserAgent)
 	if len(c.Traits) > 0 {
-		written = append(written, "traits")
-		o.name("traits")
+		w.member("traits")
 		if err := e.object(c.Traits); err != nil {
 			return within(".Traits", err)
 		}
 	}
 	if len(c.Extra) > 0 {
+		written := w.written[:w.n]
 		// Members other than those written take at least `,"":0` each:
 		// refuse before sorting their keys.
 		if !e.fits(5 * (len(c.Extra) - len(written))) {
@@ -277,41 +257,54 @@ func (e *encoder) encodeContext(c *Context) error {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			o.key(k)
+			w.o.key(k)
 			if err := e.value(c.Extra[k]); err != nil {
 				return within(".Extra["+strconv.Quote(k)+"]", err)
 			}
 		}
 	}
-	o.close()
+	w.o.close()
 	return nil
 }
 
-// part returns the Context's struct member written under name, boxed:
-// encodeContext boxes only the members it writes, each a small
-// allocation.
-func (c *Context) part(name string) any {
-	switch name {
-	case "app":
-		return c.App
-	case "campaign":
-		return c.Campaign
-	case "device":
-		return c.Device
-	case "library":
-		return c.Library
-	case "location":
-		return c.Location
-	case "network":
-		return c.Network
-	case "os":
-		return c.OS
-	case "page":
-		return c.Page
-	case "referrer":
-		return c.Referrer
+// contextWriter writes the members of a Context, keeping the names of
+// those written, which win over the Extra members of the same names, and
+// the first error of its struct members.
+type contextWriter struct {
+	o       object
+	written [len(contextFields)]string
+	n       int // of written
+	err     error
+}
+
+// member writes the name of a member, and keeps it.
+func (w *contextWriter) member(name string) {
+	w.written[w.n] = name
+	w.n++
+	w.o.name(name)
+}
+
+// str writes a string member, unless empty.
+func (w *contextWriter) str(name, v string) {
+	if v != "" {
+		w.written[w.n] = name
+		w.n++
+		w.o.str(name, v)
 	}
-	return c.Screen
+}
+
+// contextPart writes the struct member name of a Context, unless it is
+// zero or an earlier one failed, through encoding/json: only a member that
+// is set is boxed, each a small allocation.
+func contextPart[T comparable](w *contextWriter, name string, v T) {
+	var zero T
+	if w.err != nil || v == zero {
+		return
+	}
+	w.member(name)
+	if err := w.o.e.marshal(v); err != nil {
+		w.err = within("."+name, err)
+	}
 }
 
 // libraryJSON is context.library as every message carries it.
