@@ -418,30 +418,14 @@ func (e *encoder) value(v any) error {
 	switch v := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)
-	case string:
-		e.string(v)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, v)
 	case int:
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int8:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int16:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int32:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int64:
-		e.buf = strconv.AppendInt(e.buf, v, 10)
-	case uint:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint8:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint16:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint32:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint64:
-		e.buf = strconv.AppendUint(e.buf, v, 10)
+	case int8, int16, int32, int64:
+		e.buf = strconv.AppendInt(e.buf, reflect.ValueOf(v).Int(), 10)
+	case uint, uint8, uint16, uint32, uint64:
+		e.buf = strconv.AppendUint(e.buf, reflect.ValueOf(v).Uint(), 10)
 	case float64:
 		return e.float(v, 64)
 	case float32:
