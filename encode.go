@@ -241,21 +241,10 @@ func (e *encoder) object(m map[string]any) error {
 	}
 	pairs := e.pairs[start:]
 	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
-	o := e.openObject()
-	for _, p := range pairs {
-		o.key(p.k)
-		if err := e.value(p.v); err != nil {
-			return within("["+strconv.Quote(p.k)+"]", err)
-		}
-		if e.stopped() {
-			return errStop
-		}
-	}
-	o.close()
+	err := e.members(pairs, nil)
 	clear(pairs)
 	e.pairs = e.pairs[:start]
-	e.depth--
-	return nil
+	return err
 }
 
 // smallObject is object for a map of at most smallMap members, the most
@@ -275,9 +264,19 @@ func (e *encoder) smallObject(m map[string]any) error {
 	}
 	var order [smallMap]uint8
 	keyOrder(members[:n], &order)
+	return e.members(members[:n], order[:n])
+}
+
+// members writes an object of the members of a map, in the order of
+// order (their indices), or as they are when order is nil, and ends the
+// depth object counted.
+func (e *encoder) members(members []pair, order []uint8) error {
 	b := append(e.buf, '{')
-	for j, i := range order[:n] {
-		p := &members[i]
+	for j := range members {
+		p := &members[j]
+		if order != nil {
+			p = &members[order[j]]
+		}
 		// A plain key with a plain string value that fit, the most common
 		// member, is written at once into b, a local: one store of e.buf
 		// per map instead of several per member.
