@@ -108,33 +108,23 @@ type object struct {
 	empty bool
 }
 
-func (e *encoder) openObject() object {
-	e.buf = append(e.buf, '{')
-	return object{e: e, empty: true}
-}
-
 func (o *object) close() { o.e.buf = append(o.e.buf, '}') }
 
 // key writes a member name from the caller's data, escaped as any JSON
 // string, with the comma before it when needed and the colon after it.
 func (o *object) key(k string) {
-	e := o.e
-	b := e.buf // a local: appends to e.buf would reload it each time
-	if !o.empty {
-		b = append(b, ',')
-	}
-	o.empty = false
-	// A plain key that fits is written with its quotes and colon in one
-	// go; any other, by string, which escapes it or finds it too large.
-	if len(b)+len(k)+2 <= MaxMessageBytes && plainPrefix(k) == len(k) {
-		b = append(b, '"')
-		b = append(b, k...)
-		e.buf = append(b, '"', ':')
+	// A plain key that fits, comma included, is written as name writes
+	// it; any other, by string, which escapes it or finds it too large.
+	if len(o.e.buf)+len(k)+3 <= MaxMessageBytes && plainPrefix(k) == len(k) {
+		o.name(k)
 		return
 	}
-	e.buf = b
-	e.string(k)
-	e.buf = append(e.buf, ':')
+	if !o.empty {
+		o.e.buf = append(o.e.buf, ',')
+	}
+	o.empty = false
+	o.e.string(k)
+	o.e.buf = append(o.e.buf, ':')
 }
 
 // name writes a member name that needs no escaping (the SDK's own).

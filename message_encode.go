@@ -202,7 +202,8 @@ func fieldError(typ, field string, err error) error {
 // the library is the batch's alone (the envelope's context), and a library
 // the caller set is written as it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
-	w := contextWriter{o: e.openObject()}
+	e.buf = append(e.buf, '{')
+	w := contextWriter{o: object{e: e, empty: true}}
 	if !e.v3Wire {
 		w.member("library")
 		e.buf = append(e.buf, libraryJSON...)
