@@ -1,6 +1,8 @@
 package analytics
 
 import (
+	"iter"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -410,34 +412,24 @@ func boxKept(v any) int {
 // itself) costs nothing more instead of overflowing the stack.
 func valueKept(v any, depth int) int {
 	n := boxKept(v)
+	var members iter.Seq[any]
 	switch v := v.(type) {
 	case map[string]any:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case Properties:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case Traits:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case Integrations:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case []any:
-		if depth < maxDepth {
-			for _, e := range v {
-				n += valueKept(e, depth+1)
-			}
-		}
+		members = slices.Values(v)
 	case []string:
-		n += len(v) * boxBytes // as the encoder tallies its strings
+		return n + len(v)*boxBytes // as the encoder tallies its strings
 	}
-	return n
-}
-
-// membersKept is valueKept of the members of a map at depth (counting the
-// map itself), if the encoder goes that deep.
-func membersKept(m map[string]any, depth int) int {
-	n := 0
-	if depth <= maxDepth {
-		for _, v := range m {
-			n += valueKept(v, depth)
+	if members != nil && depth < maxDepth {
+		for m := range members {
+			n += valueKept(m, depth+1)
 		}
 	}
 	return n
