@@ -509,10 +509,9 @@ func (e *encoder) float(f float64, bits int) error {
 	}
 	abs := math.Abs(f)
 	format := byte('f')
-	if abs != 0 {
-		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
-			format = 'e'
-		}
+	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
+		bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
+		format = 'e'
 	}
 	e.buf = strconv.AppendFloat(e.buf, f, format, -1, bits)
 	if format == 'e' {

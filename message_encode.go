@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,8 +225,7 @@ func (e *encoder) encodeContext(c *Context) error {
 		return w.err
 	}
 	if len(c.IP) > 0 {
-		w.member("ip")
-		e.string(c.IP.String())
+		w.str("ip", c.IP.String())
 	}
 	if c.Direct {
 		w.member("direct")
@@ -248,16 +248,15 @@ func (e *encoder) encodeContext(c *Context) error {
 		if !e.fits(5 * (len(c.Extra) - len(written))) {
 			return errStop
 		}
-		keys := make([]string, 0, len(c.Extra))
-		for k, v := range c.Extra {
-			if !slices.Contains(written, k) {
-				keys = append(keys, k)
-			} else if e.countKept {
-				e.kept += valueKept(v, 0) // kept, though a field wins on the wire
-			}
-		}
+		keys := slices.AppendSeq(make([]string, 0, len(c.Extra)), maps.Keys(c.Extra))
 		slices.Sort(keys)
 		for _, k := range keys {
+			if slices.Contains(written, k) {
+				if e.countKept {
+					e.kept += valueKept(c.Extra[k], 0) // kept, though a field wins on the wire
+				}
+				continue
+			}
 			w.o.key(k)
 			if err := e.value(c.Extra[k]); err != nil {
 				return within(".Extra["+strconv.Quote(k)+"]", err)
