@@ -158,8 +158,8 @@ func (o *object) str(k, v string) {
 
 // appendPlainMember appends the member "k":"v" to b, after a comma unless
 // it is the first: k and v need no escaping, and the caller has checked
-// that they fit.
-func appendPlainMember(b []byte, first bool, k, v string) []byte {
+// that they fit (or writes a generated messageId, which does).
+func appendPlainMember[V string | []byte](b []byte, first bool, k string, v V) []byte {
 	if !first {
 		b = append(b, ',')
 	}

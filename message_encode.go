@@ -131,10 +131,7 @@ func (e *encoder) head(typ, id string, genID []byte, ts time.Time, anonymousID, 
 	if id != "" {
 		o.str("messageId", id)
 	} else {
-		o.name("messageId")
-		e.buf = append(e.buf, '"')
-		e.buf = append(e.buf, genID...)
-		e.buf = append(e.buf, '"')
+		e.buf = appendPlainMember(e.buf, false, "messageId", genID)
 	}
 	o.time("timestamp", ts)
 	o.str("anonymousId", anonymousID)
