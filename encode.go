@@ -629,12 +629,12 @@ func (e *encoder) escaped(s string, i int) {
 			i++
 			continue
 		}
-		r, size := rune(c), 1
-		if c >= utf8.RuneSelf {
-			if r, size = utf8.DecodeRuneInString(s[i:]); size > 1 && r != '\u2028' && r != '\u2029' {
-				i += size // a rune written as it is
-				continue
-			}
+		// A byte to escape decodes as itself; a byte that is not UTF-8, as
+		// RuneError of size 1.
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if size > 1 && r != '\u2028' && r != '\u2029' {
+			i += size // a rune written as it is
+			continue
 		}
 		e.buf = append(e.buf, s[start:i]...)
 		switch r {
