@@ -157,22 +157,18 @@ func (c *Context) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
+	// json.Number keeps large integers exact; encoding writes it back as
+	// it came. b is valid JSON: Unmarshal has checked it.
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
 		return err
 	}
 	*c = Context(p)
-	for k, raw := range m {
+	for k, v := range m {
 		if slices.Contains(contextFields[:], k) {
 			continue
-		}
-		// json.Number keeps large integers exact; encoding writes it back
-		// as it came.
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return err
 		}
 		if c.Extra == nil {
 			c.Extra = map[string]any{}

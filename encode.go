@@ -108,33 +108,23 @@ type object struct {
 	empty bool
 }
 
-func (e *encoder) openObject() object {
-	e.buf = append(e.buf, '{')
-	return object{e: e, empty: true}
-}
-
 func (o *object) close() { o.e.buf = append(o.e.buf, '}') }
 
 // key writes a member name from the caller's data, escaped as any JSON
 // string, with the comma before it when needed and the colon after it.
 func (o *object) key(k string) {
-	e := o.e
-	b := e.buf // a local: appends to e.buf would reload it each time
-	if !o.empty {
-		b = append(b, ',')
-	}
-	o.empty = false
-	// A plain key that fits is written with its quotes and colon in one
-	// go; any other, by string, which escapes it or finds it too large.
-	if len(b)+len(k)+2 <= MaxMessageBytes && plainPrefix(k) == len(k) {
-		b = append(b, '"')
-		b = append(b, k...)
-		e.buf = append(b, '"', ':')
+	// A plain key that fits, comma included, is written as name writes
+	// it; any other, by string, which escapes it or finds it too large.
+	if len(o.e.buf)+len(k)+3 <= MaxMessageBytes && plainPrefix(k) == len(k) {
+		o.name(k)
 		return
 	}
-	e.buf = b
-	e.string(k)
-	e.buf = append(e.buf, ':')
+	if !o.empty {
+		o.e.buf = append(o.e.buf, ',')
+	}
+	o.empty = false
+	o.e.string(k)
+	o.e.buf = append(o.e.buf, ':')
 }
 
 // name writes a member name that needs no escaping (the SDK's own).
@@ -168,8 +158,8 @@ func (o *object) str(k, v string) {
 
 // appendPlainMember appends the member "k":"v" to b, after a comma unless
 // it is the first: k and v need no escaping, and the caller has checked
-// that they fit.
-func appendPlainMember(b []byte, first bool, k, v string) []byte {
+// that they fit (or writes a generated messageId, which does).
+func appendPlainMember[V string | []byte](b []byte, first bool, k string, v V) []byte {
 	if !first {
 		b = append(b, ',')
 	}
@@ -222,16 +212,6 @@ func (c *timeCache) append(dst []byte, t time.Time) []byte {
 	return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
-// fields writes the map member k, omitted when m is empty. Its errors name
-// no field: the caller does (see tail).
-func (o *object) fields(k string, m map[string]any) error {
-	if len(m) == 0 {
-		return nil
-	}
-	o.name(k)
-	return o.e.object(m)
-}
-
 // object writes a map with sorted keys, so that the same map always
 // encodes to the same bytes.
 func (e *encoder) object(m map[string]any) error {
@@ -251,21 +231,10 @@ func (e *encoder) object(m map[string]any) error {
 	}
 	pairs := e.pairs[start:]
 	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.k, b.k) })
-	o := e.openObject()
-	for _, p := range pairs {
-		o.key(p.k)
-		if err := e.value(p.v); err != nil {
-			return within("["+strconv.Quote(p.k)+"]", err)
-		}
-		if e.stopped() {
-			return errStop
-		}
-	}
-	o.close()
+	err := e.members(pairs, nil)
 	clear(pairs)
 	e.pairs = e.pairs[:start]
-	e.depth--
-	return nil
+	return err
 }
 
 // smallObject is object for a map of at most smallMap members, the most
@@ -285,9 +254,19 @@ func (e *encoder) smallObject(m map[string]any) error {
 	}
 	var order [smallMap]uint8
 	keyOrder(members[:n], &order)
+	return e.members(members[:n], order[:n])
+}
+
+// members writes an object of the members of a map, in the order of
+// order (their indices), or as they are when order is nil, and ends the
+// depth object counted.
+func (e *encoder) members(members []pair, order []uint8) error {
 	b := append(e.buf, '{')
-	for j, i := range order[:n] {
-		p := &members[i]
+	for j := range members {
+		p := &members[j]
+		if order != nil {
+			p = &members[order[j]]
+		}
 		// A plain key with a plain string value that fit, the most common
 		// member, is written at once into b, a local: one store of e.buf
 		// per map instead of several per member.
@@ -428,30 +407,14 @@ func (e *encoder) value(v any) error {
 	switch v := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)
-	case string:
-		e.string(v)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, v)
 	case int:
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int8:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int16:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int32:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int64:
-		e.buf = strconv.AppendInt(e.buf, v, 10)
-	case uint:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint8:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint16:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint32:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint64:
-		e.buf = strconv.AppendUint(e.buf, v, 10)
+	case int8, int16, int32, int64:
+		e.buf = strconv.AppendInt(e.buf, reflect.ValueOf(v).Int(), 10)
+	case uint, uint8, uint16, uint32, uint64:
+		e.buf = strconv.AppendUint(e.buf, reflect.ValueOf(v).Uint(), 10)
 	case float64:
 		return e.float(v, 64)
 	case float32:
@@ -546,10 +509,9 @@ func (e *encoder) float(f float64, bits int) error {
 	}
 	abs := math.Abs(f)
 	format := byte('f')
-	if abs != 0 {
-		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
-			format = 'e'
-		}
+	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
+		bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
+		format = 'e'
 	}
 	e.buf = strconv.AppendFloat(e.buf, f, format, -1, bits)
 	if format == 'e' {
@@ -667,12 +629,12 @@ func (e *encoder) escaped(s string, i int) {
 			i++
 			continue
 		}
-		r, size := rune(c), 1
-		if c >= utf8.RuneSelf {
-			if r, size = utf8.DecodeRuneInString(s[i:]); size > 1 && r != '\u2028' && r != '\u2029' {
-				i += size // a rune written as it is
-				continue
-			}
+		// A byte to escape decodes as itself; a byte that is not UTF-8, as
+		// RuneError of size 1.
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if size > 1 && r != '\u2028' && r != '\u2029' {
+			i += size // a rune written as it is
+			continue
 		}
 		e.buf = append(e.buf, s[start:i]...)
 		switch r {

@@ -1,6 +1,8 @@
 package analytics
 
 import (
+	"iter"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -308,46 +310,32 @@ func keptTime(t, def time.Time) time.Time {
 //
 // The strings are counted by the encoded JSON, which writes each of them
 // once, quoted, with its key: less the members every message writes from no
-// string of its own (type, timestamp, context.library). The message struct,
-// its Context and the slots of its maps are counted here, from msg. The
-// rest is reached: what the encoder tallied, with countKept, as it wrote
-// msg: every value a map or slice holds in an interface, by boxKept, and
-// every Context.Extra member a field wins over, by valueKept.
+// string of its own (type, timestamp, context.library). The message struct
+// is counted here, from msg. The rest is reached: what the encoder
+// tallied, with countKept, as it wrote msg: its Context and the slots of
+// its maps (by tail), every value a map or slice holds in an interface, by
+// boxKept, and every Context.Extra member a field wins over, by valueKept.
 // BenchmarkKeptMessage measures the estimate against the real cost:
 // TestKeptEstimateFollowsHeap holds it to within a stated factor for the
 // shapes users send. Tallied as the encoder goes, it costs a type switch
 // per value, where a second walk over msg's maps cost 8 to 10% more per
 // Enqueue with a callback (instructions, with 5 and 20 properties).
 func keptBytes(msg Message, encoded []byte, reached int) int {
-	n := max(len(encoded)-envelopeBytes, 0) + reached
-	// The message struct: kept hands back a value of one of the
-	// six types, whose size this is.
-	switch m := msg.(type) {
-	case Track:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + slotsKept(m.Properties) + slotsKept(m.Integrations)
-	case Identify:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + slotsKept(m.Traits) + slotsKept(m.Integrations)
-	case Page:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + slotsKept(m.Properties) + slotsKept(m.Integrations)
-	case Screen:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + slotsKept(m.Properties) + slotsKept(m.Integrations)
-	case Group:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + slotsKept(m.Traits) + slotsKept(m.Integrations)
-	case Alias:
-		n += int(unsafe.Sizeof(m)) + contextKept(m.Context) + slotsKept(m.Integrations)
-	}
-	return n
+	// The message struct: kept hands back a value of one of the six
+	// types, whose size this is.
+	return max(len(encoded)-envelopeBytes, 0) + reached + int(reflect.TypeOf(msg).Size())
 }
 
-// contextKept is what a Context holds beyond its strings and its maps'
-// members: its struct, its IP, and the slots of its Traits and Extra.
+// contextKept is what a copy of c (Context.kept) holds beyond its strings
+// and its maps' members: its struct, its IP, and the slots of its Traits
+// and Extra. The copy's IP is a clone, as long as c's.
 func contextKept(c *Context) int {
 	if c == nil {
 		return 0
 	}
 	n := contextBytes + slotsKept(c.Traits) + slotsKept(c.Extra)
 	if len(c.IP) > 0 {
-		n += max(cap(c.IP), ipBytes)
+		n += max(len(c.IP), ipBytes)
 	}
 	return n
 }
@@ -424,34 +412,24 @@ func boxKept(v any) int {
 // itself) costs nothing more instead of overflowing the stack.
 func valueKept(v any, depth int) int {
 	n := boxKept(v)
+	var members iter.Seq[any]
 	switch v := v.(type) {
 	case map[string]any:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case Properties:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case Traits:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case Integrations:
-		n += membersKept(v, depth+1)
+		members = maps.Values(v)
 	case []any:
-		if depth < maxDepth {
-			for _, e := range v {
-				n += valueKept(e, depth+1)
-			}
-		}
+		members = slices.Values(v)
 	case []string:
-		n += len(v) * boxBytes // as the encoder tallies its strings
+		return n + len(v)*boxBytes // as the encoder tallies its strings
 	}
-	return n
-}
-
-// membersKept is valueKept of the members of a map at depth (counting the
-// map itself), if the encoder goes that deep.
-func membersKept(m map[string]any, depth int) int {
-	n := 0
-	if depth <= maxDepth {
-		for _, v := range m {
-			n += valueKept(v, depth)
+	if members != nil && depth < maxDepth {
+		for m := range members {
+			n += valueKept(m, depth+1)
 		}
 	}
 	return n

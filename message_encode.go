@@ -2,8 +2,8 @@ package analytics
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,16 +40,17 @@ func (e *encoder) newID() {
 	e.random.fill(u[:])
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // the RFC 9562 variant
-	// As u.String() writes it, without allocating a string per id.
-	hex.Encode(e.id[0:8], u[0:4])
-	e.id[8] = '-'
-	hex.Encode(e.id[9:13], u[4:6])
-	e.id[13] = '-'
-	hex.Encode(e.id[14:18], u[6:8])
-	e.id[18] = '-'
-	hex.Encode(e.id[19:23], u[8:10])
-	e.id[23] = '-'
-	hex.Encode(e.id[24:36], u[10:16])
+	// As u.String() writes it, without allocating a string per id: in
+	// hex, with a dash before bytes 4, 6, 8 and 10.
+	j := 0
+	for i, b := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			e.id[j] = '-'
+			j++
+		}
+		e.id[j], e.id[j+1] = hexDigits[b>>4], hexDigits[b&0xF]
+		j += 2
+	}
 }
 
 // randomBytes hands out crypto/rand bytes, read from the system
@@ -78,123 +79,109 @@ func (r *randomBytes) fill(p []byte) {
 }
 
 func (m Track) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.head("track", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("event", m.Event)
-	return o.tail("analytics.Track", m.Context,
-		namedMap{"properties", m.Properties},
-		namedMap{"integrations", m.Integrations})
+	return o.tail("analytics.Track", m.Context, m.Properties, nil, m.Integrations)
 }
 
 func (m Identify) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
-	return o.tail("analytics.Identify", m.Context,
-		namedMap{"traits", m.Traits},
-		namedMap{"integrations", m.Integrations})
+	o := e.head("identify", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	return o.tail("analytics.Identify", m.Context, nil, m.Traits, m.Integrations)
 }
 
 func (m Page) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("page", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
-	o.str("name", m.Name)
-	o.str("category", m.Category)
-	return o.tail("analytics.Page", m.Context,
-		namedMap{"properties", m.Properties},
-		namedMap{"integrations", m.Integrations})
+	return m.encodeAs(e, "page", "analytics.Page", id, ts)
 }
 
+// Screen's fields are Page's: a Screen is written as a Page is.
 func (m Screen) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("screen", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	return Page(m).encodeAs(e, "screen", "analytics.Screen", id, ts)
+}
+
+// encodeAs is Page's and Screen's encode, with typ as the type and goType
+// naming the Go type in errors.
+func (m Page) encodeAs(e *encoder, typ, goType string, id []byte, ts time.Time) error {
+	o := e.head(typ, m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("name", m.Name)
 	o.str("category", m.Category)
-	return o.tail("analytics.Screen", m.Context,
-		namedMap{"properties", m.Properties},
-		namedMap{"integrations", m.Integrations})
+	return o.tail(goType, m.Context, m.Properties, nil, m.Integrations)
 }
 
 func (m Group) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
+	o := e.head("group", m.MessageId, id, orTime(m.Timestamp, ts), m.AnonymousId, m.UserId)
 	o.str("groupId", m.GroupId)
-	return o.tail("analytics.Group", m.Context,
-		namedMap{"traits", m.Traits},
-		namedMap{"integrations", m.Integrations})
+	return o.tail("analytics.Group", m.Context, nil, m.Traits, m.Integrations)
 }
 
 func (m Alias) encode(e *encoder, id []byte, ts time.Time) error {
-	o := e.openObject()
-	o.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
+	o := e.head("alias", m.MessageId, id, orTime(m.Timestamp, ts), "", m.UserId)
 	o.str("previousId", m.PreviousId)
-	return o.tail("analytics.Alias", m.Context,
-		namedMap{"integrations", m.Integrations})
+	return o.tail("analytics.Alias", m.Context, nil, nil, m.Integrations)
 }
 
-// head writes the members every message starts with: the message's own
-// MessageId, or else genID.
-func (o *object) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) {
+// head opens a message's object and writes the members every message
+// starts with: the message's own MessageId, or else genID.
+func (e *encoder) head(typ, id string, genID []byte, ts time.Time, anonymousID, userID string) object {
 	// The first member, and the SDK's own: its name and value need no
 	// escaping, and a message this short fits.
-	b := append(o.e.buf, `"type":"`...)
+	b := append(e.buf, `{"type":"`...)
 	b = append(b, typ...)
-	o.e.buf, o.empty = append(b, '"'), false
+	e.buf = append(b, '"')
+	o := object{e: e}
 	if id != "" {
 		o.str("messageId", id)
 	} else {
-		o.name("messageId")
-		o.e.buf = append(o.e.buf, '"')
-		o.e.buf = append(o.e.buf, genID...)
-		o.e.buf = append(o.e.buf, '"')
+		e.buf = appendPlainMember(e.buf, false, "messageId", genID)
 	}
 	o.time("timestamp", ts)
 	o.str("anonymousId", anonymousID)
 	o.str("userId", userID)
+	return o
 }
 
 // tail writes the members after the head (context, then the free-form
-// maps) and closes the object. A value JSON cannot hold becomes a
-// *FieldError naming typ, the field and the path inside it;
-// errStop (the message is too large) passes through as it is. With v3Wire,
-// a message without a Context has no context member, as in v3.
-func (o *object) tail(typ string, ctx *Context, maps ...namedMap) error {
+// maps, those a message has not being nil) and closes the object. A value
+// JSON cannot hold becomes a *FieldError naming typ, the field and the
+// path inside it; errStop (the message is too large) passes through as it
+// is. With v3Wire, a message without a Context has no context member, as
+// in v3. With countKept, it tallies what the message kept for the callback
+// holds beyond its strings and its maps' members: its Context and the
+// slots of its maps (see keptBytes).
+func (o *object) tail(typ string, ctx *Context, properties Properties, traits Traits, integrations Integrations) error {
+	e := o.e
+	if e.countKept {
+		e.kept += contextKept(ctx) + slotsKept(properties) + slotsKept(traits) + slotsKept(integrations)
+	}
 	switch {
-	case ctx == nil && !o.e.v3Wire:
+	case ctx == nil && !e.v3Wire:
 		// The most common context, the SDK's library alone: one append.
 		o.name("context")
-		o.e.buf = append(o.e.buf, libraryContextJSON...)
+		e.buf = append(e.buf, libraryContextJSON...)
 	case ctx != nil:
 		o.name("context")
-		if err := o.e.encodeContext(ctx); err != nil {
+		if err := e.encodeContext(ctx); err != nil {
 			return fieldError(typ, "Context", err)
 		}
 	}
-	for _, m := range maps {
-		if err := o.fields(m.key, m.m); err != nil {
-			return fieldError(typ, m.field(), err)
+	for i, m := range [...]map[string]any{properties, traits, integrations} {
+		if len(m) == 0 {
+			continue
+		}
+		o.name(messageMaps[i].key)
+		if err := e.object(m); err != nil {
+			return fieldError(typ, messageMaps[i].field, err)
 		}
 	}
 	o.close()
 	return nil
 }
 
-// namedMap is a map member of a message: its JSON key and the map.
-type namedMap struct {
-	key string
-	m   map[string]any
-}
-
-// field is the Go name of the message's field that the member writes, for
-// an error: a constant, so that an error keeps no string of the caller's
-// message (Enqueue keeps none; see enqueue).
-func (n namedMap) field() string {
-	switch n.key {
-	case "properties":
-		return "Properties"
-	case "traits":
-		return "Traits"
-	}
-	return "Integrations"
+// messageMaps are the JSON keys and the Go field names of a message's
+// maps, in the order tail writes them. The names are constants, so that
+// an error keeps no string of the caller's message (Enqueue keeps none;
+// see enqueue).
+var messageMaps = [...]struct{ key, field string }{
+	{"properties", "Properties"}, {"traits", "Traits"}, {"integrations", "Integrations"},
 }
 
 func fieldError(typ, field string, err error) error {
@@ -213,116 +200,108 @@ func fieldError(typ, field string, err error) error {
 // the library is the batch's alone (the envelope's context), and a library
 // the caller set is written as it is, as v3 did.
 func (e *encoder) encodeContext(c *Context) error {
-	o := e.openObject()
+	e.buf = append(e.buf, '{')
+	w := contextWriter{o: object{e: e, empty: true}}
 	if !e.v3Wire {
-		o.name("library")
+		w.member("library")
 		e.buf = append(e.buf, libraryJSON...)
 	}
-	var names [len(contextFields) + 1]string // and library
-	written := names[:0]
-	if !e.v3Wire {
-		written = append(written, "library")
+	contextPart(&w, "app", c.App)
+	contextPart(&w, "campaign", c.Campaign)
+	contextPart(&w, "device", c.Device)
+	if e.v3Wire {
+		contextPart(&w, "library", c.Library)
 	}
-	for _, s := range [...]struct {
-		name string
-		zero bool
-	}{
-		{"app", c.App == AppInfo{}},
-		{"campaign", c.Campaign == CampaignInfo{}},
-		{"device", c.Device == DeviceInfo{}},
-		{"library", !e.v3Wire || c.Library == LibraryInfo{}},
-		{"location", c.Location == LocationInfo{}},
-		{"network", c.Network == NetworkInfo{}},
-		{"os", c.OS == OSInfo{}},
-		{"page", c.Page == PageInfo{}},
-		{"referrer", c.Referrer == ReferrerInfo{}},
-		{"screen", c.Screen == ScreenInfo{}},
-	} {
-		if s.zero {
-			continue
-		}
-		written = append(written, s.name)
-		o.name(s.name)
-		if err := e.marshal(c.part(s.name)); err != nil {
-			return within("."+s.name, err)
-		}
+	contextPart(&w, "location", c.Location)
+	contextPart(&w, "network", c.Network)
+	contextPart(&w, "os", c.OS)
+	contextPart(&w, "page", c.Page)
+	contextPart(&w, "referrer", c.Referrer)
+	contextPart(&w, "screen", c.Screen)
+	if w.err != nil {
+		return w.err
 	}
 	if len(c.IP) > 0 {
-		written = append(written, "ip")
-		o.name("ip")
-		e.string(c.IP.String())
+		w.str("ip", c.IP.String())
 	}
 	if c.Direct {
-		written = append(written, "direct")
-		o.name("direct")
+		w.member("direct")
 		e.buf = append(e.buf, "true"...)
 	}
-	for _, s := range [...]struct{ name, v string }{
-		{"locale", c.Locale}, {"groupId", c.GroupID}, {"timezone", c.Timezone}, {"userAgent", c.UserAgent},
-	} {
-		if s.v != "" {
-			written = append(written, s.name)
-		}
-		o.str(s.name, s.v)
-	}
+	w.str("locale", c.Locale)
+	w.str("groupId", c.GroupID)
+	w.str("timezone", c.Timezone)
+	w.str("userAgent", c.UserAgent)
 	if len(c.Traits) > 0 {
-		written = append(written, "traits")
-		o.name("traits")
+		w.member("traits")
 		if err := e.object(c.Traits); err != nil {
 			return within(".Traits", err)
 		}
 	}
 	if len(c.Extra) > 0 {
+		written := w.written[:w.n]
 		// Members other than those written take at least `,"":0` each:
 		// refuse before sorting their keys.
 		if !e.fits(5 * (len(c.Extra) - len(written))) {
 			return errStop
 		}
-		keys := make([]string, 0, len(c.Extra))
-		for k, v := range c.Extra {
-			if !slices.Contains(written, k) {
-				keys = append(keys, k)
-			} else if e.countKept {
-				e.kept += valueKept(v, 0) // kept, though a field wins on the wire
-			}
-		}
+		keys := slices.AppendSeq(make([]string, 0, len(c.Extra)), maps.Keys(c.Extra))
 		slices.Sort(keys)
 		for _, k := range keys {
-			o.key(k)
+			if slices.Contains(written, k) {
+				if e.countKept {
+					e.kept += valueKept(c.Extra[k], 0) // kept, though a field wins on the wire
+				}
+				continue
+			}
+			w.o.key(k)
 			if err := e.value(c.Extra[k]); err != nil {
 				return within(".Extra["+strconv.Quote(k)+"]", err)
 			}
 		}
 	}
-	o.close()
+	w.o.close()
 	return nil
 }
 
-// part returns the Context's struct member written under name, boxed:
-// encodeContext boxes only the members it writes, each a small
-// allocation.
-func (c *Context) part(name string) any {
-	switch name {
-	case "app":
-		return c.App
-	case "campaign":
-		return c.Campaign
-	case "device":
-		return c.Device
-	case "library":
-		return c.Library
-	case "location":
-		return c.Location
-	case "network":
-		return c.Network
-	case "os":
-		return c.OS
-	case "page":
-		return c.Page
-	case "referrer":
-		return c.Referrer
+// contextWriter writes the members of a Context, keeping the names of
+// those written, which win over the Extra members of the same names, and
+// the first error of its struct members.
+type contextWriter struct {
+	o       object
+	written [len(contextFields)]string
+	n       int // of written
+	err     error
+}
+
+// member writes the name of a member, and keeps it.
+func (w *contextWriter) member(name string) {
+	w.written[w.n] = name
+	w.n++
+	w.o.name(name)
+}
+
+// str writes a string member, unless empty.
+func (w *contextWriter) str(name, v string) {
+	if v != "" {
+		w.written[w.n] = name
+		w.n++
+		w.o.str(name, v)
 	}
-	return c.Screen
+}
+
+// contextPart writes the struct member name of a Context, unless it is
+// zero or an earlier one failed, through encoding/json: only a member that
+// is set is boxed, each a small allocation.
+func contextPart[T comparable](w *contextWriter, name string, v T) {
+	var zero T
+	if w.err != nil || v == zero {
+		return
+	}
+	w.member(name)
+	if err := w.o.e.marshal(v); err != nil {
+		w.err = within("."+name, err)
+	}
 }
 
 // libraryJSON is context.library as every message carries it.
