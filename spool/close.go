@@ -58,7 +58,7 @@ func (s *Spool) closeLocked() error {
 	for s.decided < s.written || s.syncRunning { // Appends in a group commit, the syncer's last sync
 		s.cond.Wait()
 	}
-	var errs []error // errors.Join drops the nils
+	var errs []error   // errors.Join drops the nils
 	files := s.retired // retired since the syncer's last sync: unsynced, as the active one may be
 	s.retired = nil
 	if a := s.active; a != nil {

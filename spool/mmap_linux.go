@@ -5,7 +5,6 @@ package spool
 import (
 	"errors"
 	"os"
-	"slices"
 	"syscall"
 )
 
@@ -19,10 +18,9 @@ import (
 // one with writes, 0.61-0.68 mapped, against a bound of half.)
 
 // osMapped is an *os.File as a mapper: fallocate (or the FS's Allocate),
-// mmap and munmap on its descriptor, used only while its File is open: the
-// active segment's, under Spool.mu.
+// mmap and munmap on its descriptor.
 type osMapped struct {
-	fd      int
+	conn    syscall.RawConn
 	allocFd func(fd int, size int64) error
 }
 
@@ -33,16 +31,33 @@ func osMapper(f File, allocate func(fd int, size int64) error) mapper {
 	if !ok {
 		return nil
 	}
+	conn, err := of.SyscallConn()
+	if err != nil {
+		return nil
+	}
 	if allocate == nil {
 		allocate = fallocate
 	}
-	return &osMapped{fd: int(of.Fd()), allocFd: allocate}
+	return &osMapped{conn: conn, allocFd: allocate}
 }
 
-func (o *osMapped) allocate(size int64) error { return o.allocFd(o.fd, size) }
+func (o *osMapped) allocate(size int64) error {
+	var aerr error
+	if err := o.conn.Control(func(fd uintptr) { aerr = o.allocFd(int(fd), size) }); err != nil {
+		return errors.Join(errors.ErrUnsupported, err)
+	}
+	return aerr
+}
 
 func (o *osMapped) mmap(off int64, n int) ([]byte, error) {
-	return syscall.Mmap(o.fd, off, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	var win []byte
+	var merr error
+	if err := o.conn.Control(func(fd uintptr) {
+		win, merr = syscall.Mmap(int(fd), off, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	}); err != nil {
+		return nil, err
+	}
+	return win, merr
 }
 
 func (o *osMapped) munmap(b []byte) error { return syscall.Munmap(b) }
@@ -51,9 +66,12 @@ func (o *osMapped) munmap(b []byte) error { return syscall.Munmap(b) }
 // file system, the kernel, a sandbox) rather than of space: the segment
 // is then written, not mapped.
 func unsupported(err error) bool {
-	return slices.ContainsFunc([]syscall.Errno{syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.ENODEV, syscall.EPERM}, func(e syscall.Errno) bool {
-		return errors.Is(err, e)
-	})
+	for _, e := range []syscall.Errno{syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.ENODEV, syscall.EPERM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // fallocate reserves the blocks of the file's first size bytes, and makes
