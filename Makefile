@@ -5,9 +5,14 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 15s
 
-.PHONY: test vet staticcheck unit modules stress e2e demo bench bench-packages fleet fleet-quiet fuzz
+.PHONY: test fmt vet staticcheck unit modules stress e2e demo bench bench-packages fleet fleet-quiet fuzz
 
-test: vet staticcheck unit modules
+test: fmt vet staticcheck unit modules
+
+# Every Go file as gofmt writes it, in every module: it lists any that
+# is not and fails.
+fmt:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
