@@ -82,8 +82,7 @@ type LoopConfig struct {
 type Loop struct {
 	cfg LoopConfig
 
-	wake      chan struct{} // Wake: the queue or the backlog changed
-	flushReq  chan uint64   // Flush: send everything numbered below this
+	wake      chan struct{} // Wake: the queue or the backlog changed, or a Flush asked for more
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
 	batches   chan struct{} // a token per batch cut and not yet finished: see send
@@ -94,10 +93,11 @@ type Loop struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// mu guards inflight, batchEnded and flushesEnded: what Flush
-	// waits for.
-	mu       sync.Mutex
-	inflight []uint64 // Seq of every batch being uploaded
+	// mu guards flushAsked, and inflight, batchEnded and flushesEnded:
+	// what Flush waits for.
+	mu         sync.Mutex
+	flushAsked uint64   // Flush: send everything numbered below this
+	inflight   []uint64 // Seq of every batch being uploaded
 	// batchEnded is closed (and set to nil) when a batch ends or
 	// EndFlushes runs, so that the Flush calls waiting look again; nil
 	// while no Flush waits.
@@ -111,12 +111,11 @@ type Loop struct {
 // NewLoop returns a Loop for cfg, not started. It does not validate cfg.
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{
-		cfg:      cfg,
-		wake:     make(chan struct{}, 1),
-		flushReq: make(chan uint64),
-		closing:  make(chan struct{}),
-		batches:  make(chan struct{}, batchesInFlight*cap(cfg.Uploader.requests)),
-		done:     make(chan struct{}),
+		cfg:     cfg,
+		wake:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		batches: make(chan struct{}, batchesInFlight*cap(cfg.Uploader.requests)),
+		done:    make(chan struct{}),
 	}
 	l.cfg.Logger = cmp.Or(l.cfg.Logger, slog.New(slog.DiscardHandler))
 	l.cfg.Damaged = cmp.Or(l.cfg.Damaged, errDamaged)
@@ -230,8 +229,6 @@ func (l *Loop) loop() {
 		case <-timer.C:
 			flushTo = l.cfg.Accepted()
 			timer.Reset(l.cfg.FlushInterval)
-		case t := <-l.flushReq:
-			flushTo = max(flushTo, t)
 		case <-closing:
 			closing, flushTo = nil, math.MaxUint64
 		case <-l.ctx.Done():
@@ -241,13 +238,17 @@ func (l *Loop) loop() {
 }
 
 // wantCut reports whether a batch is due (SPEC §3): FlushAt events are
-// queued, or events are queued that a flush asked for, or the queue is as
-// full as it gets while more wait in the backlog.
+// queued, or events are queued that a flush asked for (flushTo, the
+// loop's, or a Flush call's), or the queue is as full as it gets while
+// more wait in the backlog.
 func (l *Loop) wantCut(flushTo uint64, backlog bool) bool {
 	n := l.cfg.Queue.Len()
 	if n >= l.cfg.FlushAt || backlog && n > 0 {
 		return true
 	}
+	l.mu.Lock()
+	flushTo = max(flushTo, l.flushAsked)
+	l.mu.Unlock()
 	_, taken := l.cfg.Queue.Counts()
 	return n > 0 && taken < flushTo
 }
@@ -280,29 +281,20 @@ func (l *Loop) cutOne(batch, s *slot) {
 // EndFlushes runs returns what EndFlushes says.
 func (l *Loop) Flush(ctx context.Context, target uint64) error {
 	ended, done, err := l.flushState(target)
-	if done {
-		return err
-	}
-	select {
-	case l.flushReq <- target:
-	case <-l.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	for {
+	for !done {
 		select {
 		case <-ended:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if ended, done, err = l.flushState(target); done {
-			return err
-		}
+		ended, done, err = l.flushState(target)
 	}
+	return err
 }
 
 // flushState tells a Flush of target whether it is done, and with what,
-// and if not, the channel closed when it should look again.
+// and if not, the channel closed when it should look again. A Flush not
+// done asks the loop, once, to send what is numbered below target.
 func (l *Loop) flushState(target uint64) (ended <-chan struct{}, done bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -311,6 +303,10 @@ func (l *Loop) flushState(target uint64) (ended <-chan struct{}, done bool, err 
 		return nil, true, nil
 	case l.flushesEnded:
 		return nil, true, l.flushErr
+	}
+	if target > l.flushAsked {
+		l.flushAsked = target
+		l.Wake()
 	}
 	if l.batchEnded == nil {
 		l.batchEnded = make(chan struct{})

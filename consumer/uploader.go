@@ -196,7 +196,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 	// over MaxBodyBytes or more events than the API takes in a request, is
 	// split before it is sent (SPEC §3). A single event always fits: the
 	// analytics package refuses events over MaxMessageBytes at Enqueue.
-	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events)+u.env.size() > u.cfg.MaxBodyBytes {
+	if len(events) > defaults.MaxBatchEvents || len(events) > 1 && eventsLen(events) > u.eventBytes() {
 		u.split(ctx, slot, events, report)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -84,15 +85,7 @@ func parseDeltaSeconds(value string) (time.Duration, error) {
 
 // isDigits reports whether s is non-empty and all ASCII digits.
 func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 }
 
 // invalid builds the error for a rejected value: it wraps ErrInvalid, quotes
