@@ -29,7 +29,7 @@ type doneFile struct {
 	// no longer counted, if this Open sets DONE aside too.
 	aside int64
 	ids   []ID   // Ack's ids, sorted
-	runs  ranges // one segment's new runs, in Ack
+	runs  []span // one segment's new runs, in Ack
 	// buf builds the done records of one write to DONE, each framed as a
 	// segment's record is (appendFrame); pay is the payload of the one
 	// being built: uvarint triples (segment, first ordinal, count), cut
@@ -127,15 +127,23 @@ func (s *Spool) handedBelow(seg *segment) uint32 {
 func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) {
 	d := &s.done
 	runs := d.runs[:0]
-	for _, id := range ids {
-		// Handed, and not done before (nor a duplicate, done by then).
-		if id.N < limit && s.markDone(seg, id.N, id.N+1) > 0 {
-			runs.add(id.N, id.N+1)
+	for k, id := range ids {
+		n := id.N
+		switch {
+		case n >= limit || k > 0 && ids[k-1].N == n || seg.done.has(n):
+			// never handed, a duplicate, or done already
+		case len(runs) > 0 && runs[len(runs)-1].hi == n:
+			runs[len(runs)-1].hi++
+		default:
+			runs = append(runs, span{n, n + 1})
 		}
 	}
 	d.runs = runs
 	if len(runs) == 0 {
 		return
+	}
+	for _, r := range runs {
+		s.markDone(seg, r.lo, r.hi)
 	}
 	if seg.live == 0 {
 		if seg == s.active && !s.ackFits(int64(len(d.buf)+frameSize+len(d.pay)+len(runs)*maxRunBytes)) {
