@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"slices"
 )
@@ -31,12 +30,13 @@ type doneFile struct {
 	aside int64
 	ids   []ID   // Ack's ids, sorted
 	runs  []span // one segment's new runs, in Ack
-	// buf builds the done records of one write to DONE: uvarint triples
-	// (segment, first ordinal, count), a record cut every maxAckPayload
-	// bytes, the one being built beginning at start; added counts the
-	// runs added.
+	// buf builds the done records of one write to DONE, each framed as a
+	// segment's record is (appendFrame); pay is the payload of the one
+	// being built: uvarint triples (segment, first ordinal, count), cut
+	// into a record every maxAckPayload bytes. added counts the runs
+	// added.
 	buf   []byte
-	start int
+	pay   []byte
 	added int
 }
 
@@ -125,7 +125,8 @@ func (s *Spool) handedBelow(seg *segment) uint32 {
 // (SPEC §11.6), or adds their runs to the write being built in s.done.
 // s.mu is held.
 func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) {
-	runs := s.done.runs[:0]
+	d := &s.done
+	runs := d.runs[:0]
 	for k, id := range ids {
 		n := id.N
 		switch {
@@ -137,7 +138,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) {
 			runs = append(runs, span{n, n + 1})
 		}
 	}
-	s.done.runs = runs
+	d.runs = runs
 	if len(runs) == 0 {
 		return
 	}
@@ -145,7 +146,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) {
 		s.markDone(seg, r.lo, r.hi)
 	}
 	if seg.live == 0 {
-		if seg == s.active && !s.ackFits(int64(len(s.done.buf)+len(runs)*maxRunBytes)) {
+		if seg == s.active && !s.ackFits(int64(len(d.buf)+frameSize+len(d.pay)+len(runs)*maxRunBytes)) {
 			// It is finished, and its runs would take the files over
 			// MaxBytes: retire it, as makeRoom would, so that it goes
 			// and needs none. (A record alone in the spool may fill
@@ -158,7 +159,7 @@ func (s *Spool) ackRuns(seg *segment, ids []ID, limit uint32) {
 		}
 	}
 	for _, r := range runs {
-		s.done.run(seg.num, r.lo, r.hi-r.lo)
+		d.run(seg.num, r.lo, r.hi-r.lo)
 	}
 }
 
@@ -219,31 +220,23 @@ func (s *Spool) compactAt() int64 {
 // begin starts building the done records of one write to DONE in d.buf,
 // after b: a header, or nothing. s.mu is held.
 func (d *doneFile) begin(b []byte) {
-	d.buf, d.added = b, 0
-	d.record()
-}
-
-// record begins a done record, its frame left for end to fill.
-func (d *doneFile) record() {
-	d.start = len(d.buf)
-	d.buf = append(d.buf, 0, 0, 0, 0, 0, 0, 0, 0)
+	d.buf, d.pay, d.added = b, d.pay[:0], 0
 }
 
 func (d *doneFile) run(seg uint64, lo, n uint32) {
-	if len(d.buf)-d.start-frameSize >= maxAckPayload {
+	if len(d.pay) >= maxAckPayload {
 		d.end()
-		d.record()
 	}
-	d.buf = binary.AppendUvarint(d.buf, seg)
-	d.buf = binary.AppendUvarint(d.buf, uint64(lo))
-	d.buf = binary.AppendUvarint(d.buf, uint64(n))
+	d.pay = binary.AppendUvarint(d.pay, seg)
+	d.pay = binary.AppendUvarint(d.pay, uint64(lo))
+	d.pay = binary.AppendUvarint(d.pay, uint64(n))
 	d.added++
 }
 
+// end frames the record being built into d.buf, and begins the next.
 func (d *doneFile) end() {
-	p := d.buf[d.start+frameSize:]
-	binary.LittleEndian.PutUint32(d.buf[d.start:], uint32(len(p)))
-	binary.LittleEndian.PutUint32(d.buf[d.start+4:], crc32.Checksum(p, castagnoli))
+	d.buf = appendFrame(d.buf, d.pay)
+	d.pay = d.pay[:0]
 }
 
 // flushDone writes the records begun in s.done.buf to DONE, if anything, in one write; or

@@ -49,7 +49,8 @@ func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 			break
 		}
 		if s.curN >= seg.records {
-			s.next()
+			s.next(seg)
+			s.reclaimIfDone(seg)
 			continue
 		}
 		n := s.curN
@@ -108,10 +109,9 @@ func (s *Spool) load(fn func(id ID, data []byte, recovered bool) bool, damaged f
 	return taken, nil
 }
 
-// next moves the cursor to the start of the segment after its own, and
-// removes the one it leaves if that is finished. s.mu is held.
-func (s *Spool) next() {
-	seg := s.cur
+// next moves the cursor from seg, its segment, to the start of the one
+// after it, and closes what Load read of seg. s.mu is held.
+func (s *Spool) next(seg *segment) {
 	if i := slices.Index(s.segs, seg) + 1; i > 0 && i < len(s.segs) {
 		s.cur, s.curN, s.curOff = s.segs[i], 0, int64(headerSize)
 	} else { // the last segment: the next record appended starts the backlog
@@ -120,7 +120,6 @@ func (s *Spool) next() {
 	if s.rd.seg == seg {
 		s.rd.drop()
 	}
-	s.reclaimIfDone(seg)
 }
 
 // damage counts and logs one damaged record (what is "checksum") or

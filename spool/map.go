@@ -1,10 +1,8 @@
 package spool
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"runtime/debug"
 )
@@ -119,7 +117,6 @@ func (m *mapped) put(off int64, data []byte) (err error) {
 		}
 	}
 	b := m.win[off-m.winOff : end-m.winOff]
-	head := uint64(len(data)) | uint64(crc32.Checksum(data, castagnoli))<<32
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
@@ -130,8 +127,7 @@ func (m *mapped) put(off int64, data []byte) (err error) {
 			err = fmt.Errorf("%w: %v", errFault, r)
 		}
 	}()
-	binary.LittleEndian.PutUint64(b, head) // one store
-	copy(b[frameSize:], data)
+	appendFrame(b[:0], data) // in place: b holds the frame exactly
 	return nil
 }
 

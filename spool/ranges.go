@@ -49,12 +49,3 @@ func (r *ranges) add(lo, hi uint32) uint32 {
 	*r = slices.Replace(*r, i, j, merged)
 	return merged.hi - merged.lo - covered
 }
-
-// count returns the number of ordinals in the set.
-func (r ranges) count() uint64 {
-	n := uint64(0)
-	for _, sp := range r {
-		n += uint64(sp.hi - sp.lo)
-	}
-	return n
-}

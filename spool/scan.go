@@ -73,13 +73,11 @@ func (s *Spool) recover() error {
 		}
 	}
 	for _, seg := range slices.Clone(s.segs) {
-		seg.live = seg.records - uint32(seg.done.count())
 		s.stats.Bytes += seg.size
 		if seg.live == 0 {
 			_ = s.reclaim(seg) // finished before the crash; logged if it stays
 			continue
 		}
-		s.stats.Records += int64(seg.live)
 		if s.cur == nil {
 			s.cur, s.curOff = seg, int64(headerSize)
 		}
@@ -126,12 +124,14 @@ func (sc *scanner) segment(num uint64) error {
 	seg := &segment{num: num, recovered: true}
 	return sc.file(path, filepath.Join(sc.s.dir, fileName(num, corruptExt)), 0, segMagic, func(f File, size int64) error {
 		end, damaged, err := sc.frames(f, path, size, true, func(off int64, ok bool) bool {
+			seg.records++
+			seg.live++
+			sc.s.stats.Records++
 			if !ok {
 				sc.s.stats.Corrupt++
 				sc.s.log.Warn("spool: damaged record skipped", "file", path, "offset", off, "bad", "checksum")
-				seg.done.add(seg.records, seg.records+1)
+				sc.s.markDone(seg, seg.records-1, seg.records)
 			}
-			seg.records++
 			return seg.records < 1<<32-1 // ordinals are uint32
 		})
 		if err != nil {
@@ -205,8 +205,9 @@ func (sc *scanner) file(path, aside string, replaced int64, magic string, read f
 	return nil
 }
 
-// addRuns adds the runs of a done record's payload to the segments' done
-// sets, ordinals beyond a segment's records ignored, and marks the
+// addRuns marks the runs of a done record's payload done (markDone: the
+// counts of live records follow), ordinals beyond a segment's records
+// ignored, and marks the
 // segment numbers used: a segment removed may have runs left here. It
 // reports false for a payload that does not decode.
 func (s *Spool) addRuns(p []byte) bool {
@@ -225,7 +226,7 @@ func (s *Spool) addRuns(p []byte) bool {
 			continue
 		}
 		hi := v[1] + min(v[2], uint64(seg.records)-v[1])
-		seg.done.add(uint32(v[1]), uint32(hi))
+		s.markDone(seg, uint32(v[1]), uint32(hi))
 	}
 	return true
 }

@@ -82,9 +82,7 @@ func (s *Spool) retire(seg *segment) {
 		s.closeFile(seg.f, s.segPath(seg.num)) // or the sync running outside the lock does
 	}
 	seg.f = nil
-	if seg.live == 0 {
-		_ = s.reclaim(seg) // logged; it is tried again at Close
-	}
+	s.reclaimIfDone(seg)
 }
 
 // reclaim removes seg, whose records are all done and which is not the
@@ -123,15 +121,12 @@ func (s *Spool) reclaim(seg *segment) error {
 	if !seg.damaged {
 		s.stats.Bytes -= seg.size // a .corrupt file stays, counted, till someone removes it
 	}
-	s.segs = slices.Delete(s.segs, i, i+1)
 	if s.cur == seg {
 		// Every record left in seg is done: the backlog goes on in the
 		// next segment.
-		s.cur, s.curN, s.curOff = nil, 0, 0
-		if i < len(s.segs) {
-			s.cur, s.curOff = s.segs[i], int64(headerSize)
-		}
+		s.next(seg)
 	}
+	s.segs = slices.Delete(s.segs, i, i+1)
 	s.wakeFirst()
 	return nil
 }
