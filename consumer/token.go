@@ -219,7 +219,7 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 	}
 	defer resp.Body.Close()
 	now := time.Now()
-	if date, err := retryafter.ParseHTTPDate(resp.Header.Get("Date"), now); err == nil {
+	if date, ok := retryafter.ServerDate(resp.Header, now); ok {
 		a.skew, a.dated = date.Sub(now), true
 	}
 	body, bodyErr := io.ReadAll(io.LimitReader(resp.Body, drainBytes))

@@ -181,12 +181,12 @@ func ClassifyTokenAnswer(status int, header http.Header, now time.Time) Result {
 // 10^8 is a Unix time (a delay of 3 years is none), in seconds below 10^11
 // (the year 5138) and in milliseconds from it (1973 on); anything else is
 // read as a Retry-After is. A time counts from the answer's Date, the
-// server's clock, when valid, else from now.
+// server's clock, when retryafter.ServerDate reads one, else from now.
 func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("X-RateLimit-Reset"))
-	ref := now
-	if t, err := retryafter.ParseHTTPDate(strings.TrimSpace(h.Get("Date")), now); err == nil {
-		ref = t
+	ref, ok := retryafter.ServerDate(h, now)
+	if !ok {
+		ref = now
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 1e8 {
 		at := time.Unix(n, 0)

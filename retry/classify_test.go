@@ -144,6 +144,12 @@ func TestClassifyTokenAnswer(t *testing.T) {
 		{"Unix seconds", 429, h("X-RateLimit-Reset", strconv.FormatInt(date.Add(20*time.Second).Unix(), 10)), rl(20 * time.Second)},
 		{"Unix milliseconds", 429, h("X-RateLimit-Reset", strconv.FormatInt(date.Add(1500*time.Millisecond).UnixMilli(), 10)), rl(1500 * time.Millisecond)},
 		{"HTTP-date", 429, h("X-RateLimit-Reset", date.Add(time.Minute).Format(http.TimeFormat)), rl(time.Minute)},
+		// Two Date lines say no one clock: the reset counts from now, as a
+		// Retry-After's HTTP-date does (retryafter.ServerDate).
+		{"Date on two lines", 429, http.Header{
+			"Date":              {date.Format(http.TimeFormat), date.Format(http.TimeFormat)},
+			"X-Ratelimit-Reset": {strconv.FormatInt(now.Add(20*time.Second).Unix(), 10)},
+		}, rl(20 * time.Second)},
 		{"Retry-After first", 429, h("Retry-After", "3", "X-RateLimit-Reset", "9"), rl(3 * time.Second)},
 		{"a reset in the past", 429, h("X-RateLimit-Reset", strconv.FormatInt(date.Add(-time.Second).Unix(), 10)), Result{Outcome: OutcomeRetryable}},
 		{"0", 429, h("X-RateLimit-Reset", "0"), Result{Outcome: OutcomeRetryable}},

@@ -15,6 +15,7 @@
 // FromHeader reads the header of a response, with the server's Date as the
 // reference time; Parse reads one field value; ParseHTTPDate reads an
 // HTTP-date alone, in any of its three forms, for other fields that carry
-// one. The package has no mutable state: every function is safe for
+// one; ServerDate reads the Date field as FromHeader does, for a caller
+// that needs the server's clock for anything else. The package has no mutable state: every function is safe for
 // concurrent use.
 package retryafter

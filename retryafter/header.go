@@ -24,14 +24,27 @@ func FromHeader(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	ref := now
-	if date, ok := singleValue(h, "Date"); ok {
-		if t, reason := parseHTTPDate(date, now); reason == "" {
-			ref = t
-		}
+	ref, ok := ServerDate(h, now)
+	if !ok {
+		ref = now
 	}
 	d, err := Parse(value, ref)
 	return d, err == nil
+}
+
+// ServerDate returns the time of the header's Date field, the server's
+// clock as it answered, when the field is on exactly one field line and
+// is a valid HTTP-date once stripped of surrounding spaces and tabs; ok is
+// false otherwise. It is the reference FromHeader reads an HTTP-date
+// Retry-After against, and now resolves an RFC 850 date's two-digit year
+// (see ParseHTTPDate).
+func ServerDate(h http.Header, now time.Time) (t time.Time, ok bool) {
+	date, ok := singleValue(h, "Date")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, reason := parseHTTPDate(date, now)
+	return t, reason == ""
 }
 
 // singleValue returns the value of the field key, stripped of surrounding

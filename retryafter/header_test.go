@@ -85,3 +85,30 @@ func TestFromHeaderCanonicalKey(t *testing.T) {
 	assert.True(t, ok, "FromHeader(%v) ok", h)
 	assert.Equal(t, 7*time.Second, d, "FromHeader(%v)", h)
 }
+
+func TestServerDate(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	date := time.Date(1994, 11, 6, 8, 49, 37, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Time
+		wantOK bool
+	}{
+		{"nil header", nil, time.Time{}, false},
+		{"absent", http.Header{"Retry-After": {"5"}}, time.Time{}, false},
+		{"IMF-fixdate", http.Header{"Date": {"Sun, 06 Nov 1994 08:49:37 GMT"}}, date, true},
+		{"RFC 850, its year resolved against now", http.Header{"Date": {"Sunday, 06-Nov-94 08:49:37 GMT"}}, date, true},
+		{"surrounding spaces and tabs stripped", http.Header{"Date": {" Sun, 06 Nov 1994 08:49:37 GMT\t"}}, date, true},
+		{"two field lines", http.Header{"Date": {"Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT"}}, time.Time{}, false},
+		{"wrong weekday", http.Header{"Date": {"Mon, 06 Nov 1994 08:49:37 GMT"}}, time.Time{}, false},
+		{"not a date", http.Header{"Date": {"yesterday"}}, time.Time{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ServerDate(tt.header, now)
+			assert.Equal(t, tt.wantOK, ok)
+			assert.True(t, tt.want.Equal(got), "got %v, want %v", got, tt.want)
+		})
+	}
+}
