@@ -176,3 +176,29 @@ func BenchmarkEncodeTrack(b *testing.B) {
 		putEncoder(e)
 	}
 }
+
+// BenchmarkEncodeTrackLongStrings is BenchmarkEncodeTrack with the long
+// strings of a web event: a URL, a title, a referrer and a browser's user
+// agent, about 340 bytes of strings the encoder scans for bytes to escape
+// (plainPrefix).
+func BenchmarkEncodeTrackLongStrings(b *testing.B) {
+	var msg Message = Track{
+		UserId: "user-1234567890",
+		Event:  "Product Viewed",
+		Properties: Properties{
+			"url":      "https://www.example.com/products/category/item-name-with-words?ref=homepage&utm_source=newsletter",
+			"title":    "A fairly long product title for an item on a shop page, as titles go",
+			"referrer": "https://www.google.com/search?q=some+search+terms+here",
+		},
+		Context: &Context{UserAgent: "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"},
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		e := getEncoder()
+		if _, err := e.encodeMessage(msg, now); err != nil {
+			b.Fatal(err)
+		}
+		putEncoder(e)
+	}
+}

@@ -545,7 +545,9 @@ var plain = func() (t [256]bool) {
 // (overlapping) make the word. Past the last whole word of a longer one,
 // the 8 bytes that end it (overlapping the word before) are one more.
 // Only a string that has a byte to escape, or is under 4 bytes, is looked
-// at byte by byte.
+// at byte by byte. Measured against a byte loop over plain (issue 26):
+// about the same on short strings, and the loop 25% slower on an event
+// of long ones (BenchmarkEncodeTrackLongStrings: 485 against 605 ns).
 func plainPrefix(s string) int {
 	n, i := len(s), 0
 	switch {
