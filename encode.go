@@ -398,13 +398,9 @@ func (e *encoder) value(v any) error {
 	if e.countKept {
 		e.kept += boxKept(v)
 	}
-	// Most values are strings: one comparison of the type, before the
-	// switch's search through every case.
-	if s, ok := v.(string); ok {
-		e.string(s)
-		return nil
-	}
 	switch v := v.(type) {
+	case string:
+		e.string(v)
 	case nil:
 		e.buf = append(e.buf, "null"...)
 	case bool:
