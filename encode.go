@@ -139,21 +139,12 @@ func (o *object) name(k string) {
 	o.e.buf = append(b, '"', ':')
 }
 
-// str writes a string member, omitted when empty. A plain value that
-// fits is written with its name at once, into a local: one store of
-// o.e.buf instead of two.
+// str writes a string member, omitted when empty.
 func (o *object) str(k, v string) {
-	if v == "" {
-		return
-	}
-	e := o.e
-	if len(e.buf)+len(k)+len(v)+6 > MaxMessageBytes || plainPrefix(v) != len(v) {
+	if v != "" {
 		o.name(k)
-		e.string(v)
-		return
+		o.e.string(v)
 	}
-	e.buf = appendPlainMember(e.buf, o.empty, k, v)
-	o.empty = false
 }
 
 // appendPlainMember appends the member "k":"v" to b, after a comma unless
@@ -398,13 +389,9 @@ func (e *encoder) value(v any) error {
 	if e.countKept {
 		e.kept += boxKept(v)
 	}
-	// Most values are strings: one comparison of the type, before the
-	// switch's search through every case.
-	if s, ok := v.(string); ok {
-		e.string(s)
-		return nil
-	}
 	switch v := v.(type) {
+	case string:
+		e.string(v)
 	case nil:
 		e.buf = append(e.buf, "null"...)
 	case bool:
