@@ -2,7 +2,6 @@ package analytics
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -189,10 +188,14 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 			p.kept = m.kept(string(p.id), p.now)
 		}
 	default:
-		c.stats.rejInvalid.Add(1)
-		return refused(msg)
+		p.err = refused(msg)
 	}
-	return p.push(ctx)
+	err := p.push(ctx)
+	if err != nil {
+		// Every refusal is counted here, by the error it returns.
+		c.stats.refused(err)
+	}
+	return err
 }
 
 // deref returns the message a pointer to one of the six types points to,
@@ -269,7 +272,6 @@ type enqueuing struct {
 // whether to encode: then p.e, p.now and p.id are set.
 func (p *enqueuing) start(invalid error, messageID string) bool {
 	if invalid != nil {
-		p.c.stats.rejInvalid.Add(1)
 		p.err = invalid
 		return false
 	}
@@ -295,11 +297,6 @@ func (p *enqueuing) start(invalid error, messageID string) bool {
 // callback.
 func (p *enqueuing) encoded(err error) bool {
 	if err = p.e.checkSize(err); err != nil {
-		if errors.Is(err, ErrMessageTooLarge) {
-			p.c.stats.rejTooLarge.Add(1)
-		} else {
-			p.c.stats.rejInvalid.Add(1)
-		}
 		p.err = err
 		return false
 	}
@@ -353,17 +350,15 @@ func (c *Client) accept(ctx context.Context, wait bool, data []byte, ev consumer
 }
 
 // refusal returns the error an enqueue returns when the queue refuses its
-// event (Closed or Full), or the spool does (closed, or at its bound), and
-// counts the refusal; nil when it was admitted. A Full after waiting means
+// event (Closed or Full), or the spool does (closed, or at its bound); nil
+// when it was admitted. A Full after waiting means
 // ctx ended first: EnqueueContext's error then matches both ErrQueueFull
 // and ctx.Err().
-func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) error {
+func refusal(ctx context.Context, res queue.Admission, waited bool) error {
 	switch res {
 	case queue.Closed:
-		c.stats.rejClosed.Add(1)
 		return ErrClosed
 	case queue.Full:
-		c.stats.rejFull.Add(1)
 		if err := ctx.Err(); waited && err != nil {
 			return &wrapped{ErrQueueFull, err}
 		}
