@@ -303,9 +303,13 @@ func (p *enqueuing) encoded(err error) bool {
 	return p.e.countKept // a callback is set
 }
 
-// push queues the encoded message, with what the callback gets and its
-// estimated heap, and wakes the loop at FlushAt; or returns the error of
-// the step that failed.
+// push queues the encoded message through the intake, with what the
+// callback gets and its estimated heap, counts it, and wakes the loop at
+// FlushAt; or returns the error of the step that failed, or the intake's
+// refusal. The intake's own lock orders the push against shutdown's stop:
+// an event is either accepted before it, or refused. The accepting lock
+// makes shutdown wait until every event accepted is counted too, so that
+// Stats adds up the moment Close or Shutdown returns.
 func (p *enqueuing) push(ctx context.Context) error {
 	if p.e == nil {
 		return p.err
@@ -320,7 +324,12 @@ func (p *enqueuing) push(ctx context.Context) error {
 	if p.kept != nil {
 		kept = keptBytes(p.kept, p.e.buf, p.e.kept)
 	}
-	n, err := c.accept(ctx, p.wait, p.e.buf, ev, kept)
+	c.accepting.RLock()
+	n, err := c.in.push(ctx, p.wait, p.e.buf, ev, kept)
+	if err == nil {
+		c.stats.enqueued.Add(1)
+	}
+	c.accepting.RUnlock()
 	if err != nil {
 		return err
 	}
@@ -331,22 +340,6 @@ func (p *enqueuing) push(ctx context.Context) error {
 		c.loop.Wake()
 	}
 	return nil
-}
-
-// accept pushes the encoded event through the intake and counts it, or
-// returns Enqueue's refusal. The intake's own lock orders the push against
-// shutdown's stop: an event is either accepted before it, or refused. The
-// accepting lock makes shutdown wait until every event accepted is counted
-// too, so that Stats adds up the moment Close or Shutdown returns.
-func (c *Client) accept(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error) {
-	c.accepting.RLock()
-	defer c.accepting.RUnlock()
-	n, err := c.in.push(ctx, wait, data, ev, kept)
-	if err != nil {
-		return 0, err
-	}
-	c.stats.enqueued.Add(1)
-	return n, nil
 }
 
 // refusal returns the error an enqueue returns when the queue refuses its
