@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -41,23 +41,19 @@ func throttled(log *slog.Logger) *slog.Logger {
 // throttle decides which records pass, and counts the others. Handlers
 // made by WithAttrs and WithGroup share it.
 type throttle struct {
-	mu         sync.Mutex
-	every      rate.Sometimes
-	suppressed int
+	every      rate.Sometimes // runs what it is given one call at a time
+	suppressed atomic.Int64   // records dropped and not yet reported
 }
 
 // admit reports whether a record may pass, and if so how many were
-// dropped since the last one that passed.
+// dropped since the last one that passed. A record dropped while another
+// passes, at the same time, is reported by the next one.
 func (t *throttle) admit() (ok bool, suppressed int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.every.Do(func() { ok = true })
+	t.every.Do(func() { ok, suppressed = true, int(t.suppressed.Swap(0)) })
 	if !ok {
-		t.suppressed++
-		return false, 0
+		t.suppressed.Add(1)
 	}
-	suppressed, t.suppressed = t.suppressed, 0
-	return true, suppressed
+	return ok, suppressed
 }
 
 // safeHandler passes records to the handler next, as its throttle allows
