@@ -2,7 +2,6 @@ package analytics
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -189,10 +188,14 @@ func (c *Client) enqueue(ctx context.Context, wait bool, msg Message) error {
 			p.kept = m.kept(string(p.id), p.now)
 		}
 	default:
-		c.stats.rejInvalid.Add(1)
-		return refused(msg)
+		p.err = refused(msg)
 	}
-	return p.push(ctx)
+	err := p.push(ctx)
+	if err != nil {
+		// Every refusal is counted here, by the error it returns.
+		c.stats.refused(err)
+	}
+	return err
 }
 
 // deref returns the message a pointer to one of the six types points to,
@@ -269,7 +272,6 @@ type enqueuing struct {
 // whether to encode: then p.e, p.now and p.id are set.
 func (p *enqueuing) start(invalid error, messageID string) bool {
 	if invalid != nil {
-		p.c.stats.rejInvalid.Add(1)
 		p.err = invalid
 		return false
 	}
@@ -295,20 +297,19 @@ func (p *enqueuing) start(invalid error, messageID string) bool {
 // callback.
 func (p *enqueuing) encoded(err error) bool {
 	if err = p.e.checkSize(err); err != nil {
-		if errors.Is(err, ErrMessageTooLarge) {
-			p.c.stats.rejTooLarge.Add(1)
-		} else {
-			p.c.stats.rejInvalid.Add(1)
-		}
 		p.err = err
 		return false
 	}
 	return p.e.countKept // a callback is set
 }
 
-// push queues the encoded message, with what the callback gets and its
-// estimated heap, and wakes the loop at FlushAt; or returns the error of
-// the step that failed.
+// push queues the encoded message through the intake, with what the
+// callback gets and its estimated heap, counts it, and wakes the loop at
+// FlushAt; or returns the error of the step that failed, or the intake's
+// refusal. The intake's own lock orders the push against shutdown's stop:
+// an event is either accepted before it, or refused. The accepting lock
+// makes shutdown wait until every event accepted is counted too, so that
+// Stats adds up the moment Close or Shutdown returns.
 func (p *enqueuing) push(ctx context.Context) error {
 	if p.e == nil {
 		return p.err
@@ -323,7 +324,12 @@ func (p *enqueuing) push(ctx context.Context) error {
 	if p.kept != nil {
 		kept = keptBytes(p.kept, p.e.buf, p.e.kept)
 	}
-	n, err := c.accept(ctx, p.wait, p.e.buf, ev, kept)
+	c.accepting.RLock()
+	n, err := c.in.push(ctx, p.wait, p.e.buf, ev, kept)
+	if err == nil {
+		c.stats.enqueued.Add(1)
+	}
+	c.accepting.RUnlock()
 	if err != nil {
 		return err
 	}
@@ -336,34 +342,16 @@ func (p *enqueuing) push(ctx context.Context) error {
 	return nil
 }
 
-// accept pushes the encoded event through the intake and counts it, or
-// returns Enqueue's refusal. The intake's own lock orders the push against
-// shutdown's stop: an event is either accepted before it, or refused. The
-// accepting lock makes shutdown wait until every event accepted is counted
-// too, so that Stats adds up the moment Close or Shutdown returns.
-func (c *Client) accept(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error) {
-	c.accepting.RLock()
-	defer c.accepting.RUnlock()
-	n, err := c.in.push(ctx, wait, data, ev, kept)
-	if err != nil {
-		return 0, err
-	}
-	c.stats.enqueued.Add(1)
-	return n, nil
-}
-
 // refusal returns the error an enqueue returns when the queue refuses its
-// event (Closed or Full), or the spool does (closed, or at its bound), and
-// counts the refusal; nil when it was admitted. A Full after waiting means
+// event (Closed or Full), or the spool does (closed, or at its bound); nil
+// when it was admitted. A Full after waiting means
 // ctx ended first: EnqueueContext's error then matches both ErrQueueFull
 // and ctx.Err().
-func (c *Client) refusal(ctx context.Context, res queue.Admission, waited bool) error {
+func refusal(ctx context.Context, res queue.Admission, waited bool) error {
 	switch res {
 	case queue.Closed:
-		c.stats.rejClosed.Add(1)
 		return ErrClosed
 	case queue.Full:
-		c.stats.rejFull.Add(1)
 		if err := ctx.Err(); waited && err != nil {
 			return &wrapped{ErrQueueFull, err}
 		}

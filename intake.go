@@ -119,7 +119,7 @@ type memoryIntake struct{ c *Client }
 // waiting call is refused only when closed, which PushWait sees: it saves
 // the lock this look takes.
 func (m memoryIntake) precheck() error {
-	return m.c.refusal(context.Background(), m.c.q.Admission(), false)
+	return refusal(context.Background(), m.c.q.Admission(), false)
 }
 
 func (m memoryIntake) push(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error) {
@@ -130,7 +130,7 @@ func (m memoryIntake) push(ctx context.Context, wait bool, data []byte, ev consu
 	} else {
 		res, n = m.c.q.PushWait(ctx, data, ev, kept)
 	}
-	if err := m.c.refusal(ctx, res, wait); err != nil {
+	if err := refusal(ctx, res, wait); err != nil {
 		return 0, err
 	}
 	return n, nil

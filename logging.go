@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -18,7 +18,7 @@ func newLogger(user *slog.Logger) *slog.Logger {
 	if user == nil {
 		user = slog.Default()
 	}
-	return slog.New(safeHandler{user.Handler()})
+	return slog.New(safeHandler{next: user.Handler()})
 }
 
 // How often a throttled logger passes records on: the first
@@ -35,65 +35,38 @@ const (
 // batch: the first few say what is wrong, and one every few seconds says it
 // goes on.
 func throttled(log *slog.Logger) *slog.Logger {
-	return slog.New(throttledHandler{log.Handler(), &throttle{every: rate.Sometimes{First: throttleFirst, Interval: throttleInterval}}})
+	return slog.New(safeHandler{log.Handler(), &throttle{every: rate.Sometimes{First: throttleFirst, Interval: throttleInterval}}})
 }
 
 // throttle decides which records pass, and counts the others. Handlers
 // made by WithAttrs and WithGroup share it.
 type throttle struct {
-	mu         sync.Mutex
-	every      rate.Sometimes
-	suppressed int
+	every      rate.Sometimes // runs what it is given one call at a time
+	suppressed atomic.Int64   // records dropped and not yet reported
 }
 
 // admit reports whether a record may pass, and if so how many were
-// dropped since the last one that passed.
+// dropped since the last one that passed. A record dropped while another
+// passes, at the same time, is reported by the next one.
 func (t *throttle) admit() (ok bool, suppressed int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.every.Do(func() { ok = true })
+	t.every.Do(func() { ok, suppressed = true, int(t.suppressed.Swap(0)) })
 	if !ok {
-		t.suppressed++
-		return false, 0
+		t.suppressed.Add(1)
 	}
-	suppressed, t.suppressed = t.suppressed, 0
-	return true, suppressed
+	return ok, suppressed
 }
 
-// throttledHandler passes records to the handler it embeds as its
-// throttle allows; Enabled is the embedded handler's.
-type throttledHandler struct {
-	slog.Handler
-	t *throttle
+// safeHandler passes records to the handler next, as its throttle allows
+// when it has one, and drops a record that makes next panic. A log call
+// sits between accounting steps (releasing an event's budget, calling
+// back) that must each happen once; a handler that panics, such as one
+// writing to a testing.T whose test has ended, must not be able to cut
+// them short or crash the program (SPEC §8). The panic is not logged:
+// logging it would go through the same handler.
+type safeHandler struct {
+	next slog.Handler
+	t    *throttle // nil: every record passes
 }
-
-func (h throttledHandler) Handle(ctx context.Context, r slog.Record) error {
-	ok, suppressed := h.t.admit()
-	if !ok {
-		return nil
-	}
-	if suppressed > 0 {
-		r = r.Clone()
-		r.AddAttrs(slog.Int("suppressed", suppressed))
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h throttledHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return throttledHandler{h.Handler.WithAttrs(attrs), h.t}
-}
-
-func (h throttledHandler) WithGroup(name string) slog.Handler {
-	return throttledHandler{h.Handler.WithGroup(name), h.t}
-}
-
-// safeHandler passes records to the user's handler and drops a record that
-// makes it panic. A log call sits between accounting steps (releasing an
-// event's budget, calling back) that must each happen once; a handler that
-// panics, such as one writing to a testing.T whose test has ended, must not
-// be able to cut them short or crash the program (SPEC §8). The panic is not
-// logged: logging it would go through the same handler.
-type safeHandler struct{ next slog.Handler }
 
 func (h safeHandler) Enabled(ctx context.Context, level slog.Level) (enabled bool) {
 	defer func() {
@@ -105,6 +78,16 @@ func (h safeHandler) Enabled(ctx context.Context, level slog.Level) (enabled boo
 }
 
 func (h safeHandler) Handle(ctx context.Context, r slog.Record) (err error) {
+	if h.t != nil {
+		ok, suppressed := h.t.admit()
+		if !ok {
+			return nil
+		}
+		if suppressed > 0 {
+			r = r.Clone()
+			r.AddAttrs(slog.Int("suppressed", suppressed))
+		}
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("analytics: log handler panicked: %v", p)
@@ -113,23 +96,24 @@ func (h safeHandler) Handle(ctx context.Context, r slog.Record) (err error) {
 	return h.next.Handle(ctx, r)
 }
 
-// WithAttrs and WithGroup return a handler that drops everything when the
-// user's panics: there is no handler left to pass records to.
+// WithAttrs and WithGroup return a handler that shares h's throttle, and
+// drops everything when next panics: there is no handler left to pass
+// records to.
 func (h safeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return safeDerived(func() slog.Handler { return h.next.WithAttrs(attrs) })
+	return h.derived(func() slog.Handler { return h.next.WithAttrs(attrs) })
 }
 
 func (h safeHandler) WithGroup(name string) slog.Handler {
-	return safeDerived(func() slog.Handler { return h.next.WithGroup(name) })
+	return h.derived(func() slog.Handler { return h.next.WithGroup(name) })
 }
 
-// safeDerived wraps the handler derive makes from the user's, or returns
-// slog.DiscardHandler when derive panics.
-func safeDerived(derive func() slog.Handler) (next slog.Handler) {
+// derived wraps the handler derive makes from next, with h's throttle, or
+// returns slog.DiscardHandler when derive panics.
+func (h safeHandler) derived(derive func() slog.Handler) (next slog.Handler) {
 	defer func() {
 		if recover() != nil {
 			next = slog.DiscardHandler
 		}
 	}()
-	return safeHandler{derive()}
+	return safeHandler{derive(), h.t}
 }

@@ -83,11 +83,10 @@ func (s *spoolIntake) push(ctx context.Context, wait bool, data []byte, ev consu
 	case err == nil:
 		return n, nil
 	case errors.Is(err, spool.ErrClosed):
-		return 0, c.refusal(ctx, queue.Closed, wait)
+		return 0, refusal(ctx, queue.Closed, wait)
 	case errors.Is(err, spool.ErrFull):
-		return 0, c.refusal(ctx, queue.Full, wait)
+		return 0, refusal(ctx, queue.Full, wait)
 	}
-	c.stats.rejSpool.Add(1)
 	return 0, &wrapped{ErrSpool, err}
 }
 

@@ -178,62 +178,75 @@ type SendRateStats = retry.GateState
 
 // counters are the client's own; the uploader keeps the per-attempt ones.
 type counters struct {
-	enqueued, delivered                         atomic.Int64
-	rejInvalid, rejTooLarge, rejFull, rejClosed atomic.Int64
-	rejSpool                                    atomic.Int64
-	failures                                    [len(failReasons) + 1]atomic.Int64 // by failReasons, then Other
-	latency                                     latencies
+	enqueued, delivered atomic.Int64
+	rejections          [len(rejectReasons)]atomic.Int64 // by rejectReasons
+	failures            [len(failReasons)]atomic.Int64   // by failReasons
+	latency             latencies
 }
 
-// failReasons are the errors FailedStats counts by, in the order they are
-// looked for, each with its field; a failure that wraps none is Other.
-var failReasons = [...]struct {
+// A reason is an error that RejectedStats or FailedStats counts events
+// by, with the field of Stats that counts them.
+type reason struct {
 	err   error
-	field func(*FailedStats) *int64
-}{
-	{ErrRetriesExhausted, func(f *FailedStats) *int64 { return &f.RetriesExhausted }},
-	{ErrBackoffBudgetExceeded, func(f *FailedStats) *int64 { return &f.BackoffBudgetExceeded }},
-	{ErrRateLimitBudgetExceeded, func(f *FailedStats) *int64 { return &f.RateLimitBudgetExceeded }},
-	{ErrFatalStatus, func(f *FailedStats) *int64 { return &f.FatalStatus }},
-	{ErrRedirect, func(f *FailedStats) *int64 { return &f.Redirect }},
-	{ErrShutdown, func(f *FailedStats) *int64 { return &f.Shutdown }},
-	{ErrSpool, func(f *FailedStats) *int64 { return &f.Spool }},
+	field func(*Stats) *int64
 }
 
-// failed counts n events failed with err under the reason it wraps.
-func (c *counters) failed(err error, n int64) {
+// rejectReasons are the errors RejectedStats counts Enqueue's refusals
+// by, each with its field; the last, ErrInvalidMessage, also counts a
+// refusal that wraps none of the others.
+var rejectReasons = [...]reason{
+	{ErrMessageTooLarge, func(s *Stats) *int64 { return &s.Rejected.TooLarge }},
+	{ErrQueueFull, func(s *Stats) *int64 { return &s.Rejected.QueueFull }},
+	{ErrClosed, func(s *Stats) *int64 { return &s.Rejected.Closed }},
+	{ErrSpool, func(s *Stats) *int64 { return &s.Rejected.Spool }},
+	{ErrInvalidMessage, func(s *Stats) *int64 { return &s.Rejected.Invalid }},
+}
+
+// failReasons are the errors FailedStats counts failures by, in the order
+// they are looked for, each with its field; the last, Other, counts a
+// failure that wraps none of the others.
+var failReasons = [...]reason{
+	{ErrRetriesExhausted, func(s *Stats) *int64 { return &s.Failed.RetriesExhausted }},
+	{ErrBackoffBudgetExceeded, func(s *Stats) *int64 { return &s.Failed.BackoffBudgetExceeded }},
+	{ErrRateLimitBudgetExceeded, func(s *Stats) *int64 { return &s.Failed.RateLimitBudgetExceeded }},
+	{ErrFatalStatus, func(s *Stats) *int64 { return &s.Failed.FatalStatus }},
+	{ErrRedirect, func(s *Stats) *int64 { return &s.Failed.Redirect }},
+	{ErrShutdown, func(s *Stats) *int64 { return &s.Failed.Shutdown }},
+	{ErrSpool, func(s *Stats) *int64 { return &s.Failed.Spool }},
+	{nil, func(s *Stats) *int64 { return &s.Failed.Other }},
+}
+
+// countReason adds n to the count, of counts, of the first of reasons
+// that err wraps, or of the last reason when it wraps none before it.
+func countReason(counts []atomic.Int64, reasons []reason, err error, n int64) {
 	i := 0
-	for i < len(failReasons) && !errors.Is(err, failReasons[i].err) {
+	for i < len(reasons)-1 && !errors.Is(err, reasons[i].err) {
 		i++
 	}
-	c.failures[i].Add(n)
+	counts[i].Add(n)
 }
 
-// failedStats is FailedStats now.
-func (c *counters) failedStats() (f FailedStats) {
-	for i, r := range failReasons {
-		*r.field(&f) = c.failures[i].Load()
+// loadReasons stores counts in the fields of st that reasons name.
+func loadReasons(st *Stats, counts []atomic.Int64, reasons []reason) {
+	for i, r := range reasons {
+		*r.field(st) = counts[i].Load()
 	}
-	f.Other = c.failures[len(failReasons)].Load()
-	return f
 }
+
+// refused counts a message Enqueue refused with err.
+func (c *counters) refused(err error) { countReason(c.rejections[:], rejectReasons[:], err, 1) }
+
+// failed counts n events failed with err under the reason it wraps.
+func (c *counters) failed(err error, n int64) { countReason(c.failures[:], failReasons[:], err, n) }
 
 // Stats returns a snapshot of the client's counters. It is safe to call at
 // any time, from any goroutine.
 func (c *Client) Stats() Stats {
 	// In flight is what the queue's bounds still hold but no longer queue.
 	queued, queuedBytes, holding, heldBytes := c.q.Sizes()
-	return Stats{
-		Enqueued: c.stats.enqueued.Load(),
-		Rejected: RejectedStats{
-			Invalid:   c.stats.rejInvalid.Load(),
-			TooLarge:  c.stats.rejTooLarge.Load(),
-			QueueFull: c.stats.rejFull.Load(),
-			Closed:    c.stats.rejClosed.Load(),
-			Spool:     c.stats.rejSpool.Load(),
-		},
+	st := Stats{
+		Enqueued:       c.stats.enqueued.Load(),
 		Delivered:      c.stats.delivered.Load(),
-		Failed:         c.stats.failedStats(),
 		Batches:        c.loop.Batches(),
 		UploadStats:    c.up.Counters(),
 		SendRate:       c.up.SendRate(),
@@ -246,6 +259,9 @@ func (c *Client) Stats() Stats {
 		Latency:        LatencyStats{Delivered: c.stats.latency.delivered.snapshot(), Failed: c.stats.latency.failed.snapshot()},
 		Spool:          c.in.spoolStats(),
 	}
+	loadReasons(&st, c.stats.rejections[:], rejectReasons[:])
+	loadReasons(&st, c.stats.failures[:], failReasons[:])
+	return st
 }
 
 // LatencyStats is the time events took from Enqueue to their final outcome
