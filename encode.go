@@ -180,7 +180,9 @@ func (o *object) time(k string, t time.Time) {
 // timeCache writes times in the wire layout, defaults.TimeLayout, keeping
 // the text of the second it wrote last: the events of a burst share it,
 // and a time costs a copy and three digits instead of a calendar
-// computation. The zero value is ready to use.
+// computation. The zero value is ready to use. Measured against
+// AppendFormat on every call (issue 26): Enqueue 671 against 854 ns,
+// EncodeTrack 376 against 541.
 type timeCache struct {
 	sec    int64                          // the Unix second of text
 	text   [len(defaults.TimeLayout)]byte // that second's text, milliseconds aside
@@ -260,7 +262,8 @@ func (e *encoder) members(members []pair, order []uint8) error {
 		}
 		// A plain key with a plain string value that fit, the most common
 		// member, is written at once into b, a local: one store of e.buf
-		// per map instead of several per member.
+		// per map instead of several per member. Measured against the
+		// general path (issue 26): that costs Enqueue 6-8%.
 		if v, ok := p.v.(string); ok && len(b)+len(p.k)+len(v)+6 <= MaxMessageBytes &&
 			plainPrefix(p.k) == len(p.k) && plainPrefix(v) == len(v) {
 			if e.countKept {
@@ -293,7 +296,8 @@ const smallMap = 8
 // orders a few members several times faster than the library's sort
 // through a comparison function; it compares the keys' first 8 bytes as
 // one number (keyPrefix), the strings only where those are equal, and
-// moves indices, not members.
+// moves indices, not members. Measured against slices.SortFunc of the
+// pairs by key (issue 26): that costs Enqueue and EncodeTrack 6-8%.
 func keyOrder(p []pair, order *[smallMap]uint8) {
 	var pre [smallMap]uint64
 	for i := range p {

@@ -56,7 +56,9 @@ func (e *encoder) newID() {
 // randomBytes hands out crypto/rand bytes, read from the system
 // idsPerRead messageIds at a time. It is what bufio.Reader would be over
 // crypto/rand.Reader, for less per id, and it clears the bytes it hands
-// out: an id's randomness is used once and not kept.
+// out: an id's randomness is used once and not kept. Measured against
+// one crypto/rand read per id (issue 26): that costs Enqueue about 5%,
+// EncodeTrack 7%.
 type randomBytes struct {
 	buf    [idsPerRead * len(uuid.UUID{})]byte
 	unread int // the last unread bytes of buf
