@@ -93,11 +93,13 @@ type Loop struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// mu guards flushAsked, and inflight, batchEnded and flushesEnded:
-	// what Flush waits for.
-	mu         sync.Mutex
-	flushAsked uint64   // Flush: send everything numbered below this
-	inflight   []uint64 // Seq of every batch being uploaded
+	// mu guards flushTo, and inflight, batchEnded and flushesEnded: what
+	// Flush waits for.
+	mu sync.Mutex
+	// flushTo is the number below which events are sent without waiting
+	// for FlushAt: raised by the FlushInterval timer, a Flush and Close.
+	flushTo  uint64
+	inflight []uint64 // Seq of every batch being uploaded
 	// batchEnded is closed (and set to nil) when a batch ends or
 	// EndFlushes runs, so that the Flush calls waiting look again; nil
 	// while no Flush waits.
@@ -197,12 +199,11 @@ func (l *Loop) run() {
 func (l *Loop) loop() {
 	timer := time.NewTimer(l.cfg.FlushInterval)
 	defer timer.Stop()
-	var flushTo uint64 // events numbered below this are sent without waiting for FlushAt
 	closing := l.closing
 	for {
 		backlog := l.cfg.Refill != nil && l.cfg.Refill()
 		var tokens chan struct{}
-		if l.wantCut(flushTo, backlog) {
+		if l.wantCut(backlog) {
 			tokens = l.batches
 		} else if closing == nil && !backlog {
 			return // closed and everything has been cut
@@ -227,10 +228,11 @@ func (l *Loop) loop() {
 			timer.Reset(l.cfg.FlushInterval)
 		case <-l.wake:
 		case <-timer.C:
-			flushTo = l.cfg.Accepted()
+			l.flushBelow(l.cfg.Accepted())
 			timer.Reset(l.cfg.FlushInterval)
 		case <-closing:
-			closing, flushTo = nil, math.MaxUint64
+			closing = nil
+			l.flushBelow(math.MaxUint64)
 		case <-l.ctx.Done():
 			return // cancelled
 		}
@@ -238,19 +240,26 @@ func (l *Loop) loop() {
 }
 
 // wantCut reports whether a batch is due (SPEC §3): FlushAt events are
-// queued, or events are queued that a flush asked for (flushTo, the
-// loop's, or a Flush call's), or the queue is as full as it gets while
-// more wait in the backlog.
-func (l *Loop) wantCut(flushTo uint64, backlog bool) bool {
+// queued, or events are queued that a flush asked for (flushTo), or the
+// queue is as full as it gets while more wait in the backlog.
+func (l *Loop) wantCut(backlog bool) bool {
 	n := l.cfg.Queue.Len()
 	if n >= l.cfg.FlushAt || backlog && n > 0 {
 		return true
 	}
 	l.mu.Lock()
-	flushTo = max(flushTo, l.flushAsked)
+	flushTo := l.flushTo
 	l.mu.Unlock()
 	_, taken := l.cfg.Queue.Counts()
 	return n > 0 && taken < flushTo
+}
+
+// flushBelow raises flushTo to target: the loop's own flushes, on its
+// goroutine, which looks again at once.
+func (l *Loop) flushBelow(target uint64) {
+	l.mu.Lock()
+	l.flushTo = max(l.flushTo, target)
+	l.mu.Unlock()
 }
 
 // cutOne splices the next batch off the queue and starts its upload. The
@@ -304,8 +313,8 @@ func (l *Loop) flushState(target uint64) (ended <-chan struct{}, done bool, err 
 	case l.flushesEnded:
 		return nil, true, l.flushErr
 	}
-	if target > l.flushAsked {
-		l.flushAsked = target
+	if target > l.flushTo {
+		l.flushTo = target
 		l.Wake()
 	}
 	if l.batchEnded == nil {
