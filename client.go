@@ -65,7 +65,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 		up.Client = consumer.GuardRedirects(up.Client)
 	}
 	c.stats.latency.start = time.Now()
-	c.failLog = throttled(c.log)
+	c.failLog = throttled(c.cfg.logger)
 	batchContext := libraryContextJSON // context.library: this SDK's, or v3's on the v3 wire
 	if cfg.v3Wire {
 		batchContext = `{"library":` + v3LibraryJSON + `}`
@@ -78,7 +78,7 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	up.JSONTimes = cfg.v3Wire
 	up.BatchMessageID = cfg.v3Wire
 	up.MaxBodyBytes = MaxBatchBytes
-	up.Logger = throttled(c.log) // a warning per failed attempt
+	up.Logger = throttled(c.cfg.logger) // a warning per failed attempt
 	c.up = consumer.New(up)
 	c.q = queue.New[consumer.Event](cfg.maxQueueSize, cfg.maxQueueBytes)
 	// The one place that knows whether there is a spool (SPEC §11).

@@ -14,11 +14,15 @@ import (
 // slog.Default() as it is now, wrapped so that no log call of the SDK can
 // panic. Failures are never silent by default; a user silences them with
 // a logger whose handler discards (SPEC §8).
-func newLogger(user *slog.Logger) *slog.Logger {
+func newLogger(user *slog.Logger) *slog.Logger { return slog.New(newSafeHandler(user, nil)) }
+
+// newSafeHandler wraps the user's handler (slog.Default()'s for nil) in a
+// safeHandler with throttle t, nil for none.
+func newSafeHandler(user *slog.Logger, t *throttle) safeHandler {
 	if user == nil {
 		user = slog.Default()
 	}
-	return slog.New(safeHandler{next: user.Handler()})
+	return safeHandler{next: user.Handler(), t: t}
 }
 
 // How often a throttled logger passes records on: the first
@@ -28,14 +32,14 @@ const (
 	throttleInterval = 10 * time.Second
 )
 
-// throttled returns a logger that passes log's records on as often as a
-// throttle of its own allows (see throttleFirst), and drops the others; a
-// record passed on after some were dropped carries "suppressed", how many
-// (SPEC §8). An outage repeats the same record for every attempt and every
+// throttled is newLogger(user) behind a throttle of its own: it passes
+// records on as often as the throttle allows (see throttleFirst), and
+// drops the others; a record passed on after some were dropped carries
+// "suppressed", how many (SPEC §8). An outage repeats the same record for every attempt and every
 // batch: the first few say what is wrong, and one every few seconds says it
 // goes on.
-func throttled(log *slog.Logger) *slog.Logger {
-	return slog.New(safeHandler{log.Handler(), &throttle{every: rate.Sometimes{First: throttleFirst, Interval: throttleInterval}}})
+func throttled(user *slog.Logger) *slog.Logger {
+	return slog.New(newSafeHandler(user, &throttle{every: rate.Sometimes{First: throttleFirst, Interval: throttleInterval}}))
 }
 
 // throttle decides which records pass, and counts the others. Handlers

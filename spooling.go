@@ -32,7 +32,7 @@ type spoolIntake struct {
 // anything enqueued now, and the loop takes them into the queue first.
 func newSpoolIntake(c *Client) (*spoolIntake, error) {
 	opts := c.cfg.spool
-	opts.Logger = throttled(c.log)
+	opts.Logger = throttled(c.cfg.logger)
 	sp, err := spool.Open(c.cfg.spoolDir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("analytics: %w", err)
