@@ -208,12 +208,11 @@ func (q *Queue[T]) PushWait(ctx context.Context, data []byte, value T, kept int)
 	q.mu.Unlock()
 	if !w.Wait(ctx) {
 		q.mu.Lock()
-		if w.InLine() { // not served before the lock: it gives up
+		// Not served before the lock: it gives up. Close takes every
+		// waiter out of line, so one still in it was not closed on.
+		if w.InLine() {
 			q.leave(w)
 			w.Value.res, w.Value.n = Full, q.n
-			if q.closed {
-				w.Value.res = Closed
-			}
 		}
 		q.mu.Unlock()
 	}
