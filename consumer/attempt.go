@@ -40,7 +40,7 @@ func (u *Uploader) ready(ctx context.Context, slot *slot, budget *retry.Budget) 
 		default:
 			slot.release()
 			if a.Paused && !paused {
-				u.stats.gateWaits.Add(1)
+				u.count(&u.stats.RateLimitedWaits, 1)
 			}
 			paused = a.Paused
 			if err = sleep(ctx, a.Until, a.Wake); err == nil {
@@ -162,7 +162,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 			}
 		}()
 	}
-	u.stats.attempts.Add(1)
+	u.count(&u.stats.Attempts, 1)
 	// Each attempt has its own deadline, from a context, so no transport
 	// level retry hidden in net/http can outlive it, nor can the resend.
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.RequestTimeout)
@@ -181,9 +181,9 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 	if err != nil {
 		p := phase.get()
 		if p.Written() {
-			u.stats.written.Add(1)
+			u.count(&u.stats.TransportErrors.Written, 1)
 		} else {
-			u.stats.notWritten.Add(1)
+			u.count(&u.stats.TransportErrors.NotWritten, 1)
 		}
 		return retry.NoResponse(), token, &TransportError{Phase: p, Err: err}
 	}
@@ -214,7 +214,7 @@ func lostToClose(ctx context.Context, phase *progress, err error) bool {
 // Whatever the resend's end, it is not resent again (RFC 9110 §9.2.2: a
 // client should not retry a failed automatic retry).
 func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error) (*http.Response, error) {
-	u.stats.resends.Add(1)
+	u.count(&u.stats.Resends, 1)
 	u.cfg.Logger.LogAttrs(req.Context(), slog.LevelDebug, "analytics: kept-alive connection closed without an answer, batch resent",
 		slog.Int("attempt", retryCount+1),
 		slog.Int("events", events),
@@ -249,7 +249,7 @@ func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				phase.reach(PhaseWritten)
-				u.stats.bytesSent.Add(int64(length))
+				u.count(&u.stats.BytesSent, int64(length))
 			}
 		},
 		GotFirstResponseByte: func() { phase.reach(PhaseResponding) },
