@@ -193,10 +193,6 @@ func (l *Loop) run() {
 			l.cfg.Logger.Error("analytics: internal error; the client stops", slog.Any("panic", p))
 		}
 	}()
-	l.loop()
-}
-
-func (l *Loop) loop() {
 	timer := time.NewTimer(l.cfg.FlushInterval)
 	defer timer.Stop()
 	closing := l.closing
