@@ -40,7 +40,7 @@ func (u *Uploader) ready(ctx context.Context, slot *slot, budget *retry.Budget) 
 		default:
 			slot.release()
 			if a.Paused && !paused {
-				u.stats.gateWaits.Add(1)
+				u.count(&u.stats.RateLimitedWaits, 1)
 			}
 			paused = a.Paused
 			if err = sleep(ctx, a.Until, a.Wake); err == nil {
@@ -117,9 +117,9 @@ func (u *Uploader) holds(s *slot) bool {
 // messageId, when the body carries one. retryCount is the value of
 // X-Retry-Count, 0 on a first attempt (no header). It returns the
 // classified result and, unless the result is a success, an *HTTPError, a
-// *TransportError or, with OAuth, a *TokenError, scrubbed of the write key
-// and of the access token the attempt carried: every error of an attempt
-// leaves through here.
+// *TransportError or, with OAuth, a *TokenError, each built of texts
+// scrubbed of the write key and of the access token the attempt carried
+// (see scrubber).
 //
 // It reports the attempt's end to the gate however it ends, a panic in the
 // transport (a user's http.RoundTripper) included, which the Loop recovers
@@ -132,28 +132,23 @@ func (u *Uploader) attempt(ctx context.Context, slot *slot, turn retry.Turn, eve
 	answered := false
 	defer func() { u.gate.End(turn, time.Now(), o, answered) }()
 	defer slot.release()
-	var token string
-	res, token, err = u.send(ctx, events, id, retryCount)
+	res, err = u.send(ctx, events, id, retryCount)
 	_, noAnswer := err.(*TransportError)
 	o, answered = res.Outcome, !noAnswer
-	if err != nil {
-		// Only an error carries what a server sent back: a success
-		// builds no scrubber (with OAuth, one of the token's forms).
-		err = u.scrub.with(token).error(err)
-	}
 	return res, err
 }
 
-// send is attempt before scrubbing: with OAuth, it gets the access token
-// first (and returns it), and drops it if the upload was refused for it;
-// it builds the request, sends it under the attempt's own deadline,
-// resends it once if a kept-alive connection lost it (see lostToClose),
-// and reads the response.
-func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCount int) (res retry.Result, token string, err error) {
-	auth := u.auth
+// send is attempt but for the gate and the slot: with OAuth, it gets the
+// access token first, and drops it if the upload was refused for it; it
+// builds the request, sends it under the attempt's own deadline, resends
+// it once if a kept-alive connection lost it (see lostToClose), and reads
+// the response. Only an error carries what a server sent back, so only an
+// error builds the scrubber of the token's forms (u.scrub.with).
+func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
+	auth, token := u.auth, ""
 	if u.tokens != nil {
 		if token, res, err = u.tokens.get(ctx); err != nil {
-			return res, "", err
+			return res, err // a *TokenError, scrubbed, or the context's cause
 		}
 		auth = "Bearer " + token
 		defer func() {
@@ -162,7 +157,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 			}
 		}()
 	}
-	u.stats.attempts.Add(1)
+	u.count(&u.stats.Attempts, 1)
 	// Each attempt has its own deadline, from a context, so no transport
 	// level retry hidden in net/http can outlive it, nor can the resend.
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.RequestTimeout)
@@ -172,7 +167,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 	if err != nil {
 		// The endpoint was validated by the analytics package; a request
 		// that cannot even be built will not build on a retry either.
-		return retry.Result{Outcome: retry.OutcomeFatal}, token, err
+		return retry.Result{Outcome: retry.OutcomeFatal}, u.scrub.cause(err)
 	}
 	resp, err := u.cfg.Client.Do(req)
 	if err != nil && lostToClose(ctx, &phase, err) {
@@ -181,14 +176,13 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 	if err != nil {
 		p := phase.get()
 		if p.Written() {
-			u.stats.written.Add(1)
+			u.count(&u.stats.TransportErrors.Written, 1)
 		} else {
-			u.stats.notWritten.Add(1)
+			u.count(&u.stats.TransportErrors.NotWritten, 1)
 		}
-		return retry.NoResponse(), token, &TransportError{Phase: p, Err: err}
+		return retry.NoResponse(), &TransportError{Phase: p, Err: u.scrub.with(token).cause(err)}
 	}
-	res, err = u.readResponse(ctx, resp, token)
-	return res, token, err
+	return u.readResponse(ctx, resp, token)
 }
 
 // lostToClose reports whether a send that failed with err was lost to a
@@ -214,11 +208,11 @@ func lostToClose(ctx context.Context, phase *progress, err error) bool {
 // Whatever the resend's end, it is not resent again (RFC 9110 §9.2.2: a
 // client should not retry a failed automatic retry).
 func (u *Uploader) resend(req *http.Request, events, retryCount int, lost error) (*http.Response, error) {
-	u.stats.resends.Add(1)
+	u.count(&u.stats.Resends, 1)
 	u.cfg.Logger.LogAttrs(req.Context(), slog.LevelDebug, "analytics: kept-alive connection closed without an answer, batch resent",
 		slog.Int("attempt", retryCount+1),
 		slog.Int("events", events),
-		slog.String("error", errString(u.scrub.error(lost))),
+		slog.String("error", errString(u.scrub.cause(lost))),
 	)
 	again := req.Clone(req.Context())
 	body, err := req.GetBody()
@@ -249,7 +243,7 @@ func (u *Uploader) trace(phase *progress, length int) *httptrace.ClientTrace {
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				phase.reach(PhaseWritten)
-				u.stats.bytesSent.Add(int64(length))
+				u.count(&u.stats.BytesSent, int64(length))
 			}
 		},
 		GotFirstResponseByte: func() { phase.reach(PhaseResponding) },
@@ -302,13 +296,14 @@ const (
 )
 
 // readResponse classifies an attempt's response and, unless it is a success,
-// describes it in an *HTTPError (SPEC §4), its body scrubbed of the write
-// key and of token, the OAuth access token the request carried if any,
-// which a refusal may be for (retry.ClassifyBearer). It reads at most an excerpt and a
-// bounded drain of the body, then closes it, so the connection can be
-// reused. ctx is the attempt's: every read ends by its deadline and by
-// Shutdown whatever the transport does, since a 101 Switching Protocols
-// hands back the raw connection as the body, which no context reaches.
+// describes it in an *HTTPError (SPEC §4), its body, Location and BodyErr
+// scrubbed of the write key and of token, the OAuth access token the
+// request carried if any, which a refusal may be for
+// (retry.ClassifyBearer). It reads at most an excerpt and a bounded drain
+// of the body, then closes it, so the connection can be reused. ctx is
+// the attempt's: every read ends by its deadline and by Shutdown whatever
+// the transport does, since a 101 Switching Protocols hands back the raw
+// connection as the body, which no context reaches.
 func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token string) (retry.Result, error) {
 	defer resp.Body.Close()
 	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
@@ -322,7 +317,7 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 		return retry.Result{Outcome: retry.OutcomeRedirect}, &HTTPError{
 			StatusCode: resp.StatusCode,
 			Method:     resp.Request.Method,
-			Location:   resp.Request.URL.Redacted(),
+			Location:   u.scrub.with(token).text(resp.Request.URL.Redacted()),
 		}
 	}
 
@@ -335,19 +330,20 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 		drain(resp.Body)
 		return res, nil
 	}
+	scrub := u.scrub.with(token)
 	// The start of the body, and whether it was cut at excerptBytes.
 	body, bodyErr := io.ReadAll(io.LimitReader(resp.Body, excerptBytes))
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       u.scrub.with(token).excerpt(strings.ToValidUTF8(string(body), "\uFFFD"), len(body) == excerptBytes),
+		Body:       scrub.excerpt(strings.ToValidUTF8(string(body), "\uFFFD"), len(body) == excerptBytes),
 		RetryAfter: res.RetryAfter,
-		BodyErr:    bodyErr,
+		BodyErr:    scrub.cause(bodyErr),
 	}
 	if bearer {
 		herr.Check = retry.CheckOAuth(resp.StatusCode, resp.Header)
 	}
 	if res.Outcome == retry.OutcomeRedirect {
-		herr.Location = resp.Header.Get("Location")
+		herr.Location = scrub.text(resp.Header.Get("Location"))
 	}
 	drain(resp.Body)
 	return res, herr

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/dualpath/analytics-go/retry"
@@ -55,27 +54,19 @@ type TransportErrorStats struct {
 	Written    int64 `json:"written"`     // the request was written: the server may have it
 }
 
-type counters struct {
-	attempts, delivered, failed, splits         atomic.Int64
-	backoffRetries, rateLimitRetries, gateWaits atomic.Int64
-	resends, tokenRetries                       atomic.Int64
-	bytesSent, notWritten, written              atomic.Int64
-}
-
 // Counters returns a snapshot of the Uploader's counters.
 func (u *Uploader) Counters() Counters {
-	c := &u.stats
-	return Counters{
-		BatchesDelivered: c.delivered.Load(),
-		BatchesFailed:    c.failed.Load(),
-		Splits:           c.splits.Load(),
-		Attempts:         c.attempts.Load(),
-		Retries:          RetryStats{Backoff: c.backoffRetries.Load(), RateLimit: c.rateLimitRetries.Load(), Token: c.tokenRetries.Load()},
-		Resends:          c.resends.Load(),
-		RateLimitedWaits: c.gateWaits.Load(),
-		BytesSent:        c.bytesSent.Load(),
-		TransportErrors:  TransportErrorStats{NotWritten: c.notWritten.Load(), Written: c.written.Load()},
-	}
+	u.statsMu.Lock()
+	defer u.statsMu.Unlock()
+	return u.stats
+}
+
+// count adds n to *c, one of u.stats' counters. They change once per
+// batch, attempt or send, never per event: one mutex serves them all.
+func (u *Uploader) count(c *int64, n int64) {
+	u.statsMu.Lock()
+	*c += n
+	u.statsMu.Unlock()
 }
 
 // SendRate returns a snapshot of the client-wide send rate

@@ -193,10 +193,6 @@ func (l *Loop) run() {
 			l.cfg.Logger.Error("analytics: internal error; the client stops", slog.Any("panic", p))
 		}
 	}()
-	l.loop()
-}
-
-func (l *Loop) loop() {
 	timer := time.NewTimer(l.cfg.FlushInterval)
 	defer timer.Stop()
 	closing := l.closing
@@ -289,38 +285,32 @@ func (l *Loop) cutOne(batch, s *slot) {
 // still in flight when ctx ends go on as usual. A Flush still waiting when
 // EndFlushes runs returns what EndFlushes says.
 func (l *Loop) Flush(ctx context.Context, target uint64) error {
-	ended, done, err := l.flushState(target)
-	for !done {
-		select {
-		case <-ended:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		ended, done, err = l.flushState(target)
-	}
-	return err
-}
-
-// flushState tells a Flush of target whether it is done, and with what,
-// and if not, the channel closed when it should look again. A Flush not
-// done asks the loop, once, to send what is numbered below target.
-func (l *Loop) flushState(target uint64) (ended <-chan struct{}, done bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case l.flushedTo(target):
-		return nil, true, nil
-	case l.flushesEnded:
-		return nil, true, l.flushErr
+	for !l.flushedTo(target) {
+		if l.flushesEnded {
+			return l.flushErr
+		}
+		// Not done: ask the loop, once, to send what is numbered below
+		// target, and look again when a batch ends.
+		if target > l.flushTo {
+			l.flushTo = target
+			l.Wake()
+		}
+		if l.batchEnded == nil {
+			l.batchEnded = make(chan struct{})
+		}
+		ended := l.batchEnded
+		l.mu.Unlock()
+		select {
+		case <-ended:
+			l.mu.Lock()
+		case <-ctx.Done():
+			l.mu.Lock() // for the deferred Unlock
+			return ctx.Err()
+		}
 	}
-	if target > l.flushTo {
-		l.flushTo = target
-		l.Wake()
-	}
-	if l.batchEnded == nil {
-		l.batchEnded = make(chan struct{})
-	}
-	return l.batchEnded, false, nil
+	return nil
 }
 
 // EndFlushes ends every Flush still waiting, once Done is closed and what

@@ -16,9 +16,10 @@ const redacted = "[REDACTED]"
 // carry that a server, a proxy or a redirect target chose: response bodies,
 // Location headers, malformed header lines quoted by net/http, and URLs in
 // transport errors; with OAuth, the access token an upload
-// carried and the JWT a token request did too. Every error an attempt
-// returns passes through error, once, before anything logs it or hands it
-// to a caller.
+// carried and the JWT a token request did too. An attempt builds each of
+// its errors of texts and causes this scrubber has scrubbed (text,
+// excerpt, cause), so that none holds the key when anything logs it or
+// hands it to a caller.
 type scrubber struct {
 	secrets  []string // the secrets it was made of
 	forms    []string // the secrets as they may appear, longest first
@@ -86,28 +87,11 @@ func (s *scrubber) excerpt(t string, cut bool) string {
 	return t
 }
 
-// error returns err with the key removed from every text it can print.
-// An error whose text holds no form of the key, or nil, is returned as is, so
-// errors.Is and errors.As see the same chain as without the SDK.
-func (s *scrubber) error(err error) error {
-	switch e := err.(type) {
-	case *HTTPError:
-		c := *e
-		c.Body = s.text(c.Body)
-		c.Location = s.text(c.Location)
-		c.BodyErr = s.cause(c.BodyErr)
-		return &c
-	case *TransportError:
-		c := *e
-		c.Err = s.cause(e.Err)
-		return &c
-	}
-	return s.cause(err)
-}
-
-// cause scrubs an error from the HTTP client. A *url.Error (the usual
-// shape) keeps its type, with the URL and the error inside scrubbed; any
-// other error that holds the key, anywhere in its chain, is replaced by a
+// cause scrubs an error from the HTTP client. One whose text holds no form
+// of the key, anywhere in its chain, or nil, is returned as is, so
+// errors.Is and errors.As see the same chain as without the SDK. A
+// *url.Error (the usual shape) keeps its type, with the URL and the error
+// inside scrubbed; any other error that holds the key is replaced by a
 // scrubbedError that keeps its text without the key and whether it was a
 // timeout, and drops the chain that held the key.
 func (s *scrubber) cause(err error) error {

@@ -91,13 +91,12 @@ func TestTransportErrorsNeverCarryTheWriteKey(t *testing.T) {
 func TestScrubbingKeepsTheErrorChain(t *testing.T) {
 	s := newScrubber(testKey)
 	// No key: the very same error.
-	plain := &TransportError{Phase: PhaseWritten, Err: context.DeadlineExceeded}
-	got, ok := s.error(plain).(*TransportError)
-	require.True(t, ok, "the scrubbed error is a *TransportError")
-	assert.Equal(t, context.DeadlineExceeded, got.Err, "an error without the key was changed")
+	assert.Equal(t, context.DeadlineExceeded, s.cause(context.DeadlineExceeded), "an error without the key was changed")
 	// The key in a *url.Error: the type and the inner chain stay.
 	inner := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
-	ue := s.error(&TransportError{Phase: PhaseNotConnected, Err: &neturl.Error{Op: "Post", URL: "http://x.test/?k=" + testKey, Err: inner}})
+	ue := s.cause(&neturl.Error{Op: "Post", URL: "http://x.test/?k=" + testKey, Err: inner})
+	var uerr *neturl.Error
+	require.ErrorAs(t, ue, &uerr, "the scrubbed error is a *url.Error")
 	var op *net.OpError
 	require.ErrorAs(t, ue, &op)
 	assert.Same(t, inner, op, "the *net.OpError inside")

@@ -135,15 +135,10 @@ func (b batchBody) Len() int { return len(open) + eventsLen(b.events) + len(b.ta
 
 // Reader returns a new reader of the body that copies from the events as
 // it goes: the uncompressed request body is never assembled in memory.
-func (b batchBody) Reader() io.Reader {
-	r := b.reader()
-	return &r
-}
+func (b batchBody) Reader() io.Reader { return &bodyReader{body: b, cur: open} }
 
-// reader is a bodyReader at the body's start.
-func (b batchBody) reader() bodyReader { return bodyReader{body: b, cur: open} }
-
-// bodyReader reads open, e0, ",", e1, ..., e(n-1), tail.
+// bodyReader reads open, e0, ",", e1, ..., e(n-1), tail: from the start
+// when cur is open and next 0.
 type bodyReader struct {
 	body batchBody
 	cur  []byte // what is left of the current piece
@@ -215,7 +210,7 @@ func compress(b batchBody) []byte {
 	g.zw.Reset(&g.out)
 	g.bw.Reset(g.zw)
 	// Writes to a bytes.Buffer cannot fail, nor can reads of a body.
-	g.r = b.reader()
+	g.r = bodyReader{body: b, cur: open}
 	_, _ = g.bw.ReadFrom(&g.r)
 	_ = g.bw.Flush()
 	_ = g.zw.Close()

@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -114,7 +115,9 @@ type Uploader struct {
 
 	gate     *retry.Gate   // the pause and the send rate (when on)
 	requests chan struct{} // a token per request in flight: see slot
-	stats    counters
+
+	statsMu sync.Mutex
+	stats   Counters // what Counters returns; change it with count
 }
 
 // New returns an Uploader for cfg. It does not validate cfg: the caller
@@ -208,7 +211,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 	}
 	var last error
 	fail := func(reason error, attempts int) {
-		u.stats.failed.Add(1)
+		u.count(&u.stats.BatchesFailed, 1)
 		report(0, len(events), &BatchError{Reason: reason, Attempts: attempts, Err: last})
 	}
 	for {
@@ -229,7 +232,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 		d := budget.Next(res, now)
 		switch d.Action {
 		case retry.ActionDeliver:
-			u.stats.delivered.Add(1)
+			u.count(&u.stats.BatchesDelivered, 1)
 			report(0, len(events), nil)
 			return
 		case retry.ActionSplit:
@@ -248,18 +251,18 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 		switch d.Path {
 		case retry.TokenPath:
 			// At once, with a fresh token: the attempt dropped the one refused.
-			u.stats.tokenRetries.Add(1)
+			u.count(&u.stats.Retries.Token, 1)
 		case retry.RateLimitPath:
 			// One server signal pauses every worker; this batch waits at
 			// the gate like the others. With the send rate on, the client
 			// resumes a jitter of its own after the server's time, so that
 			// a fleet does not come back at once.
-			u.stats.rateLimitRetries.Add(1)
+			u.count(&u.stats.Retries.RateLimit, 1)
 			if jitter, ok := u.gate.Hold(now, d.Wait); ok {
 				attrs = append(attrs, slog.String("jitter", jitter.String()))
 			}
 		default:
-			u.stats.backoffRetries.Add(1)
+			u.count(&u.stats.Retries.Backoff, 1)
 		}
 		attrs = append(attrs, slog.String("error", errString(last)))
 		u.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "analytics: upload attempt failed, will retry", attrs...)
@@ -278,7 +281,7 @@ func (u *Uploader) deliver(ctx context.Context, slot *slot, events [][]byte, rep
 // split sends each half of events as a batch of its own. The first half's
 // first attempt uses slot if it still holds one.
 func (u *Uploader) split(ctx context.Context, slot *slot, events [][]byte, report func(lo, hi int, err error)) {
-	u.stats.splits.Add(1)
+	u.count(&u.stats.Splits, 1)
 	mid := len(events) / 2
 	u.deliver(ctx, slot, events[:mid], report)
 	u.deliver(ctx, nil, events[mid:], func(lo, hi int, err error) { report(mid+lo, mid+hi, err) })
