@@ -33,11 +33,10 @@ type doneFile struct {
 	// buf builds the done records of one write to DONE, each framed as a
 	// segment's record is (appendFrame); pay is the payload of the one
 	// being built: uvarint triples (segment, first ordinal, count), cut
-	// into a record every maxAckPayload bytes. added counts the runs
-	// added.
-	buf   []byte
-	pay   []byte
-	added int
+	// into a record every maxAckPayload bytes. A run added leaves pay
+	// never empty: so an empty pay says none was.
+	buf []byte
+	pay []byte
 }
 
 // Ack records that the records ids are done. They are not handed again,
@@ -220,7 +219,7 @@ func (s *Spool) compactAt() int64 {
 // begin starts building the done records of one write to DONE in d.buf,
 // after b: a header, or nothing. s.mu is held.
 func (d *doneFile) begin(b []byte) {
-	d.buf, d.pay, d.added = b, d.pay[:0], 0
+	d.buf, d.pay = b, d.pay[:0]
 }
 
 func (d *doneFile) run(seg uint64, lo, n uint32) {
@@ -230,7 +229,6 @@ func (d *doneFile) run(seg uint64, lo, n uint32) {
 	d.pay = binary.AppendUvarint(d.pay, seg)
 	d.pay = binary.AppendUvarint(d.pay, uint64(lo))
 	d.pay = binary.AppendUvarint(d.pay, uint64(n))
-	d.added++
 }
 
 // end frames the record being built into d.buf, and begins the next.
@@ -249,12 +247,12 @@ func (d *doneFile) end() {
 // returned an error). s.mu is held.
 func (s *Spool) flushDone() error {
 	d := &s.done
+	if len(d.pay) == 0 && !d.stale {
+		return nil // no run added
+	}
 	d.end()
 	n := int64(len(d.buf))
-	switch {
-	case d.added == 0 && !d.stale:
-		return nil
-	case d.size == 0 || d.stale || !s.ackFits(n) || d.size+n > s.compactAt():
+	if d.size == 0 || d.stale || !s.ackFits(n) || d.size+n > s.compactAt() {
 		return s.compactDone()
 	}
 	path := s.donePath()

@@ -59,11 +59,11 @@ func (s *Spool) closeLocked() error {
 		s.cond.Wait()
 	}
 	var errs []error   // errors.Join drops the nils
-	files := s.retired // retired since the syncer's last sync: unsynced, as the active one may be
+	files := s.retired // retired since the last sync: unsynced, as the active one may be
 	s.retired = nil
 	if a := s.active; a != nil {
 		s.unmap(a)
-		files = append(files, retiredFile{a.f, a.num})
+		files = append(files, retiredFile{a.f, a.num, s.written})
 		a.f, s.active = nil, nil
 	}
 	for _, r := range files {

@@ -12,13 +12,10 @@ import (
 // written (their sequence number, from 1 at Open). Its fields are guarded
 // by Spool.mu.
 //
-// Records not yet synced are in the active segment's file, or, with
-// Sync > 0, in the retired files waiting for the syncer: with Sync 0 a
-// segment is synced when it stops being the active one (retire), so one
-// fsync of the active file covers everything written; with Sync > 0 the
-// syncer syncs the retired files with the active one, outside the lock,
-// so that no Append waits for a segment's fsync. With Sync > 0 it syncs
-// as well DONE if it was written since its last sync and, if one of its
+// Records not yet synced are in the active segment's file, or in the
+// retired files waiting for the next sync (retire), which syncs them with
+// the active one, outside the lock, so that no Append waits for a
+// segment's fsync. With Sync > 0 it syncs as well DONE if it was written since its last sync and, if one of its
 // entries changed (a file created, removed or renamed), the directory;
 // with Sync 0 Ack syncs those itself (syncAcks).
 type commitState struct {
@@ -38,7 +35,7 @@ type commitState struct {
 	// dirDirty: an entry of the directory changed since its last sync.
 	dirDirty bool
 	// retired are segments that stopped being active with records not
-	// synced (Sync > 0): the syncer syncs and closes them.
+	// synced: the next sync syncs and closes them.
 	retired []retiredFile
 
 	// failed lists syncs that failed while Appends (Sync 0) wait on
@@ -54,11 +51,13 @@ type commitState struct {
 	syncer sync.WaitGroup
 }
 
-// retiredFile is a retired segment's file that the syncer must sync and
-// close.
+// retiredFile is a retired segment's file that the next sync must sync
+// and close; to is the sequence number of the last record written when it
+// was retired: a failed sync of it is of the records up to it.
 type retiredFile struct {
 	f   File
 	num uint64
+	to  uint64
 }
 
 // failedSync is a failed sync of the records from+1 to to.
@@ -70,8 +69,8 @@ type failedSync struct {
 // commit waits until record seq is synced and every record before it is
 // decided, so that the caller decides it next (Sync 0; SPEC §11.1). The first Append
 // to find its record unsynced with no sync running syncs the active file
-// for every record written so far, and those Appends share it: one fsync
-// for a group. It returns the error of a failed sync covering seq. s.mu is
+// (and the retired ones) for every record written so far, and those
+// Appends share it: one fsync for a group. It returns the error of a failed sync covering seq. s.mu is
 // held, and released while waiting.
 func (s *Spool) commit(seq uint64) error {
 	for s.synced < seq || s.decided != seq-1 {
@@ -118,11 +117,11 @@ func (s *Spool) syncActive() {
 	s.syncing = append(s.syncing[:0], f, done) // a nil for none: closeFile looks for a file
 	s.syncRunning = true
 	s.mu.Unlock()
-	var failed []error // the segments' syncs, and retired files' closes, that failed
+	var failed []failedSync // the segments' syncs, and retired files' closes, that failed
 	for _, r := range retired {
 		for _, err := range []error{r.f.Sync(), r.f.Close()} {
 			if err != nil {
-				failed = append(failed, ioErr("sync", s.segPath(r.num), err))
+				failed = append(failed, failedSync{from, r.to, ioErr("sync", s.segPath(r.num), err)})
 			}
 		}
 	}
@@ -132,7 +131,7 @@ func (s *Spool) syncActive() {
 	}
 	if f != nil {
 		if err := f.Sync(); err != nil {
-			failed = append(failed, ioErr("sync", s.segPath(num), err))
+			failed = append(failed, failedSync{from, to, ioErr("sync", s.segPath(num), err)})
 		}
 	}
 	if dir {
@@ -146,8 +145,8 @@ func (s *Spool) syncActive() {
 	clear(s.closeAfter)
 	s.closeAfter = s.closeAfter[:0]
 	s.synced = max(s.synced, to)
-	for _, err := range failed {
-		s.syncFailed(from, to, err)
+	for _, f := range failed {
+		s.syncFailed(f.from, f.to, f.err)
 	}
 	if doneErr != nil {
 		// The runs may not be on the disk: written again whole (and

@@ -58,27 +58,18 @@ func (s *Spool) find(num uint64) *segment {
 }
 
 // retire ends seg's time as the active segment: its mapping ends, its
-// records are synced (none may be left unsynced in a file the syncer no
-// longer looks at), its file closed, and it is removed if all its records
-// are done. s.mu is held; seg is no longer s.active.
+// file is closed, and it is removed if all its records are done. A file
+// that may hold records not synced is closed by the next sync instead
+// (syncActive), which syncs it first with the active file, outside the
+// lock: the syncer's with Sync > 0, with Sync 0 the group commit of the
+// Appends waiting for those records. So the Append that rotates does not
+// wait for a segment's fsync. s.mu is held; seg is no longer s.active.
 func (s *Spool) retire(seg *segment) {
 	s.unmap(seg)
-	switch {
-	case s.synced < s.written && s.syncEvery > 0:
-		// The syncer syncs and closes it with the active file, outside
-		// the lock: the Append that rotates does not wait for an fsync.
-		s.retired = append(s.retired, retiredFile{seg.f, seg.num})
+	if s.synced < s.written {
+		s.retired = append(s.retired, retiredFile{seg.f, seg.num, s.written})
 		s.markDirty()
-	case s.synced < s.written:
-		// Synced keeping s.mu: an Append that rotates waits for the
-		// fsync, once a segment.
-		if err := seg.f.Sync(); err != nil {
-			s.syncFailed(s.synced, s.written, ioErr("sync", s.segPath(seg.num), err))
-		}
-		s.synced = s.written
-		s.cond.Broadcast()
-		fallthrough
-	default:
+	} else {
 		s.closeFile(seg.f, s.segPath(seg.num)) // or the sync running outside the lock does
 	}
 	seg.f = nil
