@@ -147,14 +147,14 @@ func (s *spoolIntake) Ended(run []queue.Item[consumer.Event], err error) {
 		s.c.loop.Wake()
 	}
 	if !leaves(err) {
-		s.c.ended(run, err)
+		memoryIntake{s.c}.Ended(run, err)
 	}
 }
 
 // Called calls the callback back, unless the event leaves.
 func (s *spoolIntake) Called(it *queue.Item[consumer.Event], err error) {
 	if !leaves(err) {
-		s.c.called(it, err)
+		memoryIntake{s.c}.Called(it, err)
 	}
 }
 
