@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/dualpath/analytics-go/consumer"
@@ -164,15 +163,11 @@ func (s *spoolIntake) Done(run []queue.Item[consumer.Event], err error) {
 	if leaves(err) {
 		return
 	}
-	p := idSlices.Get().(*[]spool.ID)
-	ids := (*p)[:0]
-	for _, it := range run {
-		ids = append(ids, it.Value.Spool)
+	ids := make([]spool.ID, len(run))
+	for i, it := range run {
+		ids[i] = it.Value.Spool
 	}
-	err = s.sp.Ack(ids)
-	*p = ids
-	idSlices.Put(p)
-	if err != nil {
+	if err := s.sp.Ack(ids); err != nil {
 		// The events have their outcome; only a restart before the
 		// spool reclaims them could send them again, with their ids.
 		s.c.failLog.LogAttrs(context.Background(), slog.LevelWarn,
@@ -180,8 +175,6 @@ func (s *spoolIntake) Done(run []queue.Item[consumer.Event], err error) {
 			slog.String("error", err.Error()))
 	}
 }
-
-var idSlices = sync.Pool{New: func() any { return new([]spool.ID) }}
 
 // finish runs once, after the loop and every upload have ended: the
 // events still queued, and those on disk, stay in the spool for the next
