@@ -21,9 +21,11 @@ import (
 // marked done (acked) after its callback; a shutdown cut short leaves
 // what has no outcome in the spool for the next start.
 type spoolIntake struct {
-	c     *Client
-	sp    *spool.Spool
-	final atomic.Pointer[spool.Stats] // the spool's counts once closed
+	c  *Client
+	sp *spool.Spool
+	// closed is set once finish has closed the spool, whose counts are
+	// final from then on.
+	closed atomic.Bool
 }
 
 // newSpoolIntake opens the spool directory, which recovers what an earlier
@@ -188,9 +190,8 @@ func (s *spoolIntake) finish() {
 		log.LogAttrs(context.Background(), slog.LevelWarn, "analytics: closing the spool",
 			slog.String("error", err.Error()))
 	}
-	final := s.sp.Stats()
-	s.final.Store(&final)
-	if left := final.Records; left > 0 {
+	s.closed.Store(true)
+	if left := s.sp.Stats().Records; left > 0 {
 		log.LogAttrs(context.Background(), slog.LevelWarn,
 			"analytics: events not delivered before the shutdown ended stay in the spool for the next start",
 			slog.Int64("events", left), slog.String("dir", s.c.cfg.spoolDir))
@@ -199,10 +200,11 @@ func (s *spoolIntake) finish() {
 
 // spoolStats is Stats.Spool: the spool's counts, and what Close left.
 func (s *spoolIntake) spoolStats() SpoolStats {
+	closed := s.closed.Load() // before Stats: once closed, they are final
 	st, left := s.sp.Stats(), int64(0)
-	if final := s.final.Load(); final != nil {
-		// Closed: what has no outcome yet is what the shutdown left.
-		st, left = *final, final.Records
+	if closed {
+		// What has no outcome yet is what the shutdown left.
+		left = st.Records
 	}
 	return SpoolStats{
 		Bytes:          st.Bytes,
