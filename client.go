@@ -82,14 +82,13 @@ func New(writeKey string, opts ...Option) (*Client, error) {
 	c.up = consumer.New(up)
 	c.q = queue.New[consumer.Event](cfg.maxQueueSize, cfg.maxQueueBytes)
 	// The one place that knows whether there is a spool (SPEC §11).
+	c.in = memoryIntake{c}
 	if cfg.spoolDir != "" {
 		sp, err := newSpoolIntake(c)
 		if err != nil {
 			return nil, err
 		}
 		c.in = sp
-	} else {
-		c.in = memoryIntake{c}
 	}
 	c.loop = consumer.NewLoop(consumer.LoopConfig{
 		Queue:         c.q,

@@ -3,6 +3,7 @@ package analytics
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net"
 	"slices"
 )
@@ -137,14 +138,11 @@ func (c Context) MarshalJSON() ([]byte, error) {
 	if err != nil || len(c.Extra) == 0 {
 		return b, err
 	}
-	var m map[string]any
+	// Unmarshal keeps the entries of a map it decodes into: the fields'
+	// members replace the Extra members of their names.
+	m := maps.Clone(c.Extra)
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
-	}
-	for k, v := range c.Extra {
-		if _, set := m[k]; !set {
-			m[k] = v
-		}
 	}
 	return json.Marshal(m)
 }
@@ -166,14 +164,9 @@ func (c *Context) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*c = Context(p)
-	for k, v := range m {
-		if slices.Contains(contextFields[:], k) {
-			continue
-		}
-		if c.Extra == nil {
-			c.Extra = map[string]any{}
-		}
-		c.Extra[k] = v
+	maps.DeleteFunc(m, func(k string, _ any) bool { return slices.Contains(contextFields[:], k) })
+	if len(m) > 0 {
+		c.Extra = m
 	}
 	return nil
 }

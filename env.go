@@ -128,10 +128,8 @@ func readEnv(environ []string) (opts []Option, writeKey string, problems []error
 	var unknown []string
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(strings.ToUpper(name), envPrefix) {
-			continue
-		}
-		if _, seen := values[name]; seen {
+		// Not ours, or set already: the first value wins.
+		if _, seen := values[name]; seen || !strings.HasPrefix(strings.ToUpper(name), envPrefix) {
 			continue
 		}
 		values[name] = strings.TrimSpace(value)

@@ -10,26 +10,21 @@ import "strings"
 func suggestEnvName(name string) string {
 	unknown := strings.TrimPrefix(strings.ToUpper(name), envPrefix)
 	best, bestDistance := "", 0
+	overlap, overlaps := "", 0 // a known name that contains it or that it contains, and how many
 	for _, name := range envNames {
 		known := strings.TrimPrefix(name, envPrefix)
 		d := editDistance(unknown, known)
 		if d <= max(2, len(known)/4) && (best == "" || d < bestDistance) {
 			best, bestDistance = name, d
 		}
-	}
-	if best != "" || len(unknown) < 3 {
-		return best
-	}
-	for _, name := range envNames {
-		known := strings.TrimPrefix(name, envPrefix)
 		if strings.Contains(known, unknown) || strings.Contains(unknown, known) {
-			if best != "" {
-				return "" // more than one: no guess
-			}
-			best = name
+			overlap, overlaps = name, overlaps+1
 		}
 	}
-	return best
+	if best != "" || len(unknown) < 3 || overlaps != 1 {
+		return best // the nearest, or "": a short name, or not one overlap, is no guess
+	}
+	return overlap
 }
 
 // editDistance is the number of single-byte insertions, deletions,

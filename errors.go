@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -193,11 +194,10 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalidMessage 
 // (context.DeadlineExceeded or context.Canceled).
 var ErrShutdown = errors.New("analytics: shutdown ended before delivery")
 
+// shutdownCause is the error of the events a shutdown cut short when its
+// context ended with ctxErr; nil is taken for context.Canceled.
 func shutdownCause(ctxErr error) error {
-	if ctxErr == nil {
-		ctxErr = context.Canceled
-	}
-	return &wrapped{ErrShutdown, ctxErr}
+	return &wrapped{ErrShutdown, cmp.Or(ctxErr, context.Canceled)}
 }
 
 // ErrSpool is wrapped by Enqueue's error when the spool (WithSpool) could

@@ -26,7 +26,8 @@ type intake interface {
 	precheck() error
 	// push takes an accepted event's encoded data, with ev and the kept
 	// estimate, and returns the queue's length after it (0 when the
-	// event waits elsewhere), or Enqueue's error. The intake's own lock
+	// event waits elsewhere), or Enqueue's error (the length is then
+	// not to be used). The intake's own lock
 	// (the queue's, or the spool's) orders it against stop: an event is
 	// either taken before, or refused.
 	push(ctx context.Context, wait bool, data []byte, ev consumer.Event, kept int) (int, error)
@@ -52,65 +53,6 @@ type intake interface {
 // known: one read back from the spool.
 const unstamped time.Duration = -1
 
-// ended counts the events of run, delivered or failed, and logs a
-// failure: for one that says the configuration is wrong, what was refused,
-// and the error, which says what to check (retry.Check), once. It is the
-// Ended step of every intake.
-func (c *Client) ended(run []queue.Item[consumer.Event], err error) {
-	n := int64(len(run))
-	endedRun(&c.stats.latency, run, err == nil)
-	if err == nil {
-		c.stats.delivered.Add(n)
-		return
-	}
-	c.stats.failed(err, n)
-	var what string
-	var he *HTTPError
-	var te *TokenError
-	switch {
-	case errors.As(err, &te):
-		what = "no OAuth access token"
-	case !errors.As(err, &he):
-	case he.Check != "":
-		what = "the tracking API refused the OAuth access token"
-	case retry.RejectsCredentials(he.StatusCode):
-		what = "the tracking API refused the write key"
-	case retry.RejectsEndpoint(he.StatusCode):
-		what = fmt.Sprintf("the tracking API answered %d %s", he.StatusCode, http.StatusText(he.StatusCode))
-	}
-	msg := "analytics: events not delivered"
-	if what != "" {
-		msg += ": " + what + " (the error says what to check)"
-	}
-	c.failLog.LogAttrs(context.Background(), slog.LevelError, msg,
-		slog.Int("events", len(run)), slog.String("error", err.Error()))
-}
-
-// called calls the callback, if any, for the event of it, with the message
-// Enqueue took, or, for an event read back from the spool, a Spooled made
-// from its bytes: the Called step of every intake. It recovers a panic of
-// the user's callback, so that it neither crashes the program nor stops
-// the other events' callbacks.
-func (c *Client) called(it *queue.Item[consumer.Event], err error) {
-	if c.cfg.callback == nil {
-		return
-	}
-	msg, ok := it.Value.Message.(Message)
-	if !ok {
-		msg = spooledMessage(it.Data, it.Value.Recovered)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			c.log.Error("analytics: callback panicked", slog.Any("panic", p))
-		}
-	}()
-	if err == nil {
-		c.cfg.callback.Success(msg)
-	} else {
-		c.cfg.callback.Failure(msg, err)
-	}
-}
-
 // memoryIntake is the intake without a spool: events go straight into the
 // memory queue (SPEC §3), and a shutdown cut short fails what is left.
 type memoryIntake struct{ c *Client }
@@ -130,10 +72,7 @@ func (m memoryIntake) push(ctx context.Context, wait bool, data []byte, ev consu
 	} else {
 		res, n = m.c.q.PushWait(ctx, data, ev, kept)
 	}
-	if err := refusal(ctx, res, wait); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return n, refusal(ctx, res, wait)
 }
 
 // refill has nothing to move: every event is in the queue.
@@ -156,11 +95,64 @@ func (memoryIntake) shutdownError(err error) error { return shutdownCause(err) }
 
 func (memoryIntake) spoolStats() SpoolStats { return SpoolStats{} }
 
-// Ended counts the events of run, and logs a failure.
-func (m memoryIntake) Ended(run []queue.Item[consumer.Event], err error) { m.c.ended(run, err) }
+// Ended counts the events of run, delivered or failed, and logs a
+// failure: for one that says the configuration is wrong, what was refused,
+// and the error, which says what to check (retry.Check), once. The spool's
+// intake calls it for the events that do not stay in the spool.
+func (m memoryIntake) Ended(run []queue.Item[consumer.Event], err error) {
+	n := int64(len(run))
+	endedRun(&m.c.stats.latency, run, err == nil)
+	if err == nil {
+		m.c.stats.delivered.Add(n)
+		return
+	}
+	m.c.stats.failed(err, n)
+	var what string
+	var he *HTTPError
+	var te *TokenError
+	switch {
+	case errors.As(err, &te):
+		what = "no OAuth access token"
+	case !errors.As(err, &he):
+	case he.Check != "":
+		what = "the tracking API refused the OAuth access token"
+	case retry.RejectsCredentials(he.StatusCode):
+		what = "the tracking API refused the write key"
+	case retry.RejectsEndpoint(he.StatusCode):
+		what = fmt.Sprintf("the tracking API answered %d %s", he.StatusCode, http.StatusText(he.StatusCode))
+	}
+	msg := "analytics: events not delivered"
+	if what != "" {
+		msg += ": " + what + " (the error says what to check)"
+	}
+	m.c.failLog.LogAttrs(context.Background(), slog.LevelError, msg,
+		slog.Int("events", len(run)), slog.String("error", err.Error()))
+}
 
-// Called calls the callback back.
-func (m memoryIntake) Called(it *queue.Item[consumer.Event], err error) { m.c.called(it, err) }
+// Called calls the callback, if any, for the event of it, with the message
+// Enqueue took, or, for an event read back from the spool, a Spooled made
+// from its bytes; the spool's intake calls it for the events that do not
+// stay in the spool. It recovers a panic of the user's callback, so that
+// it neither crashes the program nor stops the other events' callbacks.
+func (m memoryIntake) Called(it *queue.Item[consumer.Event], err error) {
+	if m.c.cfg.callback == nil {
+		return
+	}
+	msg, ok := it.Value.Message.(Message)
+	if !ok {
+		msg = spooledMessage(it.Data, it.Value.Recovered)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			m.c.log.Error("analytics: callback panicked", slog.Any("panic", p))
+		}
+	}()
+	if err == nil {
+		m.c.cfg.callback.Success(msg)
+	} else {
+		m.c.cfg.callback.Failure(msg, err)
+	}
+}
 
 // Done has nothing more to do.
 func (memoryIntake) Done([]queue.Item[consumer.Event], error) {}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/dualpath/analytics-go/consumer"
@@ -22,9 +21,11 @@ import (
 // marked done (acked) after its callback; a shutdown cut short leaves
 // what has no outcome in the spool for the next start.
 type spoolIntake struct {
-	c     *Client
-	sp    *spool.Spool
-	final atomic.Pointer[spool.Stats] // the spool's counts once closed
+	c  *Client
+	sp *spool.Spool
+	// closed is set once finish has closed the spool, whose counts are
+	// final from then on.
+	closed atomic.Bool
 }
 
 // newSpoolIntake opens the spool directory, which recovers what an earlier
@@ -147,14 +148,14 @@ func (s *spoolIntake) Ended(run []queue.Item[consumer.Event], err error) {
 		s.c.loop.Wake()
 	}
 	if !leaves(err) {
-		s.c.ended(run, err)
+		memoryIntake{s.c}.Ended(run, err)
 	}
 }
 
 // Called calls the callback back, unless the event leaves.
 func (s *spoolIntake) Called(it *queue.Item[consumer.Event], err error) {
 	if !leaves(err) {
-		s.c.called(it, err)
+		memoryIntake{s.c}.Called(it, err)
 	}
 }
 
@@ -164,15 +165,11 @@ func (s *spoolIntake) Done(run []queue.Item[consumer.Event], err error) {
 	if leaves(err) {
 		return
 	}
-	p := idSlices.Get().(*[]spool.ID)
-	ids := (*p)[:0]
-	for _, it := range run {
-		ids = append(ids, it.Value.Spool)
+	ids := make([]spool.ID, len(run))
+	for i, it := range run {
+		ids[i] = it.Value.Spool
 	}
-	err = s.sp.Ack(ids)
-	*p = ids
-	idSlices.Put(p)
-	if err != nil {
+	if err := s.sp.Ack(ids); err != nil {
 		// The events have their outcome; only a restart before the
 		// spool reclaims them could send them again, with their ids.
 		s.c.failLog.LogAttrs(context.Background(), slog.LevelWarn,
@@ -180,8 +177,6 @@ func (s *spoolIntake) Done(run []queue.Item[consumer.Event], err error) {
 			slog.String("error", err.Error()))
 	}
 }
-
-var idSlices = sync.Pool{New: func() any { return new([]spool.ID) }}
 
 // finish runs once, after the loop and every upload have ended: the
 // events still queued, and those on disk, stay in the spool for the next
@@ -195,9 +190,8 @@ func (s *spoolIntake) finish() {
 		log.LogAttrs(context.Background(), slog.LevelWarn, "analytics: closing the spool",
 			slog.String("error", err.Error()))
 	}
-	final := s.sp.Stats()
-	s.final.Store(&final)
-	if left := final.Records; left > 0 {
+	s.closed.Store(true)
+	if left := s.sp.Stats().Records; left > 0 {
 		log.LogAttrs(context.Background(), slog.LevelWarn,
 			"analytics: events not delivered before the shutdown ended stay in the spool for the next start",
 			slog.Int64("events", left), slog.String("dir", s.c.cfg.spoolDir))
@@ -206,10 +200,11 @@ func (s *spoolIntake) finish() {
 
 // spoolStats is Stats.Spool: the spool's counts, and what Close left.
 func (s *spoolIntake) spoolStats() SpoolStats {
+	closed := s.closed.Load() // before Stats: once closed, they are final
 	st, left := s.sp.Stats(), int64(0)
-	if final := s.final.Load(); final != nil {
-		// Closed: what has no outcome yet is what the shutdown left.
-		st, left = *final, final.Records
+	if closed {
+		// What has no outcome yet is what the shutdown left.
+		left = st.Records
 	}
 	return SpoolStats{
 		Bytes:          st.Bytes,
