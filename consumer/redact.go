@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"net/url"
@@ -41,19 +42,16 @@ func newScrubber(secrets ...string) *scrubber {
 			url.QueryEscape(k), url.PathEscape(k), k)
 	}
 	// strings.Replacer tries the old strings in argument order at each
-	// position: longest first, so a base64 form is replaced whole.
-	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	s := &scrubber{secrets: secrets}
+	// position: longest first, so a base64 form is replaced whole. Equal
+	// forms (a key that needs no escaping is its own URL escapes) sort
+	// side by side, and Compact keeps one of each.
+	slices.SortFunc(forms, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	forms = slices.Compact(forms)
 	var pairs []string
 	for _, f := range forms {
-		if slices.Contains(s.forms, f) {
-			continue
-		}
-		s.forms = append(s.forms, f)
 		pairs = append(pairs, f, redacted)
 	}
-	s.replacer = strings.NewReplacer(pairs...)
-	return s
+	return &scrubber{secrets: secrets, forms: forms, replacer: strings.NewReplacer(pairs...)}
 }
 
 // with returns a scrubber of s's secrets and secret too; s itself when

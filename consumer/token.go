@@ -120,9 +120,7 @@ func (s *tokenSource) get(ctx context.Context) (string, retry.Result, error) {
 		s.mu.Lock()
 		now = time.Now()
 		s.fetch = nil
-		if a.dated {
-			s.skew = a.skew
-		}
+		s.skew = a.skew
 		stale := s.token != "" && now.Before(s.expires)
 		switch {
 		case a.err == nil:
@@ -162,8 +160,7 @@ type tokenAnswer struct {
 	token string
 	life  time.Duration // expires_in
 	sent  time.Time     // the life counts from then
-	skew  time.Duration // the auth server's clock less ours, when dated
-	dated bool
+	skew  time.Duration // the auth server's clock less ours: by the Date, else the skew signed with
 	res   retry.Result
 	err   error // a *TokenError
 }
@@ -176,7 +173,7 @@ type tokenAnswer struct {
 func (s *tokenSource) request(ctx context.Context, skew time.Duration) tokenAnswer {
 	for again := false; ; again = true {
 		a := s.post(ctx, skew)
-		off := a.dated && (a.skew-skew > skewTolerance || skew-a.skew > skewTolerance)
+		off := a.skew-skew > skewTolerance || skew-a.skew > skewTolerance
 		if again || !off || a.res.Outcome != retry.OutcomeFatal {
 			return a
 		}
@@ -193,6 +190,7 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 		a.res, a.err = res, &TokenError{URL: s.u.scrub.text(s.url), Err: err}
 		return a
 	}
+	a.skew = skew // unless a Date tells another
 	a.sent = time.Now()
 	jwt, err := s.assertion(a.sent.Add(skew))
 	if err != nil { // the analytics package checked that the key signs
@@ -220,7 +218,7 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 	defer resp.Body.Close()
 	now := time.Now()
 	if date, ok := retryafter.ServerDate(resp.Header, now); ok {
-		a.skew, a.dated = date.Sub(now), true
+		a.skew = date.Sub(now)
 	}
 	body, bodyErr := io.ReadAll(io.LimitReader(resp.Body, drainBytes))
 	res := retry.ClassifyTokenAnswer(resp.StatusCode, resp.Header, now)
