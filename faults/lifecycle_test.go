@@ -22,8 +22,17 @@ import (
 
 // enqueuers runs g goroutines that enqueue events g<i>-<n> until Enqueue
 // returns ErrClosed, then 20 more each, which must all return ErrClosed too.
-// warm is done once each has had 50 events accepted.
+// warm is done once each has had 50 events accepted, or one refused as the
+// queue was full (a server that never answers fills it for good, and an
+// enqueuer the others outran may never have 50). However the machine
+// schedules them, each goes on until Close has run: none stops after a
+// count of its own, which a fast run through a full queue could reach
+// before the closers start. Once the test calls stop (every closer has
+// returned), an enqueuer that has not met ErrClosed yet makes its 20 last
+// enqueues, which must be refused too, so the goroutines end even if
+// Enqueue wrongly went on accepting.
 type enqueuers struct {
+	stopped  chan struct{}
 	mu       sync.Mutex
 	accepted []string
 	closed   []string
@@ -34,7 +43,7 @@ type enqueuers struct {
 }
 
 func startEnqueuers(c *analytics.Client, g int) *enqueuers {
-	q := &enqueuers{}
+	q := &enqueuers{stopped: make(chan struct{})}
 	q.wg.Add(g)
 	q.warm.Add(g)
 	for i := range g {
@@ -43,9 +52,11 @@ func startEnqueuers(c *analytics.Client, g int) *enqueuers {
 			var accepted, closed []string
 			var errs []error
 			full, warm, after := 0, false, -1
-			for n := 0; n < 200_000 && after != 0; n++ {
+			for n := 0; after != 0; n++ {
 				if after > 0 {
 					after--
+				} else if q.isStopped() {
+					after = 20
 				}
 				id := fmt.Sprintf("g%d-%d", i, n)
 				err := c.Enqueue(analytics.Track{MessageId: id, UserId: "u", Event: "E"})
@@ -53,7 +64,7 @@ func startEnqueuers(c *analytics.Client, g int) *enqueuers {
 				case err == nil:
 					accepted = append(accepted, id)
 					if after >= 0 {
-						errs = append(errs, fmt.Errorf("%s accepted after an ErrClosed", id))
+						errs = append(errs, fmt.Errorf("%s accepted after an ErrClosed or after Close returned", id))
 					}
 				case errors.Is(err, analytics.ErrClosed):
 					closed = append(closed, id)
@@ -65,7 +76,7 @@ func startEnqueuers(c *analytics.Client, g int) *enqueuers {
 				default:
 					errs = append(errs, fmt.Errorf("%s: %w", id, err))
 				}
-				if !warm && len(accepted) >= 50 {
+				if !warm && (len(accepted) >= 50 || full > 0) {
 					warm = true
 					q.warm.Done()
 				}
@@ -82,6 +93,18 @@ func startEnqueuers(c *analytics.Client, g int) *enqueuers {
 		}()
 	}
 	return q
+}
+
+// stop tells the enqueuers that every closer has returned.
+func (q *enqueuers) stop() { close(q.stopped) }
+
+func (q *enqueuers) isStopped() bool {
+	select {
+	case <-q.stopped:
+		return true
+	default:
+		return false
+	}
 }
 
 // closers calls each of fns at once from its own goroutine. After each
@@ -128,6 +151,7 @@ func TestEnqueueWhileClosing(t *testing.T) {
 	defer cancel()
 	errs := closers(t, e, e.client.Close, e.client.Close, e.client.Close,
 		func() error { return e.client.Shutdown(ctx) })
+	q.stop()
 	q.wg.Wait()
 	assertCloseResults(t, errs[:3])
 	assert.NoError(t, errs[3], "Shutdown")
@@ -188,6 +212,7 @@ func TestShutdownCutShortWhileEnqueuing(t *testing.T) {
 		func() error { return e.client.Shutdown(ctx) },
 		func() error { return e.client.Shutdown(ctx) },
 		e.client.Close)
+	q.stop()
 	q.wg.Wait()
 	for i, err := range errs[:2] {
 		assert.ErrorIs(t, err, context.DeadlineExceeded, "Shutdown %d", i)
