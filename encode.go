@@ -363,29 +363,21 @@ func (e *encoder) array(n int, at func(i int) any) error {
 	return nil
 }
 
-// valueError is a value JSON cannot hold, with its path inside the field,
-// such as ["items"][2].
-type valueError struct {
-	path string
-	err  error
-}
-
-// Error reads like `["a"][2]: json: unsupported value: NaN`.
-func (v *valueError) Error() string { return v.path + ": " + v.err.Error() }
-
-// Unwrap returns the error at the end of the path.
-func (v *valueError) Unwrap() error { return v.err }
-
-// within prefixes err's path with one more step from the outside.
+// within prefixes the path of err, a value JSON cannot hold, with one more
+// step from the outside. The error becomes a *FieldError at the value
+// itself, its Reason err's text and its Name the path built as the
+// encoder unwinds, such as ["items"][2]; fieldError adds the field and
+// the message type. errStop passes through as it is.
 func within(step string, err error) error {
 	if err == errStop {
 		return err
 	}
-	if ve, ok := err.(*valueError); ok {
-		ve.path = step + ve.path
-		return ve
+	fe, ok := err.(*FieldError)
+	if !ok {
+		fe = &FieldError{Reason: strings.TrimPrefix(err.Error(), "json: ")}
 	}
-	return &valueError{path: step, err: err}
+	fe.Name = step + fe.Name
+	return fe
 }
 
 // value writes any JSON value. The common types are written directly.

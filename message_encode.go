@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -186,15 +185,15 @@ var messageMaps = [...]struct{ key, field string }{
 	{"properties", "Properties"}, {"traits", "Traits"}, {"integrations", "Integrations"},
 }
 
+// fieldError is err, of the field of a message of type typ, as the
+// *FieldError within makes it; errStop (too large, not invalid) passes
+// through as it is.
 func fieldError(typ, field string, err error) error {
-	if err == errStop {
-		return err // too large, not invalid
+	err = within(field, err)
+	if fe, ok := err.(*FieldError); ok {
+		fe.Type = typ
 	}
-	name := field
-	if ve, ok := err.(*valueError); ok {
-		name, err = field+ve.path, ve.err
-	}
-	return &FieldError{Type: typ, Name: name, Reason: strings.TrimPrefix(err.Error(), "json: ")}
+	return err
 }
 
 // encodeContext writes the context c, not nil (tail writes a message's
