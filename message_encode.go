@@ -285,9 +285,8 @@ func (w *contextWriter) member(name string) {
 // str writes a string member, unless empty.
 func (w *contextWriter) str(name, v string) {
 	if v != "" {
-		w.written[w.n] = name
-		w.n++
-		w.o.str(name, v)
+		w.member(name)
+		w.o.e.string(v)
 	}
 }
 
