@@ -143,11 +143,10 @@ func (e *encoder) head(typ, id string, genID []byte, ts time.Time, anonymousID, 
 // tail writes the members after the head (context, then the free-form
 // maps, those a message has not being nil) and closes the object. A value
 // JSON cannot hold becomes a *FieldError naming typ, the field and the
-// path inside it; errStop (the message is too large) passes through as it
-// is. With v3Wire, a message without a Context has no context member, as
-// in v3. With countKept, it tallies what the message kept for the callback
-// holds beyond its strings and its maps' members: its Context and the
-// slots of its maps (see keptBytes).
+// path inside it. With v3Wire, a message without a Context has no context
+// member, as in v3. With countKept, it tallies what the message kept for
+// the callback holds beyond its strings and its maps' members: its
+// Context and the slots of its maps (see keptBytes).
 func (o *object) tail(typ string, ctx *Context, properties Properties, traits Traits, integrations Integrations) error {
 	e := o.e
 	if e.countKept {
@@ -186,14 +185,11 @@ var messageMaps = [...]struct{ key, field string }{
 }
 
 // fieldError is err, of the field of a message of type typ, as the
-// *FieldError within makes it; errStop (too large, not invalid) passes
-// through as it is.
+// *FieldError within makes it.
 func fieldError(typ, field string, err error) error {
-	err = within(field, err)
-	if fe, ok := err.(*FieldError); ok {
-		fe.Type = typ
-	}
-	return err
+	fe := within(field, err)
+	fe.Type = typ
+	return fe
 }
 
 // encodeContext writes the context c, not nil (tail writes a message's
@@ -244,7 +240,7 @@ func (e *encoder) encodeContext(c *Context) error {
 		// Members other than those written take at least `,"":0` each:
 		// refuse before sorting their keys.
 		if !e.fits(5 * (len(c.Extra) - len(written))) {
-			return errStop
+			return nil
 		}
 		keys := slices.AppendSeq(make([]string, 0, len(c.Extra)), maps.Keys(c.Extra))
 		slices.Sort(keys)
