@@ -3,7 +3,6 @@ package analytics
 import (
 	"encoding"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -33,7 +32,10 @@ const maxDepth = 64
 // limit, not to the message: a string, map or slice whose least possible
 // encoding does not fit in what is left is refused before it is walked
 // (before a map's keys are sorted), and a map or slice stops at the member
-// that passes the limit.
+// that passes the limit. A value refused so is not written, and its write
+// returns no error: over records the message as too large (fits), the
+// walks of maps and slices stop at it (stopped), and checkSize turns it
+// into ErrMessageTooLarge, whatever else the encoding returned.
 type encoder struct {
 	buf   []byte
 	pairs []pair // scratch for sorting map members
@@ -71,10 +73,6 @@ type pair struct {
 }
 
 var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 1024)} }}
-
-// errStop ends the encoding of a message found over MaxMessageBytes; e.over
-// says by how much, and checkSize turns it into ErrMessageTooLarge.
-var errStop = errors.New("message over MaxMessageBytes")
 
 // fits reports whether n more bytes keep the message within
 // MaxMessageBytes. When they do not, it records the message as too large.
@@ -213,7 +211,7 @@ func (e *encoder) object(m map[string]any) error {
 	}
 	// Each member takes at least `"":0` and a comma.
 	if !e.fits(5*len(m) + 1) {
-		return errStop
+		return nil
 	}
 	if len(m) <= smallMap {
 		return e.smallObject(m)
@@ -279,7 +277,7 @@ func (e *encoder) members(members []pair, order []uint8) error {
 			return within("["+strconv.Quote(p.k)+"]", err)
 		}
 		if e.stopped() {
-			return errStop
+			return nil
 		}
 		b = e.buf
 	}
@@ -344,7 +342,7 @@ func (e *encoder) array(n int, at func(i int) any) error {
 	}
 	// Each element takes at least one byte and a comma.
 	if !e.fits(2*n + 1) {
-		return errStop
+		return nil
 	}
 	e.buf = append(e.buf, '[')
 	for i := range n {
@@ -355,7 +353,7 @@ func (e *encoder) array(n int, at func(i int) any) error {
 			return within("["+strconv.Itoa(i)+"]", err)
 		}
 		if e.stopped() {
-			return errStop
+			return nil
 		}
 	}
 	e.buf = append(e.buf, ']')
@@ -363,29 +361,18 @@ func (e *encoder) array(n int, at func(i int) any) error {
 	return nil
 }
 
-// valueError is a value JSON cannot hold, with its path inside the field,
-// such as ["items"][2].
-type valueError struct {
-	path string
-	err  error
-}
-
-// Error reads like `["a"][2]: json: unsupported value: NaN`.
-func (v *valueError) Error() string { return v.path + ": " + v.err.Error() }
-
-// Unwrap returns the error at the end of the path.
-func (v *valueError) Unwrap() error { return v.err }
-
-// within prefixes err's path with one more step from the outside.
-func within(step string, err error) error {
-	if err == errStop {
-		return err
+// within prefixes the path of err, a value JSON cannot hold, with one more
+// step from the outside. The error becomes a *FieldError at the value
+// itself, its Reason err's text and its Name the path built as the
+// encoder unwinds, such as ["items"][2]; fieldError adds the field and
+// the message type.
+func within(step string, err error) *FieldError {
+	fe, ok := err.(*FieldError)
+	if !ok {
+		fe = &FieldError{Reason: strings.TrimPrefix(err.Error(), "json: ")}
 	}
-	if ve, ok := err.(*valueError); ok {
-		ve.path = step + ve.path
-		return ve
-	}
-	return &valueError{path: step, err: err}
+	fe.Name = step + fe.Name
+	return fe
 }
 
 // value writes any JSON value. The common types are written directly.
@@ -441,19 +428,19 @@ func (e *encoder) value(v any) error {
 // measured once marshalled, and not copied if it does not fit.
 func (e *encoder) marshal(v any) error {
 	if e.over > 0 {
-		return errStop
+		return nil
 	}
 	// The bound holds only where encoding/json writes the value itself.
 	if n := leastMarshalled(v); len(e.buf)+n > MaxMessageBytes && !customJSON(reflect.TypeOf(v)) {
 		e.over = len(e.buf) + n
-		return errStop
+		return nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	if !e.fits(len(b)) {
-		return errStop
+		return nil
 	}
 	e.buf = append(e.buf, b...)
 	return nil

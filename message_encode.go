@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -144,11 +143,10 @@ func (e *encoder) head(typ, id string, genID []byte, ts time.Time, anonymousID, 
 // tail writes the members after the head (context, then the free-form
 // maps, those a message has not being nil) and closes the object. A value
 // JSON cannot hold becomes a *FieldError naming typ, the field and the
-// path inside it; errStop (the message is too large) passes through as it
-// is. With v3Wire, a message without a Context has no context member, as
-// in v3. With countKept, it tallies what the message kept for the callback
-// holds beyond its strings and its maps' members: its Context and the
-// slots of its maps (see keptBytes).
+// path inside it. With v3Wire, a message without a Context has no context
+// member, as in v3. With countKept, it tallies what the message kept for
+// the callback holds beyond its strings and its maps' members: its
+// Context and the slots of its maps (see keptBytes).
 func (o *object) tail(typ string, ctx *Context, properties Properties, traits Traits, integrations Integrations) error {
 	e := o.e
 	if e.countKept {
@@ -186,15 +184,12 @@ var messageMaps = [...]struct{ key, field string }{
 	{"properties", "Properties"}, {"traits", "Traits"}, {"integrations", "Integrations"},
 }
 
+// fieldError is err, of the field of a message of type typ, as the
+// *FieldError within makes it.
 func fieldError(typ, field string, err error) error {
-	if err == errStop {
-		return err // too large, not invalid
-	}
-	name := field
-	if ve, ok := err.(*valueError); ok {
-		name, err = field+ve.path, ve.err
-	}
-	return &FieldError{Type: typ, Name: name, Reason: strings.TrimPrefix(err.Error(), "json: ")}
+	fe := within(field, err)
+	fe.Type = typ
+	return fe
 }
 
 // encodeContext writes the context c, not nil (tail writes a message's
@@ -245,7 +240,7 @@ func (e *encoder) encodeContext(c *Context) error {
 		// Members other than those written take at least `,"":0` each:
 		// refuse before sorting their keys.
 		if !e.fits(5 * (len(c.Extra) - len(written))) {
-			return errStop
+			return nil
 		}
 		keys := slices.AppendSeq(make([]string, 0, len(c.Extra)), maps.Keys(c.Extra))
 		slices.Sort(keys)
@@ -286,9 +281,8 @@ func (w *contextWriter) member(name string) {
 // str writes a string member, unless empty.
 func (w *contextWriter) str(name, v string) {
 	if v != "" {
-		w.written[w.n] = name
-		w.n++
-		w.o.str(name, v)
+		w.member(name)
+		w.o.e.string(v)
 	}
 }
 
