@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/dualpath/analytics-go/internal/defaults"
@@ -189,12 +188,9 @@ func (o *optionSpec) check(c *config) error {
 	}
 	f := o.value(c) // a count or a duration
 	n, duration := f.Int(), f.Type() == reflect.TypeFor[time.Duration]()
-	show := func(n int64) string {
-		if duration {
-			return time.Duration(n).String()
-		}
-		return strconv.FormatInt(n, 10)
-	}
+	// show writes n as a value of the field's type: a duration as
+	// time.Duration's String does, a count in decimal.
+	show := func(n int64) string { return fmt.Sprint(reflect.ValueOf(n).Convert(f.Type()).Interface()) }
 	switch {
 	case n < o.min && o.min == 0:
 		return invalidOption(o.name, "must not be negative, got %s", show(n))
