@@ -39,7 +39,7 @@ type Client struct {
 // empty writeKey.
 func New(writeKey string, opts ...Option) (*Client, error) {
 	if writeKey == "" {
-		return nil, &OptionError{Option: "WriteKey", Reason: "must not be empty"}
+		return nil, invalidOption("WriteKey", "must not be empty")
 	}
 	cfg := defaultConfig()
 	for _, opt := range opts {

@@ -398,7 +398,7 @@ const (
 // checked by New and never appears in the error.
 func (c *config) validate() error {
 	if err := validateEndpoint(c.endpoint); err != nil {
-		return &OptionError{Option: "Endpoint", Reason: err.Error()}
+		return invalidOption("Endpoint", "%v", err)
 	}
 	for i := range optionTable {
 		if err := optionTable[i].check(c); err != nil {
@@ -406,10 +406,10 @@ func (c *config) validate() error {
 		}
 	}
 	if c.flushAt > c.maxQueueSize {
-		return &OptionError{Option: "FlushAt", Reason: fmt.Sprintf("%d is more than MaxQueueSize %d, so no batch would ever fill", c.flushAt, c.maxQueueSize)}
+		return invalidOption("FlushAt", "%d is more than MaxQueueSize %d, so no batch would ever fill", c.flushAt, c.maxQueueSize)
 	}
 	if c.httpClientSet && c.upload.Client == nil {
-		return &OptionError{Option: "HTTPClient", Reason: "must not be nil"}
+		return invalidOption("HTTPClient", "must not be nil")
 	}
 	return nil
 }

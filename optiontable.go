@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/dualpath/analytics-go/internal/defaults"
@@ -43,18 +42,17 @@ type optionSpec struct {
 	part string
 }
 
-// The upper bounds of the numeric options. FlushAt's is a limit of the
-// tracking API; every other is far above any useful setting. New refuses a
-// value beyond one, which is surely a mistake (a unit slip, a misread
-// environment variable), and with every option bounded no arithmetic on
-// options can overflow: the largest product is batchesInFlight ×
-// limitMaxConcurrentRequests, and every duration is so far below the ~292
-// years a time.Duration holds that adding a few, or one to a time, cannot
-// overflow either.
+// The upper bounds of the numeric options, with MaxBatchEvents, FlushAt's,
+// and defaults.MaxWait, which bounds a single interval, wait or timeout.
+// FlushAt's is a limit of the tracking API: past it, the API answers 200
+// but rejects the events; every other is far above any useful setting.
+// New refuses a value beyond one, which is surely a mistake (a unit slip,
+// a misread environment variable), and with every option bounded no
+// arithmetic on options can overflow: the largest product is
+// batchesInFlight × limitMaxConcurrentRequests, and every duration is so
+// far below the ~292 years a time.Duration holds that adding a few, or one
+// to a time, cannot overflow either.
 const (
-	// limitFlushAt is the most events a batch request may hold: past it,
-	// the tracking API answers 200 but rejects the events (MaxBatchEvents).
-	limitFlushAt      = MaxBatchEvents
 	limitMaxQueueSize = 10_000_000
 	// limitMaxQueueBytes is 64 GiB, or on a 32-bit platform as much as
 	// leaves room in an int to add one more message to a full queue.
@@ -64,8 +62,6 @@ const (
 	// even a long backoff path: at the default 60 s cap, 1,000 retries
 	// wait at least 8 h.
 	limitRetryCount = 1_000
-	// limitWait bounds a single interval, wait or timeout.
-	limitWait = defaults.MaxWait
 	// limitBudget bounds a retry path's total duration.
 	limitBudget = 30 * 24 * time.Hour
 	// limitMinSpoolBytes leaves room for 16 segments of 64 KiB (the
@@ -91,20 +87,20 @@ var optionTable = []optionSpec{
 		field: func(c *config) any { return &c.endpoint }, def: DefaultEndpoint},
 	{name: "FlushAt", env: "ANALYTICS_FLUSH_AT", unit: "events",
 		field: func(c *config) any { return &c.flushAt }, def: defaults.FlushAt,
-		min: 1, max: limitFlushAt, example: "100",
+		min: 1, max: MaxBatchEvents, example: "100",
 		maxWhy: "Segment's documented limit of events per batch request: past it, the API answers 200 but rejects the events"},
 	{name: "FlushInterval", env: "ANALYTICS_FLUSH_INTERVAL", unit: "time.Duration",
 		field: func(c *config) any { return &c.flushInterval }, def: defaults.FlushInterval,
-		min: positive, max: int64(limitWait)},
+		min: positive, max: int64(defaults.MaxWait)},
 	{name: "RetryCount", env: "ANALYTICS_RETRY_COUNT", unit: "retries",
 		field: func(c *config) any { return &c.upload.Policy.RetryCount }, def: defaultPolicy.RetryCount,
 		min: 0, max: limitRetryCount, example: "3"},
 	{name: "BackoffBase", env: "ANALYTICS_BACKOFF_BASE", unit: "time.Duration",
 		field: func(c *config) any { return &c.upload.Policy.BackoffBase }, def: defaultPolicy.BackoffBase,
-		min: 0, max: int64(limitWait)},
+		min: 0, max: int64(defaults.MaxWait)},
 	{name: "BackoffCap", env: "ANALYTICS_BACKOFF_CAP", unit: "time.Duration",
 		field: func(c *config) any { return &c.upload.Policy.BackoffCap }, def: defaultPolicy.BackoffCap,
-		min: positive, max: int64(limitWait)},
+		min: positive, max: int64(defaults.MaxWait)},
 	{name: "MaxTotalBackoffDuration", env: "ANALYTICS_MAX_TOTAL_BACKOFF_DURATION", unit: "time.Duration",
 		field: func(c *config) any { return &c.upload.Policy.MaxTotalBackoffDuration }, def: defaultPolicy.MaxTotalBackoffDuration,
 		min: 0, max: int64(limitBudget)},
@@ -113,13 +109,13 @@ var optionTable = []optionSpec{
 		min: 0, max: int64(limitBudget)},
 	{name: "RateLimitRetryAfterCap", env: "ANALYTICS_RATE_LIMIT_RETRY_AFTER_CAP", unit: "time.Duration",
 		field: func(c *config) any { return &c.upload.Policy.RateLimitRetryAfterCap }, def: defaultPolicy.RateLimitRetryAfterCap,
-		min: positive, max: int64(limitWait)},
+		min: positive, max: int64(defaults.MaxWait)},
 	{name: "RequestTimeout", env: "ANALYTICS_REQUEST_TIMEOUT", unit: "time.Duration",
 		field: func(c *config) any { return &c.upload.RequestTimeout }, def: 10 * time.Second,
-		min: positive, max: int64(limitWait)},
+		min: positive, max: int64(defaults.MaxWait)},
 	{name: "CloseTimeout", env: "ANALYTICS_CLOSE_TIMEOUT", unit: "time.Duration",
 		field: func(c *config) any { return &c.closeTimeout }, def: DefaultCloseTimeout,
-		min: 0, max: int64(limitWait)},
+		min: 0, max: int64(defaults.MaxWait)},
 	{name: "Gzip", env: "ANALYTICS_GZIP", unit: "bool",
 		field: func(c *config) any { return &c.upload.Gzip }, def: true},
 	{name: "MaxConcurrentRequests", env: "ANALYTICS_MAX_CONCURRENT_REQUESTS", unit: "requests",
@@ -135,7 +131,7 @@ var optionTable = []optionSpec{
 		field: func(c *config) any { return &c.upload.AdaptiveSendRate }, def: true},
 	{name: "ProbeInterval", env: "ANALYTICS_PROBE_INTERVAL", unit: "time.Duration",
 		field: func(c *config) any { return &c.upload.Policy.ProbeInterval }, def: defaultPolicy.ProbeInterval,
-		min: positive, max: int64(limitWait)},
+		min: positive, max: int64(defaults.MaxWait)},
 	{name: "Spool", env: "ANALYTICS_SPOOL_DIR", unit: "directory",
 		field: func(c *config) any { return &c.spoolDir }},
 	{name: "SpoolMaxBytes", env: "ANALYTICS_SPOOL_MAX_BYTES", unit: "bytes",
@@ -143,7 +139,7 @@ var optionTable = []optionSpec{
 		min: limitMinSpoolBytes, max: limitMaxSpoolBytes},
 	{name: "SpoolSync", env: "ANALYTICS_SPOOL_SYNC", unit: "time.Duration",
 		field: func(c *config) any { return &c.spool.Sync }, def: DefaultSpoolSync,
-		min: 0, max: int64(limitWait)},
+		min: 0, max: int64(defaults.MaxWait)},
 	{name: "OAuth", part: "ClientID", env: "ANALYTICS_OAUTH_CLIENT_ID", unit: "client id",
 		field: func(c *config) any { return &c.oauth.ClientID }},
 	{name: "OAuth", part: "KeyID", env: "ANALYTICS_OAUTH_KEY_ID", unit: "key id",
@@ -192,12 +188,9 @@ func (o *optionSpec) check(c *config) error {
 	}
 	f := o.value(c) // a count or a duration
 	n, duration := f.Int(), f.Type() == reflect.TypeFor[time.Duration]()
-	show := func(n int64) string {
-		if duration {
-			return time.Duration(n).String()
-		}
-		return strconv.FormatInt(n, 10)
-	}
+	// show writes n as a value of the field's type: a duration as
+	// time.Duration's String does, a count in decimal.
+	show := func(n int64) string { return fmt.Sprint(reflect.ValueOf(n).Convert(f.Type()).Interface()) }
 	switch {
 	case n < o.min && o.min == 0:
 		return invalidOption(o.name, "must not be negative, got %s", show(n))
