@@ -165,10 +165,12 @@ func envProblem(name, reason string) error {
 	return fmt.Errorf("analytics: environment variable %s: %s", name, reason)
 }
 
-// envCount reads a whole number of unit; example is a well-formed value
+// envCount reads a whole number of unit that a signed integer of bits
+// bits holds (its field's type: an int is 32 bits on a 32-bit platform,
+// SpoolMaxBytes' int64 64 bits everywhere); example is a well-formed value
 // to show in the error.
-func envCount(v, unit, example string) (int, error) {
-	n, err := strconv.Atoi(v)
+func envCount(v string, bits int, unit, example string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, bits)
 	if errors.Is(err, strconv.ErrRange) {
 		return 0, fmt.Errorf("%s is out of range", quoteValue(v))
 	}

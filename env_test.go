@@ -134,6 +134,9 @@ func TestEnvEveryVariable(t *testing.T) {
 		{"ANALYTICS_PROBE_INTERVAL", "1.5", func(c config) any { return c.upload.Policy.ProbeInterval }, 1500 * time.Millisecond},
 		{"ANALYTICS_SPOOL_DIR", "/var/spool/analytics", func(c config) any { return c.spoolDir }, "/var/spool/analytics"},
 		{"ANALYTICS_SPOOL_MAX_BYTES", "268435456", func(c config) any { return c.spool.MaxBytes }, int64(256 << 20)},
+		// Past an int's range on a 32-bit platform: read as the field's
+		// int64, not as an int (GOARCH=386 go test -run TestEnvEveryVariable).
+		{"ANALYTICS_SPOOL_MAX_BYTES", "4294967296", func(c config) any { return c.spool.MaxBytes }, int64(4 << 30)},
 		{"ANALYTICS_SPOOL_SYNC", "0", func(c config) any { return c.spool.Sync }, time.Duration(0)},
 		{"ANALYTICS_OAUTH_CLIENT_ID", "app", func(c config) any { return c.oauth.ClientID }, "app"},
 		{"ANALYTICS_OAUTH_KEY_ID", "k1", func(c config) any { return c.oauth.KeyID }, "k1"},

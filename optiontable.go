@@ -174,8 +174,8 @@ func defaultConfig() config {
 func (o *optionSpec) value(c *config) reflect.Value { return reflect.ValueOf(o.field(c)).Elem() }
 
 // set stores v in the option's field of c, converted to the field's type:
-// a count is read from the environment as an int, and SpoolMaxBytes is an
-// int64.
+// a count is read from the environment as an int64 in the range of its
+// field's type (an int, or SpoolMaxBytes' int64).
 func (o *optionSpec) set(c *config, v any) {
 	f := o.value(c)
 	f.Set(reflect.ValueOf(v).Convert(f.Type()))
@@ -221,7 +221,7 @@ func (o *optionSpec) fromEnv(value string) (Option, error) {
 	case *time.Duration:
 		v, err = envSeconds(value)
 	default: // a count
-		v, err = envCount(value, o.unit, cmp.Or(o.example, fmt.Sprint(o.def)))
+		v, err = envCount(value, o.value(new(config)).Type().Bits(), o.unit, cmp.Or(o.example, fmt.Sprint(o.def)))
 	}
 	if err != nil {
 		return nil, err
