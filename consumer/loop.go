@@ -92,7 +92,7 @@ type Loop struct {
 	cancel context.CancelCauseFunc
 
 	// mu guards flushTo and closed, and inflight, batchEnded and
-	// flushesEnded: what Flush waits for.
+	// flushErr: what Flush waits for.
 	mu sync.Mutex
 	// flushTo is the number below which events are sent without waiting
 	// for FlushAt: raised by the FlushInterval timer, a Flush and Close.
@@ -104,9 +104,8 @@ type Loop struct {
 	// batchEnded is closed (and set to nil) when a batch ends or
 	// EndFlushes runs, so that the Flush calls waiting look again; nil
 	// while no Flush waits.
-	batchEnded   chan struct{}
-	flushesEnded bool
-	flushErr     error // with flushesEnded: what a Flush still waiting returns
+	batchEnded chan struct{}
+	flushErr   error // set by EndFlushes: what a Flush still waiting returns
 
 	uploads sync.WaitGroup
 }
@@ -289,7 +288,7 @@ func (l *Loop) Flush(ctx context.Context, target uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for !l.flushedTo(target) {
-		if l.flushesEnded {
+		if l.flushErr != nil {
 			return l.flushErr
 		}
 		// Not done: ask the loop, once, to send what is numbered below
@@ -317,11 +316,11 @@ func (l *Loop) Flush(ctx context.Context, target uint64) error {
 // EndFlushes ends every Flush still waiting, once Done is closed and what
 // was left queued is drained: those whose events have all ended return
 // nil, the others err (their events are not in the queue, and will not
-// end in this Loop).
+// end in this Loop). err must not be nil.
 func (l *Loop) EndFlushes(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.flushesEnded, l.flushErr = true, err
+	l.flushErr = err
 	l.wakeFlushes()
 }
 
