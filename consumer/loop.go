@@ -214,12 +214,6 @@ func (l *Loop) run() {
 			// The first attempts of batches take request slots here, in
 			// the order the batches are cut, so they go out in order.
 			s, err := l.cfg.Uploader.acquire(l.ctx)
-			if err == nil && l.ctx.Err() != nil {
-				// Cancelled as the slot came free: acquire's select may
-				// take either, and a Cancel cuts nothing more.
-				s.release()
-				err = context.Cause(l.ctx)
-			}
 			if err != nil {
 				batch.release()
 				return // cancelled
