@@ -89,14 +89,20 @@ type slot struct {
 }
 
 // acquire takes a request slot, waiting while MaxConcurrentRequests
-// requests are in flight, or returns the context's cause.
+// requests are in flight, or returns the context's cause: also when ctx
+// ended as the slot came free, which the select may take as well, so that
+// an attempt that waited for its slot past the end of ctx is not sent,
+// and a Loop cancelled as it cut a batch cuts nothing more.
 func (u *Uploader) acquire(ctx context.Context) (*slot, error) {
 	select {
 	case u.requests <- struct{}{}:
-		return &slot{tokens: u.requests}, nil
+		if ctx.Err() == nil {
+			return &slot{tokens: u.requests}, nil
+		}
+		<-u.requests
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
 	}
+	return nil, context.Cause(ctx)
 }
 
 // release gives the slot back. Only the first call on a slot that holds

@@ -82,30 +82,30 @@ type LoopConfig struct {
 type Loop struct {
 	cfg LoopConfig
 
-	wake      chan struct{} // Wake: the queue or the backlog changed, or a Flush asked for more
-	closing   chan struct{} // closed by Close
-	closeOnce sync.Once
-	batches   chan struct{} // a token per batch cut and not yet finished: see send
-	done      chan struct{} // closed when the loop and every upload have ended
-	cut       atomic.Int64  // batches cut
+	wake    chan struct{} // Wake: the queue or the backlog changed, a Flush asked for more, or Close ran
+	batches chan struct{} // a token per batch cut and not yet finished: see send
+	done    chan struct{} // closed when the loop and every upload have ended
+	cut     atomic.Int64  // batches cut
 
 	// ctx is the context of every upload; Cancel cancels it.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// mu guards flushTo, and inflight, batchEnded and flushesEnded: what
-	// Flush waits for.
+	// mu guards flushTo and closed, and inflight, batchEnded and
+	// flushErr: what Flush waits for.
 	mu sync.Mutex
 	// flushTo is the number below which events are sent without waiting
 	// for FlushAt: raised by the FlushInterval timer, a Flush and Close.
-	flushTo  uint64
+	flushTo uint64
+	// closed is set by Close, which raises flushTo past every event with
+	// it: the loop ends once nothing is left to cut.
+	closed   bool
 	inflight []uint64 // Seq of every batch being uploaded
 	// batchEnded is closed (and set to nil) when a batch ends or
 	// EndFlushes runs, so that the Flush calls waiting look again; nil
 	// while no Flush waits.
-	batchEnded   chan struct{}
-	flushesEnded bool
-	flushErr     error // with flushesEnded: what a Flush still waiting returns
+	batchEnded chan struct{}
+	flushErr   error // set by EndFlushes: what a Flush still waiting returns
 
 	uploads sync.WaitGroup
 }
@@ -115,7 +115,6 @@ func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{
 		cfg:     cfg,
 		wake:    make(chan struct{}, 1),
-		closing: make(chan struct{}),
 		batches: make(chan struct{}, batchesInFlight*cap(cfg.Uploader.requests)),
 		done:    make(chan struct{}),
 	}
@@ -149,7 +148,12 @@ func (l *Loop) Wake() {
 // holds, without waiting for FlushAt; it ends, closing Done, once nothing
 // is left to cut and every upload has ended. It is safe to call more than
 // once.
-func (l *Loop) Close() { l.closeOnce.Do(func() { close(l.closing) }) }
+func (l *Loop) Close() {
+	l.mu.Lock()
+	l.closed, l.flushTo = true, math.MaxUint64
+	l.mu.Unlock()
+	l.Wake()
+}
 
 // Cancel cancels every upload, with cause as the reason of the events'
 // *BatchError, and ends the Loop without cutting what is left (see Drain).
@@ -195,13 +199,13 @@ func (l *Loop) run() {
 	}()
 	timer := time.NewTimer(l.cfg.FlushInterval)
 	defer timer.Stop()
-	closing := l.closing
 	for {
 		backlog := l.cfg.Refill != nil && l.cfg.Refill()
+		cut, closed := l.wantCut(backlog)
 		var tokens chan struct{}
-		if l.wantCut(backlog) {
+		if cut {
 			tokens = l.batches
-		} else if closing == nil && !backlog {
+		} else if closed && !backlog {
 			return // closed and everything has been cut
 		}
 		select {
@@ -210,12 +214,6 @@ func (l *Loop) run() {
 			// The first attempts of batches take request slots here, in
 			// the order the batches are cut, so they go out in order.
 			s, err := l.cfg.Uploader.acquire(l.ctx)
-			if err == nil && l.ctx.Err() != nil {
-				// Cancelled as the slot came free: acquire's select may
-				// take either, and a Cancel cuts nothing more.
-				s.release()
-				err = context.Cause(l.ctx)
-			}
 			if err != nil {
 				batch.release()
 				return // cancelled
@@ -226,9 +224,6 @@ func (l *Loop) run() {
 		case <-timer.C:
 			l.flushBelow(l.cfg.Accepted())
 			timer.Reset(l.cfg.FlushInterval)
-		case <-closing:
-			closing = nil
-			l.flushBelow(math.MaxUint64)
 		case <-l.ctx.Done():
 			return // cancelled
 		}
@@ -236,22 +231,21 @@ func (l *Loop) run() {
 }
 
 // wantCut reports whether a batch is due (SPEC §3): FlushAt events are
-// queued, or events are queued that a flush asked for (flushTo), or the
-// queue is as full as it gets while more wait in the backlog.
-func (l *Loop) wantCut(backlog bool) bool {
-	n := l.cfg.Queue.Len()
-	if n >= l.cfg.FlushAt || backlog && n > 0 {
-		return true
-	}
+// queued, or events are queued that a flush asked for (flushTo, which
+// Close raises past every event), or the queue is as full as it gets while
+// more wait in the backlog. It also reports whether Close has run, read
+// before the queue, so that an event queued before Close is seen.
+func (l *Loop) wantCut(backlog bool) (cut, closed bool) {
 	l.mu.Lock()
-	flushTo := l.flushTo
+	flushTo, closed := l.flushTo, l.closed
 	l.mu.Unlock()
+	n := l.cfg.Queue.Len()
 	_, taken := l.cfg.Queue.Counts()
-	return n > 0 && taken < flushTo
+	return n >= l.cfg.FlushAt || n > 0 && (backlog || taken < flushTo), closed
 }
 
-// flushBelow raises flushTo to target: the loop's own flushes, on its
-// goroutine, which looks again at once.
+// flushBelow raises flushTo to target: the FlushInterval timer's flush,
+// on the loop's goroutine, which looks again at once.
 func (l *Loop) flushBelow(target uint64) {
 	l.mu.Lock()
 	l.flushTo = max(l.flushTo, target)
@@ -288,7 +282,7 @@ func (l *Loop) Flush(ctx context.Context, target uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for !l.flushedTo(target) {
-		if l.flushesEnded {
+		if l.flushErr != nil {
 			return l.flushErr
 		}
 		// Not done: ask the loop, once, to send what is numbered below
@@ -316,11 +310,11 @@ func (l *Loop) Flush(ctx context.Context, target uint64) error {
 // EndFlushes ends every Flush still waiting, once Done is closed and what
 // was left queued is drained: those whose events have all ended return
 // nil, the others err (their events are not in the queue, and will not
-// end in this Loop).
+// end in this Loop). err must not be nil.
 func (l *Loop) EndFlushes(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.flushesEnded, l.flushErr = true, err
+	l.flushErr = err
 	l.wakeFlushes()
 }
 
