@@ -123,9 +123,9 @@ func (u *Uploader) holds(s *slot) bool {
 // messageId, when the body carries one. retryCount is the value of
 // X-Retry-Count, 0 on a first attempt (no header). It returns the
 // classified result and, unless the result is a success, an *HTTPError, a
-// *TransportError or, with OAuth, a *TokenError, each built of texts
-// scrubbed of the write key and of the access token the attempt carried
-// (see scrubber).
+// *TransportError or, with OAuth, a *TokenError, scrubbed of the write key
+// and of the access token the attempt carried: every error of an attempt
+// leaves through here.
 //
 // It reports the attempt's end to the gate however it ends, a panic in the
 // transport (a user's http.RoundTripper) included, which the Loop recovers
@@ -138,23 +138,28 @@ func (u *Uploader) attempt(ctx context.Context, slot *slot, turn retry.Turn, eve
 	answered := false
 	defer func() { u.gate.End(turn, time.Now(), o, answered) }()
 	defer slot.release()
-	res, err = u.send(ctx, events, id, retryCount)
+	var token string
+	res, token, err = u.send(ctx, events, id, retryCount)
 	_, noAnswer := err.(*TransportError)
 	o, answered = res.Outcome, !noAnswer
+	if err != nil {
+		// Only an error carries what a server sent back: a success
+		// builds no scrubber (with OAuth, one of the token's forms).
+		err = u.scrub.with(token).error(err)
+	}
 	return res, err
 }
 
-// send is attempt but for the gate and the slot: with OAuth, it gets the
-// access token first, and drops it if the upload was refused for it; it
-// builds the request, sends it under the attempt's own deadline, resends
-// it once if a kept-alive connection lost it (see lostToClose), and reads
-// the response. Only an error carries what a server sent back, so only an
-// error builds the scrubber of the token's forms (u.scrub.with).
-func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCount int) (res retry.Result, err error) {
-	auth, token := u.auth, ""
+// send is attempt before scrubbing: with OAuth, it gets the access token
+// first (and returns it), and drops it if the upload was refused for it;
+// it builds the request, sends it under the attempt's own deadline,
+// resends it once if a kept-alive connection lost it (see lostToClose),
+// and reads the response.
+func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCount int) (res retry.Result, token string, err error) {
+	auth := u.auth
 	if u.tokens != nil {
 		if token, res, err = u.tokens.get(ctx); err != nil {
-			return res, err // a *TokenError, scrubbed, or the context's cause
+			return res, "", err
 		}
 		auth = "Bearer " + token
 		defer func() {
@@ -173,7 +178,7 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 	if err != nil {
 		// The endpoint was validated by the analytics package; a request
 		// that cannot even be built will not build on a retry either.
-		return retry.Result{Outcome: retry.OutcomeFatal}, u.scrub.cause(err)
+		return retry.Result{Outcome: retry.OutcomeFatal}, token, err
 	}
 	resp, err := u.cfg.Client.Do(req)
 	if err != nil && lostToClose(ctx, &phase, err) {
@@ -186,9 +191,10 @@ func (u *Uploader) send(ctx context.Context, events [][]byte, id string, retryCo
 		} else {
 			u.count(&u.stats.TransportErrors.NotWritten, 1)
 		}
-		return retry.NoResponse(), &TransportError{Phase: p, Err: u.scrub.with(token).cause(err)}
+		return retry.NoResponse(), token, &TransportError{Phase: p, Err: err}
 	}
-	return u.readResponse(ctx, resp, token)
+	res, err = u.readResponse(ctx, resp, token)
+	return res, token, err
 }
 
 // lostToClose reports whether a send that failed with err was lost to a
@@ -302,10 +308,10 @@ const (
 )
 
 // readResponse classifies an attempt's response and, unless it is a success,
-// describes it in an *HTTPError (SPEC §4), its body, Location and BodyErr
-// scrubbed of the write key and of token, the OAuth access token the
-// request carried if any, which a refusal may be for
-// (retry.ClassifyBearer). It reads at most an excerpt and a bounded drain
+// describes it in an *HTTPError (SPEC §4), its excerpt of the body cut
+// clear of the write key and of token, the OAuth access token the request
+// carried if any, which a refusal may be for (retry.ClassifyBearer);
+// attempt scrubs the rest. It reads at most an excerpt and a bounded drain
 // of the body, then closes it, so the connection can be reused. ctx is
 // the attempt's: every read ends by its deadline and by Shutdown whatever
 // the transport does, since a 101 Switching Protocols hands back the raw
@@ -323,7 +329,7 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 		return retry.Result{Outcome: retry.OutcomeRedirect}, &HTTPError{
 			StatusCode: resp.StatusCode,
 			Method:     resp.Request.Method,
-			Location:   u.scrub.with(token).text(resp.Request.URL.Redacted()),
+			Location:   resp.Request.URL.Redacted(),
 		}
 	}
 
@@ -336,20 +342,19 @@ func (u *Uploader) readResponse(ctx context.Context, resp *http.Response, token 
 		drain(resp.Body)
 		return res, nil
 	}
-	scrub := u.scrub.with(token)
 	// The start of the body, and whether it was cut at excerptBytes.
 	body, bodyErr := io.ReadAll(io.LimitReader(resp.Body, excerptBytes))
 	herr := &HTTPError{
 		StatusCode: resp.StatusCode,
-		Body:       scrub.excerpt(strings.ToValidUTF8(string(body), "\uFFFD"), len(body) == excerptBytes),
+		Body:       u.scrub.with(token).excerpt(strings.ToValidUTF8(string(body), "\uFFFD"), len(body) == excerptBytes),
 		RetryAfter: res.RetryAfter,
-		BodyErr:    scrub.cause(bodyErr),
+		BodyErr:    bodyErr,
 	}
 	if bearer {
 		herr.Check = retry.CheckOAuth(resp.StatusCode, resp.Header)
 	}
 	if res.Outcome == retry.OutcomeRedirect {
-		herr.Location = scrub.text(resp.Header.Get("Location"))
+		herr.Location = resp.Header.Get("Location")
 	}
 	drain(resp.Body)
 	return res, herr

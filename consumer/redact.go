@@ -17,10 +17,10 @@ const redacted = "[REDACTED]"
 // carry that a server, a proxy or a redirect target chose: response bodies,
 // Location headers, malformed header lines quoted by net/http, and URLs in
 // transport errors; with OAuth, the access token an upload
-// carried and the JWT a token request did too. An attempt builds each of
-// its errors of texts and causes this scrubber has scrubbed (text,
-// excerpt, cause), so that none holds the key when anything logs it or
-// hands it to a caller.
+// carried and the JWT a token request did too. Every error an attempt or
+// a token request returns passes through error, once, where it leaves
+// (attempt, tokenSource.post), before anything logs it or hands it to a
+// caller: the places that build errors need not each remember to scrub.
 type scrubber struct {
 	secrets  []string // the secrets it was made of
 	forms    []string // the secrets as they may appear, longest first
@@ -85,9 +85,35 @@ func (s *scrubber) excerpt(t string, cut bool) string {
 	return t
 }
 
+// error returns err with the key removed from every text it can print:
+// each string field and cause of an *HTTPError, a *TransportError and a
+// *TokenError (and of the error a *TokenError holds), each keeping its
+// type; any other error as cause does. An error without the key, or nil,
+// comes back with the same chain, so errors.Is and errors.As see what they
+// would without the SDK.
+func (s *scrubber) error(err error) error {
+	switch e := err.(type) {
+	case *HTTPError:
+		c := *e
+		c.Body = s.text(c.Body)
+		c.Location = s.text(c.Location)
+		c.BodyErr = s.cause(c.BodyErr)
+		return &c
+	case *TransportError:
+		c := *e
+		c.Err = s.cause(e.Err)
+		return &c
+	case *TokenError:
+		c := *e
+		c.URL = s.text(c.URL)
+		c.Err = s.error(e.Err)
+		return &c
+	}
+	return s.cause(err)
+}
+
 // cause scrubs an error from the HTTP client. One whose text holds no form
-// of the key, anywhere in its chain, or nil, is returned as is, so
-// errors.Is and errors.As see the same chain as without the SDK. A
+// of the key, anywhere in its chain, or nil, is returned as is. A
 // *url.Error (the usual shape) keeps its type, with the URL and the error
 // inside scrubbed; any other error that holds the key is replaced by a
 // scrubbedError that keeps its text without the key and whether it was a

@@ -103,6 +103,51 @@ func TestScrubbingKeepsTheErrorChain(t *testing.T) {
 	assertNoKey(t, "scrubbed url.Error", ue.Error())
 }
 
+// error, the one pass every error of an attempt and of a token request
+// leaves through, scrubs every text each error type can print, keeping
+// the types: a field a new error site fills from a server is covered
+// without that site scrubbing it.
+func TestScrubbedErrorsHoldTheKeyInNoField(t *testing.T) {
+	s := newScrubber(testKey)
+	keyURL := "http://x.test/?k=" + testKey
+	httpErr := func() *HTTPError {
+		return &HTTPError{StatusCode: 307, Body: "echo " + testKey, Location: keyURL,
+			BodyErr: fmt.Errorf("read %s: reset", keyURL)}
+	}
+	assertScrubbedHTTP := func(what string, he *HTTPError) {
+		t.Helper()
+		assertNoKey(t, what+" Body", he.Body)
+		assertNoKey(t, what+" Location", he.Location)
+		require.Error(t, he.BodyErr, what+" BodyErr")
+		assertNoKey(t, what+" BodyErr", he.BodyErr.Error())
+		assert.Equal(t, 307, he.StatusCode, what+" StatusCode")
+	}
+
+	var he *HTTPError
+	require.ErrorAs(t, s.error(httpErr()), &he, "an *HTTPError stays one")
+	assertScrubbedHTTP("HTTPError", he)
+
+	var te *TransportError
+	require.ErrorAs(t, s.error(&TransportError{Phase: PhaseWritten, Err: errors.New("dial " + keyURL)}), &te, "a *TransportError stays one")
+	assert.Equal(t, PhaseWritten, te.Phase)
+	assertNoKey(t, "TransportError Err", te.Err.Error())
+
+	// A token request's error: its URL, and the answer it holds.
+	var tok *TokenError
+	require.ErrorAs(t, s.error(&TokenError{URL: keyURL, Err: httpErr()}), &tok, "a *TokenError stays one")
+	assertNoKey(t, "TokenError URL", tok.URL)
+	require.ErrorAs(t, tok.Err, &he, "the *HTTPError inside a *TokenError stays one")
+	assertScrubbedHTTP("TokenError's HTTPError", he)
+
+	for _, err := range []error{s.error(httpErr()), s.error(&TokenError{URL: keyURL, Err: httpErr()})} {
+		assertNoKey(t, "%+v", fmt.Sprintf("%+v", err))
+	}
+	// No key: the very same chain.
+	plain := &TokenError{URL: "https://oauth.test/token", Err: context.DeadlineExceeded}
+	require.ErrorAs(t, s.error(plain), &tok)
+	assert.Equal(t, context.DeadlineExceeded, tok.Err, "an error without the key was changed")
+}
+
 func TestExcerptCutThroughTheKeyKeepsNoPartOfIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, form := range []string{"wk-secret", base64.StdEncoding.EncodeToString([]byte("wk-secret:"))} {

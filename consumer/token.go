@@ -185,9 +185,11 @@ func (s *tokenSource) request(ctx context.Context, skew time.Duration) tokenAnsw
 // answer: the token and its life from a 2xx, else the *TokenError, with
 // the JWT and the write key scrubbed from what the endpoint said.
 func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnswer) {
-	// err is built scrubbed; the URL is scrubbed of the write key too.
+	// Every error leaves through fail, scrubbed of the write key and,
+	// once signed, of the JWT.
+	scrub := s.u.scrub
 	fail := func(res retry.Result, err error) tokenAnswer {
-		a.res, a.err = res, &TokenError{URL: s.u.scrub.text(s.url), Err: err}
+		a.res, a.err = res, scrub.error(&TokenError{URL: s.url, Err: err})
 		return a
 	}
 	a.skew = skew // unless a Date tells another
@@ -196,7 +198,7 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 	if err != nil { // the analytics package checked that the key signs
 		return fail(retry.Result{Outcome: retry.OutcomeFatal}, err)
 	}
-	scrub := s.u.scrub.with(jwt)
+	scrub = scrub.with(jwt)
 	form := url.Values{
 		"grant_type":            {"client_credentials"},
 		"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"},
@@ -207,13 +209,13 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(form.Encode()))
 	if err != nil {
-		return fail(retry.Result{Outcome: retry.OutcomeFatal}, scrub.cause(err))
+		return fail(retry.Result{Outcome: retry.OutcomeFatal}, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("User-Agent", s.u.cfg.UserAgent)
 	resp, err := s.u.cfg.Client.Do(req)
 	if err != nil {
-		return fail(retry.NoResponse(), scrub.cause(err))
+		return fail(retry.NoResponse(), err)
 	}
 	defer resp.Body.Close()
 	now := time.Now()
@@ -228,8 +230,8 @@ func (s *tokenSource) post(ctx context.Context, skew time.Duration) (a tokenAnsw
 			StatusCode: resp.StatusCode,
 			Body:       scrub.excerpt(strings.ToValidUTF8(string(shown), "\uFFFD"), len(shown) < len(body)),
 			RetryAfter: res.RetryAfter,
-			Location:   scrub.text(resp.Header.Get("Location")),
-			BodyErr:    scrub.cause(bodyErr),
+			Location:   resp.Header.Get("Location"),
+			BodyErr:    bodyErr,
 			Check:      retry.CheckTokenEndpoint(resp.StatusCode),
 		})
 	}
